@@ -1,0 +1,366 @@
+//! Buffers (M1, M2, M4, H3, H4): CPU access by heap rules, atomic views, host memory-value
+//! waits and debugger access.
+
+use super::device::DeviceShared;
+use crate::command::{Comparison, Width};
+use crate::error::{Error, Result};
+use crate::memory::{BufferCore, Heap};
+use crate::sync::shim::{AtomicU64, Ordering};
+use crate::sync::Parker;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to create a [`Buffer`].
+#[derive(Debug, Clone, Default)]
+pub struct BufferDesc {
+    /// Size in bytes: a positive multiple of 4.
+    pub size: u64,
+    /// The heap (M1). Default: DeviceLocal.
+    pub heap: Heap,
+    /// The u32 stored in every element at creation. Default 0.
+    pub init: u32,
+    /// A name for errors and reports (`buffer#N` if empty).
+    pub name: String,
+}
+
+impl BufferDesc {
+    /// A buffer of `size` bytes in `heap`.
+    pub fn new(size: u64, heap: Heap) -> Self {
+        BufferDesc {
+            size,
+            heap,
+            ..BufferDesc::default()
+        }
+    }
+
+    /// The same, named.
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    /// The same, with every u32 element initialised to `init`.
+    pub fn with_init(mut self, init: u32) -> Self {
+        self.init = init;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct BufferHandle {
+    core: Arc<BufferCore>,
+    device: Arc<DeviceShared>,
+}
+
+impl Drop for BufferHandle {
+    fn drop(&mut self) {
+        self.device.memory.unmap(self.core.base);
+    }
+}
+
+/// A buffer of device memory (`ID3D12Resource`). Cloning gives another handle; the buffer is
+/// unmapped when the last handle is dropped (later GPU accesses to it fault, M3).
+#[doc(alias = "ID3D12Resource")]
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    inner: Arc<BufferHandle>,
+}
+
+/// The kind of CPU access, for errors.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write,
+}
+
+impl Buffer {
+    pub(crate) fn new(core: Arc<BufferCore>, device: Arc<DeviceShared>) -> Self {
+        Buffer {
+            inner: Arc::new(BufferHandle { core, device }),
+        }
+    }
+
+    pub(crate) fn core(&self) -> &Arc<BufferCore> {
+        &self.inner.core
+    }
+
+    /// The GPU virtual address of byte 0 (never 0, 256-byte aligned, M1).
+    #[doc(alias = "GetGPUVirtualAddress")]
+    pub fn gpu_address(&self) -> u64 {
+        self.inner.core.base
+    }
+
+    /// The GPU virtual address of byte `offset` (not checked against the size).
+    pub fn address(&self, offset: u64) -> u64 {
+        self.inner.core.base.wrapping_add(offset)
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.core.size
+    }
+
+    /// The heap.
+    pub fn heap(&self) -> Heap {
+        self.inner.core.heap
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.inner.core.name
+    }
+
+    fn check(&self, what: &str, offset: u64, width: Width, access: Access) -> Result<()> {
+        let core = &self.inner.core;
+        let allowed = match access {
+            Access::Read => core.heap.cpu_readable(),
+            Access::Write => core.heap.cpu_writable(),
+        };
+        if !allowed {
+            return Err(Error::invalid_call(format!(
+                "buffer `{}`: {what} at offset {offset:#x}: the CPU may not {} {} memory",
+                core.name,
+                match access {
+                    Access::Read => "read",
+                    Access::Write => "write",
+                },
+                core.heap
+            )));
+        }
+        self.check_range(what, offset, width)
+    }
+
+    fn check_range(&self, what: &str, offset: u64, width: Width) -> Result<()> {
+        let core = &self.inner.core;
+        if offset % width.bytes() != 0 {
+            return Err(Error::invalid_arg(format!(
+                "buffer `{}`: {what}: offset {offset:#x} is not {}-byte aligned",
+                core.name,
+                width.bytes()
+            )));
+        }
+        if !core.contains(offset, width.bytes()) {
+            return Err(Error::invalid_arg(format!(
+                "buffer `{}`: {what}: offset {offset:#x} + {} bytes is outside the buffer ({} bytes)",
+                core.name,
+                width.bytes(),
+                core.size
+            )));
+        }
+        Ok(())
+    }
+
+    fn record_host_write(&self, offset: u64) {
+        self.inner
+            .device
+            .watches
+            .notify_word(self.inner.core.base + offset);
+    }
+
+    /// Reads the u32 at `offset` (4-byte aligned). Errors: InvalidCall on DeviceLocal memory,
+    /// InvalidArg for a misaligned or out-of-range offset. Works after removal (M4).
+    pub fn read_u32(&self, offset: u64) -> Result<u32> {
+        self.check("read_u32", offset, Width::W32, Access::Read)?;
+        Ok(self.inner.core.load32(offset).unwrap_or(0))
+    }
+
+    /// Reads the u64 at `offset` (8-byte aligned). Errors as [`read_u32`](Self::read_u32).
+    pub fn read_u64(&self, offset: u64) -> Result<u64> {
+        self.check("read_u64", offset, Width::W64, Access::Read)?;
+        Ok(self.inner.core.load64(offset).unwrap_or(0))
+    }
+
+    /// Writes the u32 at `offset` and wakes GPU and host waiters on it (M4). Errors: InvalidCall
+    /// on DeviceLocal or Readback memory, InvalidArg for a misaligned or out-of-range offset.
+    pub fn write_u32(&self, offset: u64, value: u32) -> Result<()> {
+        self.check("write_u32", offset, Width::W32, Access::Write)?;
+        self.inner.core.store32(offset, value);
+        self.record_host_write(offset);
+        Ok(())
+    }
+
+    /// Writes the u64 at `offset` (8-byte aligned) and wakes waiters on it (M4).
+    pub fn write_u64(&self, offset: u64, value: u64) -> Result<()> {
+        self.check("write_u64", offset, Width::W64, Access::Write)?;
+        self.inner.core.store64(offset, value);
+        self.record_host_write(offset);
+        Ok(())
+    }
+
+    /// An atomic view of the device word at `offset` (8-byte aligned): the device's own
+    /// `AtomicU64`, for CPU code that spins or uses read-modify-writes. The device cannot see
+    /// writes through a view, so while any view exists blocked engines poll with a backoff
+    /// (D8). Needs a heap the CPU may write (Upload or Shared).
+    pub fn atomic_u64(&self, offset: u64) -> Result<AtomicWordView> {
+        self.check("atomic_u64", offset, Width::W64, Access::Write)?;
+        self.inner.device.views.fetch_add(1, Ordering::SeqCst);
+        Ok(AtomicWordView {
+            buffer: self.clone(),
+            offset,
+        })
+    }
+
+    /// Blocks until `(u32 at offset & mask) cmp reference` holds, for at most `timeout` (H3):
+    /// woken by the writes that may satisfy it. Errors: those of [`read_u32`](Self::read_u32),
+    /// InvalidArg for `Comparison::None`, Timeout, DeviceRemoved.
+    #[doc(alias = "cpu-poll")]
+    pub fn wait_u32(
+        &self,
+        offset: u64,
+        cmp: Comparison,
+        reference: u32,
+        mask: u32,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.check("wait_u32", offset, Width::W32, Access::Read)?;
+        self.wait_value(
+            offset,
+            Width::W32,
+            cmp,
+            u64::from(reference),
+            u64::from(mask),
+            timeout,
+        )
+    }
+
+    /// The 64-bit form of [`wait_u32`](Self::wait_u32) (`offset` 8-byte aligned).
+    pub fn wait_u64(
+        &self,
+        offset: u64,
+        cmp: Comparison,
+        reference: u64,
+        mask: u64,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.check("wait_u64", offset, Width::W64, Access::Read)?;
+        self.wait_value(offset, Width::W64, cmp, reference, mask, timeout)
+    }
+
+    fn load(&self, offset: u64, width: Width) -> u64 {
+        match width {
+            Width::W32 => u64::from(self.inner.core.load32(offset).unwrap_or(0)),
+            Width::W64 => self.inner.core.load64(offset).unwrap_or(0),
+        }
+    }
+
+    fn wait_value(
+        &self,
+        offset: u64,
+        width: Width,
+        cmp: Comparison,
+        reference: u64,
+        mask: u64,
+        timeout: Duration,
+    ) -> Result<()> {
+        let core = &self.inner.core;
+        let dev = &self.inner.device;
+        let what = || {
+            format!(
+                "buffer `{}`+{offset:#x} ({}) & {mask:#x} {} {reference}",
+                core.name,
+                width.type_name(),
+                cmp.symbol()
+            )
+        };
+        if cmp == Comparison::None {
+            return Err(Error::invalid_arg(format!(
+                "wait_{}: comparison none is invalid",
+                width.type_name()
+            )));
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        let holds = || cmp.holds(self.load(offset, width), mask, reference);
+        let mut backoff = Duration::from_micros(50);
+        loop {
+            if holds() {
+                return Ok(());
+            }
+            if dev.is_removed() {
+                return Err(dev.removed_error(format!("wait for {}", what())));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Error::Timeout(format!(
+                    "wait for {} after {timeout:?} (value {:#x})",
+                    what(),
+                    self.load(offset, width)
+                )));
+            }
+            let parker = Arc::new(Parker::for_current_thread());
+            let key = dev.watches.watch(core.base + offset, parker.clone());
+            // Re-check after registering (see `sync::watch`).
+            let polling = dev.views.load(Ordering::SeqCst) > 0;
+            if !holds() && !dev.is_removed() {
+                let until = if polling {
+                    let p = Instant::now() + backoff;
+                    backoff = (backoff * 2).min(Duration::from_millis(4));
+                    Some(deadline.map_or(p, |d| d.min(p)))
+                } else {
+                    deadline
+                };
+                parker.park(until);
+            }
+            dev.watches.unwatch(key);
+        }
+    }
+
+    fn debug_check(&self, what: &str, offset: u64, width: Width) -> Result<()> {
+        self.check_range(what, offset, width)
+    }
+
+    /// Reads the u32 at `offset` whatever the heap (H4). For tools (the scenario's `expect`),
+    /// not programs: it bypasses the heap rules a real GPU enforces.
+    pub fn debug_read_u32(&self, offset: u64) -> Result<u32> {
+        self.debug_check("debug_read_u32", offset, Width::W32)?;
+        Ok(self.inner.core.load32(offset).unwrap_or(0))
+    }
+
+    /// Reads the u64 at `offset` whatever the heap (H4). For tools, not programs.
+    pub fn debug_read_u64(&self, offset: u64) -> Result<u64> {
+        self.debug_check("debug_read_u64", offset, Width::W64)?;
+        Ok(self.inner.core.load64(offset).unwrap_or(0))
+    }
+
+    /// Writes the u32 at `offset` whatever the heap (H4). For tools, not programs.
+    pub fn debug_write_u32(&self, offset: u64, value: u32) -> Result<()> {
+        self.debug_check("debug_write_u32", offset, Width::W32)?;
+        self.inner.core.store32(offset, value);
+        self.inner.device.watches.notify_word(self.inner.core.base + offset);
+        Ok(())
+    }
+
+    /// Stores `value` into every u32 element, whatever the heap (H4; the scenario's `init`).
+    /// For tools, not programs.
+    pub fn debug_fill(&self, value: u32) -> Result<()> {
+        let core = &self.inner.core;
+        core.fill32(0, core.size, value);
+        self.inner.device.watches.notify_range(core.base, core.end());
+        Ok(())
+    }
+}
+
+/// An atomic view of one device word ([`Buffer::atomic_u64`]). Dereferences to the device's
+/// own `AtomicU64`. While it exists, blocked engines poll for changes (D8).
+#[derive(Debug)]
+pub struct AtomicWordView {
+    buffer: Buffer,
+    offset: u64,
+}
+
+impl Deref for AtomicWordView {
+    type Target = AtomicU64;
+
+    fn deref(&self) -> &AtomicU64 {
+        match self.buffer.inner.core.word_at(self.offset) {
+            Some(w) => w,
+            // Checked at creation; the buffer cannot shrink.
+            None => unreachable!("atomic view offset checked at creation"),
+        }
+    }
+}
+
+impl Drop for AtomicWordView {
+    fn drop(&mut self) {
+        self.buffer.inner.device.views.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,405 @@
+//! The device: its configuration, memory, fences and removal state.
+
+use super::buffer::{Buffer, BufferDesc};
+use super::fence::Fence;
+use crate::clock::{Clock, RealClock};
+use crate::error::{Error, RemovalReason, Result};
+use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
+use crate::sync::shim::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{
+    register_multiple, wait_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags,
+    WaitOutcome,
+};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// How a [`Device`] is configured. `DeviceDesc::default()` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct DeviceDesc {
+    /// Watchdog timeout (TDR): an engine stalled in a memory-value wait, or one dispatch group
+    /// running, for longer than this hangs the device (D6). Default 2 s.
+    pub watchdog_timeout: Duration,
+    /// Opt-in: also treat a queue stalled in a *fence* wait for longer than this as a hang
+    /// (D6). Default `None` (in D3D12 a queue waiting on a fence is not a GPU hang).
+    pub fence_wait_timeout: Option<Duration>,
+    /// Shader worker threads shared by all engines; 0 means one per available core. Default 0.
+    pub workers: usize,
+    /// Packets the pre-fetch parser may run ahead of the micro engine (D1). Default 16.
+    pub fifo_depth: usize,
+    /// GPU timestamp frequency in Hz (C12). Default 100 MHz.
+    pub timestamp_frequency: u64,
+    /// The clock the watchdog, timeouts and timestamps read; `None` for real time.
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl Default for DeviceDesc {
+    fn default() -> Self {
+        DeviceDesc {
+            watchdog_timeout: Duration::from_secs(2),
+            fence_wait_timeout: None,
+            workers: 0,
+            fifo_depth: 16,
+            timestamp_frequency: 100_000_000,
+            clock: None,
+        }
+    }
+}
+
+/// Largest accepted `fifo_depth`.
+pub const MAX_FIFO_DEPTH: usize = 65_536;
+/// Largest accepted `workers`.
+pub const MAX_WORKERS: usize = 1024;
+
+#[derive(Debug)]
+struct Removal {
+    reason: RemovalReason,
+}
+
+/// State shared by every handle of one device.
+#[derive(Debug)]
+pub(crate) struct DeviceShared {
+    pub(crate) desc: DeviceDesc,
+    pub(crate) workers: usize,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) memory: AddressSpace,
+    pub(crate) watches: AddressWatches,
+    /// Outstanding atomic views: while any exists, blocked engines poll (D8).
+    pub(crate) views: AtomicUsize,
+    fences: Mutex<Vec<Weak<FenceCore>>>,
+    next_fence: AtomicUsize,
+    removed: AtomicBool,
+    removal: Mutex<Option<Removal>>,
+}
+
+impl DeviceShared {
+    /// Whether the device was removed.
+    #[inline]
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    /// The removal reason, if removed.
+    pub(crate) fn removed_reason(&self) -> Option<RemovalReason> {
+        lock(&self.removal).as_ref().map(|r| r.reason)
+    }
+
+    /// The `DeviceRemoved` error for `what`.
+    pub(crate) fn removed_error(&self, what: impl Into<String>) -> Error {
+        Error::DeviceRemoved {
+            what: what.into(),
+            reason: self.removed_reason().unwrap_or(RemovalReason::Requested),
+        }
+    }
+
+    /// Fails with `DeviceRemoved` if the device was removed.
+    pub(crate) fn check_live(&self, what: impl FnOnce() -> String) -> Result<()> {
+        if self.is_removed() {
+            Err(self.removed_error(what()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Removes the device (idempotent: the first reason wins). Returns whether this call
+    /// removed it.
+    pub(crate) fn remove(&self, reason: RemovalReason) -> bool {
+        {
+            let mut r = lock(&self.removal);
+            if r.is_some() {
+                return false;
+            }
+            *r = Some(Removal { reason });
+            self.removed.store(true, Ordering::Release);
+        }
+        let fences: Vec<Arc<FenceCore>> = lock(&self.fences)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for f in fences {
+            f.remove();
+        }
+        self.watches.notify_all();
+        true
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+}
+
+/// A software GPU device (`ID3D12Device`). Cloning gives another handle to the same device.
+///
+/// ```
+/// use pipefence::{Device, DeviceDesc};
+/// let device = Device::new(DeviceDesc::default())?;
+/// let fence = device.create_fence(0)?;
+/// fence.signal(3)?;
+/// assert_eq!(fence.completed_value(), 3);
+/// # Ok::<(), pipefence::Error>(())
+/// ```
+#[doc(alias = "ID3D12Device")]
+#[derive(Debug, Clone)]
+pub struct Device {
+    pub(crate) shared: Arc<DeviceShared>,
+}
+
+impl Device {
+    /// Creates a device. Errors: InvalidArg for a zero watchdog or fence-wait timeout, a
+    /// `fifo_depth` of 0 or above 65536, more than 1024 workers, or a zero timestamp frequency.
+    #[doc(alias = "D3D12CreateDevice")]
+    pub fn new(desc: DeviceDesc) -> Result<Device> {
+        if desc.watchdog_timeout.is_zero() {
+            return Err(Error::invalid_arg(
+                "DeviceDesc: watchdog_timeout 0 s is invalid (must be positive)",
+            ));
+        }
+        if desc.fence_wait_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::invalid_arg(
+                "DeviceDesc: fence_wait_timeout Some(0 s) is invalid (use None to disable)",
+            ));
+        }
+        if desc.fifo_depth == 0 || desc.fifo_depth > MAX_FIFO_DEPTH {
+            return Err(Error::invalid_arg(format!(
+                "DeviceDesc: fifo_depth {} is out of range 1..={MAX_FIFO_DEPTH}",
+                desc.fifo_depth
+            )));
+        }
+        if desc.workers > MAX_WORKERS {
+            return Err(Error::invalid_arg(format!(
+                "DeviceDesc: workers {} is above the maximum {MAX_WORKERS}",
+                desc.workers
+            )));
+        }
+        if desc.timestamp_frequency == 0 {
+            return Err(Error::invalid_arg(
+                "DeviceDesc: timestamp_frequency 0 Hz is invalid (must be at least 1)",
+            ));
+        }
+        let workers = if desc.workers == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            desc.workers
+        };
+        let clock: Arc<dyn Clock> = match &desc.clock {
+            Some(c) => c.clone(),
+            None => Arc::new(RealClock::new()),
+        };
+        Ok(Device {
+            shared: Arc::new(DeviceShared {
+                desc,
+                workers,
+                clock,
+                memory: AddressSpace::new(),
+                watches: AddressWatches::default(),
+                views: AtomicUsize::new(0),
+                fences: Mutex::new(Vec::new()),
+                next_fence: AtomicUsize::new(0),
+                removed: AtomicBool::new(false),
+                removal: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The configuration the device was created with.
+    pub fn desc(&self) -> &DeviceDesc {
+        &self.shared.desc
+    }
+
+    /// Number of shader workers (the configured count, or the core count for 0).
+    pub fn worker_count(&self) -> usize {
+        self.shared.workers
+    }
+
+    /// Creates a fence with an initial value (F1), named `fence#N`.
+    #[doc(alias = "CreateFence")]
+    pub fn create_fence(&self, initial: u64) -> Result<Fence> {
+        self.create_named_fence("", initial)
+    }
+
+    /// Creates a fence with a name used in errors and reports (`SetName`).
+    #[doc(alias = "CreateFence")]
+    #[doc(alias = "SetName")]
+    pub fn create_named_fence(&self, name: &str, initial: u64) -> Result<Fence> {
+        let id = self.shared.next_fence.fetch_add(1, Ordering::Relaxed);
+        let name = if name.is_empty() {
+            format!("fence#{id}")
+        } else {
+            name.to_string()
+        };
+        self.shared.check_live(|| format!("create_fence `{name}`"))?;
+        let core = Arc::new(FenceCore::new(initial));
+        {
+            let mut fences = lock(&self.shared.fences);
+            if fences.len() >= 64 && fences.len().is_power_of_two() {
+                fences.retain(|w| w.strong_count() > 0);
+            }
+            fences.push(Arc::downgrade(&core));
+        }
+        // A fence created after removal reads u64::MAX like every other (F10).
+        if self.shared.is_removed() {
+            core.remove();
+        }
+        Ok(Fence::new(core, self.shared.clone(), name, id as u32))
+    }
+
+    /// Creates a buffer (M1): `size` bytes (a positive multiple of 4), in `heap`, every u32
+    /// element set to `init`, at a fresh GPU virtual address.
+    #[doc(alias = "CreateCommittedResource")]
+    pub fn create_buffer(&self, desc: &BufferDesc) -> Result<Buffer> {
+        let label = if desc.name.is_empty() {
+            "buffer".to_string()
+        } else {
+            format!("buffer `{}`", desc.name)
+        };
+        if desc.size == 0 || desc.size % 4 != 0 {
+            return Err(Error::invalid_arg(format!(
+                "create_buffer: {label} size {} is not a positive multiple of 4",
+                desc.size
+            )));
+        }
+        self.shared.check_live(|| format!("create_buffer {label}"))?;
+        let core = self
+            .shared
+            .memory
+            .allocate(Some(&desc.name), desc.heap, desc.size, desc.init)
+            .map_err(|e| match e {
+                AllocError::TooLarge => Error::OutOfMemory(format!(
+                    "create_buffer: {label} size {} is above the maximum {MAX_BUFFER_SIZE}",
+                    desc.size
+                )),
+                AllocError::OutOfMemory => Error::OutOfMemory(format!(
+                    "create_buffer: {label} of {} bytes could not be allocated",
+                    desc.size
+                )),
+            })?;
+        Ok(Buffer::new(core, self.shared.clone()))
+    }
+
+    /// Removes the device on purpose (`RemoveDevice`, E4): every fence reads `u64::MAX`, every
+    /// waiter is released (F10), later submissions and signals fail with DeviceRemoved, and
+    /// [`removed_reason`](Self::removed_reason) reports [`RemovalReason::Requested`]. Idempotent:
+    /// a device already removed keeps its first reason.
+    #[doc(alias = "RemoveDevice")]
+    pub fn remove(&self) {
+        self.shared.remove(RemovalReason::Requested);
+    }
+
+    /// Why the device was removed, or `None` while it works (`GetDeviceRemovedReason`).
+    #[doc(alias = "GetDeviceRemovedReason")]
+    pub fn removed_reason(&self) -> Option<RemovalReason> {
+        self.shared.removed_reason()
+    }
+
+    /// Whether the device was removed.
+    pub fn is_removed(&self) -> bool {
+        self.shared.is_removed()
+    }
+
+    fn multi_args(
+        &self,
+        what: &str,
+        fences: &[&Fence],
+        values: &[u64],
+        flags: MultipleFenceWaitFlags,
+    ) -> Result<(Vec<(Arc<FenceCore>, u64)>, bool)> {
+        if fences.is_empty() {
+            return Err(Error::invalid_arg(format!("{what}: no fences (count 0)")));
+        }
+        if fences.len() != values.len() {
+            return Err(Error::invalid_arg(format!(
+                "{what}: {} fences but {} values",
+                fences.len(),
+                values.len()
+            )));
+        }
+        let any = flags.is_any().ok_or_else(|| {
+            Error::invalid_arg(format!(
+                "{what}: unknown flags {:#x} (expected 0 = ALL or 1 = ANY)",
+                flags.0
+            ))
+        })?;
+        for (i, f) in fences.iter().enumerate() {
+            if !Arc::ptr_eq(&f.device_shared(), &self.shared) {
+                return Err(Error::invalid_arg(format!(
+                    "{what}: fence {i} (`{}`) belongs to another device",
+                    f.name()
+                )));
+            }
+        }
+        Ok((
+            fences
+                .iter()
+                .zip(values)
+                .map(|(f, v)| (f.core(), *v))
+                .collect(),
+            any,
+        ))
+    }
+
+    /// Registers `event` to be set when all (flags ALL/NONE) or any (ANY) of `fences` reach
+    /// their `values` (F8); with `None`, blocks until then (returns Ok after removal, like the
+    /// single-fence form). Errors: InvalidArg for zero fences, mismatched lengths, unknown
+    /// flags, or a fence of another device.
+    #[doc(alias = "SetEventOnMultipleFenceCompletion")]
+    pub fn set_event_on_multiple_fence_completion(
+        &self,
+        fences: &[&Fence],
+        values: &[u64],
+        flags: MultipleFenceWaitFlags,
+        event: Option<&Event>,
+    ) -> Result<()> {
+        let (pairs, any) = self.multi_args(
+            "set_event_on_multiple_fence_completion",
+            fences,
+            values,
+            flags,
+        )?;
+        match event {
+            Some(e) => {
+                let _ = register_multiple(&pairs, any, e.notifier());
+                Ok(())
+            }
+            None => {
+                wait_multiple(&pairs, any, None);
+                Ok(())
+            }
+        }
+    }
+
+    /// Blocks until all or any of `fences` reach their `values`, up to `timeout` (F8). Errors:
+    /// the argument errors of [`set_event_on_multiple_fence_completion`](Self::set_event_on_multiple_fence_completion),
+    /// Timeout, DeviceRemoved. A zero timeout polls.
+    pub fn wait_multiple(
+        &self,
+        fences: &[&Fence],
+        values: &[u64],
+        flags: MultipleFenceWaitFlags,
+        timeout: Duration,
+    ) -> Result<()> {
+        let (pairs, any) = self.multi_args("wait_multiple", fences, values, flags)?;
+        let deadline = Instant::now().checked_add(timeout);
+        match wait_multiple(&pairs, any, deadline) {
+            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Removed => {
+                Err(self.shared.removed_error(multi_desc("wait_multiple", fences, values, any)))
+            }
+            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
+                "{} after {timeout:?}",
+                multi_desc("wait_multiple", fences, values, any)
+            ))),
+        }
+    }
+}
+
+fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
+    let parts: Vec<String> = fences
+        .iter()
+        .zip(values)
+        .map(|(f, v)| format!("fence `{}` >= {v}", f.name()))
+        .collect();
+    format!(
+        "{what} ({}): {}",
+        if any { "any" } else { "all" },
+        parts.join(", ")
+    )
+}

@@ -1,0 +1,185 @@
+//! Fences (F1-F10): `ID3D12Fence` with CPU signals, events, blocking and async waits.
+
+use super::device::DeviceShared;
+use crate::error::{Error, Result};
+use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+struct FenceInner {
+    core: Arc<FenceCore>,
+    device: Arc<DeviceShared>,
+    name: String,
+    id: u32,
+}
+
+/// A 64-bit GPU/CPU synchronization value (`ID3D12Fence`). Cloning gives another handle to
+/// the same fence.
+///
+/// Last write wins (F2): a signal sets the value and may lower it. Waits are satisfied when the
+/// value is `>=` their target (F5); events fire on crossing (F6).
+///
+/// ```
+/// use pipefence::{Device, DeviceDesc};
+/// use std::time::Duration;
+/// let device = Device::new(DeviceDesc::default())?;
+/// let fence = device.create_fence(0)?;
+/// let f2 = fence.clone();
+/// let t = std::thread::spawn(move || f2.signal(1));
+/// fence.wait(1, Duration::from_secs(10))?;
+/// t.join().unwrap()?;
+/// # Ok::<(), pipefence::Error>(())
+/// ```
+#[doc(alias = "ID3D12Fence")]
+#[derive(Debug, Clone)]
+pub struct Fence {
+    inner: Arc<FenceInner>,
+}
+
+impl Fence {
+    pub(crate) fn new(core: Arc<FenceCore>, device: Arc<DeviceShared>, name: String, id: u32) -> Self {
+        Fence {
+            inner: Arc::new(FenceInner {
+                core,
+                device,
+                name,
+                id,
+            }),
+        }
+    }
+
+    pub(crate) fn core(&self) -> Arc<FenceCore> {
+        self.inner.core.clone()
+    }
+
+    pub(crate) fn core_ref(&self) -> &FenceCore {
+        &self.inner.core
+    }
+
+    pub(crate) fn device_shared(&self) -> Arc<DeviceShared> {
+        self.inner.device.clone()
+    }
+
+    /// The fence's name (`fence#N` unless created with [`Device::create_named_fence`](crate::Device::create_named_fence)).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// A small id, unique per device, in creation order.
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// The value the last signal wrote (F4); `u64::MAX` once the device is removed.
+    #[doc(alias = "GetCompletedValue")]
+    #[inline]
+    pub fn completed_value(&self) -> u64 {
+        self.inner.core.completed_value()
+    }
+
+    /// Sets the value from the CPU (F2: last write wins, may lower it) and releases the waiters
+    /// it satisfies. Errors: DeviceRemoved after removal.
+    #[doc(alias = "Signal")]
+    pub fn signal(&self, value: u64) -> Result<()> {
+        let now = self.inner.device.now_ns();
+        let writer = Writer::Host {
+            host: crate::host::current_id(),
+        };
+        if self.inner.core.signal(value, writer, now) {
+            Ok(())
+        } else {
+            Err(self
+                .inner
+                .device
+                .removed_error(format!("fence `{}`: signal({value})", self.inner.name)))
+        }
+    }
+
+    /// Sets `event` when the value reaches `value` (F6: once, on crossing; at once if already
+    /// reached or the device is removed). With `None`, blocks the caller until then (D3D12's
+    /// NULL event, F7); returns Ok after removal (F10).
+    #[doc(alias = "SetEventOnCompletion")]
+    pub fn set_event_on_completion(&self, value: u64, event: Option<&Event>) -> Result<()> {
+        match event {
+            Some(e) => {
+                let _ = self.inner.core.register(value, e.notifier());
+            }
+            None => {
+                let _ = self.inner.core.wait_until(value, None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Blocks until the value is `>= value`, for at most `timeout` (F7). A zero timeout polls.
+    /// Errors: Timeout (naming the fence, the target and the value reached), DeviceRemoved
+    /// (also at once when the device is already removed, F10).
+    pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        self.outcome(value, self.inner.core.wait_until(value, deadline), Some(timeout))
+    }
+
+    /// Blocks until the value is `>= value` with no timeout. Errors: DeviceRemoved.
+    pub fn wait_forever(&self, value: u64) -> Result<()> {
+        self.outcome(value, self.inner.core.wait_until(value, None), None)
+    }
+
+    /// A future that completes when the value is `>= value` (F7). It is woken by the signalling
+    /// thread (no polling thread) and yields `Err(DeviceRemoved)` if the device is removed.
+    pub fn wait_async(&self, value: u64) -> FenceWait {
+        FenceWait {
+            fence: self.clone(),
+            value,
+            fut: FenceWaitFuture::new(self.inner.core.clone(), value),
+        }
+    }
+
+    fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
+        match o {
+            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Removed => Err(self
+                .inner
+                .device
+                .removed_error(format!("fence `{}`: wait for {value}", self.inner.name))),
+            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
+                "fence `{}`: wait for {value} after {:?} (completed value {})",
+                self.inner.name,
+                timeout.unwrap_or_default(),
+                self.completed_value()
+            ))),
+        }
+    }
+}
+
+/// The future of [`Fence::wait_async`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct FenceWait {
+    fence: Fence,
+    value: u64,
+    fut: FenceWaitFuture,
+}
+
+impl std::fmt::Debug for FenceWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FenceWait")
+            .field("fence", &self.fence.name())
+            .field("value", &self.value)
+            .finish()
+    }
+}
+
+impl Future for FenceWait {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.fut).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(o) => Poll::Ready(this.fence.outcome(this.value, o, None)),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The public, validated, D3D12-shaped API: [`Device`], [`Fence`], [`Buffer`], [`Event`](crate::Event).
+//!
+//! This layer validates every argument and turns misuse into an [`Error`](crate::Error) that
+//! names the object and the value (E2); the layers below assume valid input.
+
+mod buffer;
+mod device;
+mod fence;
+
+pub use buffer::{AtomicWordView, Buffer, BufferDesc};
+pub use device::{Device, DeviceDesc};
+pub(crate) use device::DeviceShared;
+pub use fence::{Fence, FenceWait};

@@ -1,0 +1,48 @@
+//! Time, injected (house style 7): the watchdog, timeouts and timestamps read a [`Clock`], so
+//! the deterministic driver and tests control time.
+
+use std::fmt::Debug;
+use std::time::Instant;
+
+/// Nanoseconds of the clock's epoch before the device was created: timestamps are never 0
+/// (C12), and the deterministic clock starts here (1 s).
+pub const CLOCK_EPOCH_NS: u64 = 1_000_000_000;
+
+/// A monotonic clock in nanoseconds.
+pub trait Clock: Send + Sync + Debug {
+    /// Nanoseconds since the clock's epoch; never 0, never decreasing.
+    fn now_ns(&self) -> u64;
+}
+
+/// Real time: [`CLOCK_EPOCH_NS`] plus the time since creation.
+#[derive(Debug, Clone, Copy)]
+pub struct RealClock {
+    start: Instant,
+}
+
+impl RealClock {
+    /// A clock that reads [`CLOCK_EPOCH_NS`] now.
+    pub fn new() -> Self {
+        RealClock {
+            start: Instant::now(),
+        }
+    }
+}
+
+impl Default for RealClock {
+    fn default() -> Self {
+        RealClock::new()
+    }
+}
+
+impl Clock for RealClock {
+    fn now_ns(&self) -> u64 {
+        CLOCK_EPOCH_NS.saturating_add(self.start.elapsed().as_nanos() as u64)
+    }
+}
+
+/// Converts clock nanoseconds to ticks of `frequency` Hz, rounding down, never 0.
+pub(crate) fn ticks(ns: u64, frequency: u64) -> u64 {
+    let t = (u128::from(ns) * u128::from(frequency) / 1_000_000_000) as u64;
+    t.max(1)
+}

@@ -1,0 +1,136 @@
+//! The error model (SEMANTICS E1-E4).
+//!
+//! Every fallible public call returns [`Result<T>`]. Each [`Error`] carries a message that names
+//! the object and the offending value, and maps to the D3D12 HRESULT a real runtime would return
+//! ([`Error::hresult`]). Errors are for misuse and for device state (removal, timeouts); a panic
+//! anywhere in the library is a bug.
+
+use std::fmt;
+
+/// D3D12 / DXGI result codes used by pipefence (E1, E4).
+pub mod hresult {
+    /// `E_INVALIDARG`.
+    pub const INVALID_ARG: u32 = 0x8007_0057;
+    /// `E_OUTOFMEMORY`.
+    pub const OUT_OF_MEMORY: u32 = 0x8007_000E;
+    /// `E_NOTIMPL`.
+    pub const NOT_IMPLEMENTED: u32 = 0x8000_4001;
+    /// `E_FAIL`.
+    pub const FAIL: u32 = 0x8000_4005;
+    /// `DXGI_ERROR_INVALID_CALL`.
+    pub const INVALID_CALL: u32 = 0x887A_0001;
+    /// `DXGI_ERROR_DEVICE_REMOVED`.
+    pub const DEVICE_REMOVED: u32 = 0x887A_0005;
+    /// `DXGI_ERROR_DEVICE_HUNG`.
+    pub const DEVICE_HUNG: u32 = 0x887A_0006;
+    /// `WAIT_TIMEOUT`.
+    pub const WAIT_TIMEOUT: u32 = 0x0000_0102;
+}
+
+/// Why a device was removed (E4). The reason has its own HRESULT, distinct from the
+/// `DeviceRemoved` error that later calls return.
+#[doc(alias = "GetDeviceRemovedReason")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum RemovalReason {
+    /// A GPU hang: a stuck wait, an endless kernel, or a malformed packet (`DXGI_ERROR_DEVICE_HUNG`).
+    Hung,
+    /// A GPU page fault (M3); reported as `DXGI_ERROR_DEVICE_HUNG` like on D3D12.
+    PageFault,
+    /// An explicit [`Device::remove`](crate::Device::remove) (`DXGI_ERROR_DEVICE_REMOVED`).
+    Requested,
+}
+
+impl RemovalReason {
+    /// The HRESULT that `GetDeviceRemovedReason` reports for this reason (E4).
+    pub fn hresult(self) -> u32 {
+        match self {
+            RemovalReason::Hung | RemovalReason::PageFault => hresult::DEVICE_HUNG,
+            RemovalReason::Requested => hresult::DEVICE_REMOVED,
+        }
+    }
+
+    /// The lower-case name used in scenario files and JSON (`hung`, `page-fault`, `requested`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RemovalReason::Hung => "hung",
+            RemovalReason::PageFault => "page-fault",
+            RemovalReason::Requested => "requested",
+        }
+    }
+}
+
+impl fmt::Display for RemovalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A pipefence error. Every message names the object and the offending value (E2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument is invalid (`E_INVALIDARG`).
+    #[error("invalid argument: {0}")]
+    InvalidArg(String),
+    /// The call is not valid in the object's current state (`DXGI_ERROR_INVALID_CALL`).
+    #[error("invalid call: {0}")]
+    InvalidCall(String),
+    /// An allocation could not be satisfied (`E_OUTOFMEMORY`).
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
+    /// The feature is not implemented (`E_NOTIMPL`).
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
+    /// An unspecified failure (`E_FAIL`).
+    #[error("failure: {0}")]
+    Fail(String),
+    /// The device was removed; the call did nothing (`DXGI_ERROR_DEVICE_REMOVED`).
+    #[error("device removed ({reason}): {what}")]
+    DeviceRemoved {
+        /// What the caller tried to do.
+        what: String,
+        /// Why the device was removed.
+        reason: RemovalReason,
+    },
+    /// A wait ran out of time before its condition held (`WAIT_TIMEOUT`).
+    #[error("timed out: {0}")]
+    Timeout(String),
+}
+
+impl Error {
+    /// The D3D12 HRESULT for this error (E1).
+    pub fn hresult(&self) -> u32 {
+        match self {
+            Error::InvalidArg(_) => hresult::INVALID_ARG,
+            Error::InvalidCall(_) => hresult::INVALID_CALL,
+            Error::OutOfMemory(_) => hresult::OUT_OF_MEMORY,
+            Error::NotImplemented(_) => hresult::NOT_IMPLEMENTED,
+            Error::Fail(_) => hresult::FAIL,
+            Error::DeviceRemoved { .. } => hresult::DEVICE_REMOVED,
+            Error::Timeout(_) => hresult::WAIT_TIMEOUT,
+        }
+    }
+
+    /// True for [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+
+    /// True for [`Error::DeviceRemoved`].
+    pub fn is_device_removed(&self) -> bool {
+        matches!(self, Error::DeviceRemoved { .. })
+    }
+
+    pub(crate) fn invalid_arg(msg: impl Into<String>) -> Self {
+        Error::InvalidArg(msg.into())
+    }
+
+    pub(crate) fn invalid_call(msg: impl Into<String>) -> Self {
+        Error::InvalidCall(msg.into())
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
