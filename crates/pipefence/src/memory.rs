@@ -43,9 +43,14 @@ impl Heap {
 
     /// The heap with this scenario name.
     pub fn from_name(name: &str) -> Option<Heap> {
-        [Heap::DeviceLocal, Heap::Upload, Heap::Readback, Heap::Shared]
-            .into_iter()
-            .find(|h| h.name() == name)
+        [
+            Heap::DeviceLocal,
+            Heap::Upload,
+            Heap::Readback,
+            Heap::Shared,
+        ]
+        .into_iter()
+        .find(|h| h.name() == name)
     }
 
     /// Whether the CPU may read it through the API.
@@ -306,28 +311,28 @@ impl AddressSpace {
         let pair = (u64::from(init) << 32) | u64::from(init);
         words.extend((0..n_words).map(|_| AtomicU64::new(pair)));
         self.write(|s| {
-        let base = s.next_base.div_ceil(BASE_ALIGN) * BASE_ALIGN;
-        let next = base
-            .checked_add(size)
-            .and_then(|e| e.checked_add(GAP))
-            .ok_or(AllocError::OutOfMemory)?;
-        let id = s.next_id;
-        s.next_id = s.next_id.wrapping_add(1);
-        s.next_base = next;
-        let name: Arc<str> = match name {
-            Some(n) if !n.is_empty() => n.into(),
-            _ => format!("buffer#{id}").into(),
-        };
-        let core = Arc::new(BufferCore {
-            id,
-            name,
-            heap,
-            base,
-            size,
-            words: words.into_boxed_slice(),
-        });
-        s.by_base.insert(base, core.clone());
-        Ok(core)
+            let base = s.next_base.div_ceil(BASE_ALIGN) * BASE_ALIGN;
+            let next = base
+                .checked_add(size)
+                .and_then(|e| e.checked_add(GAP))
+                .ok_or(AllocError::OutOfMemory)?;
+            let id = s.next_id;
+            s.next_id = s.next_id.wrapping_add(1);
+            s.next_base = next;
+            let name: Arc<str> = match name {
+                Some(n) if !n.is_empty() => n.into(),
+                _ => format!("buffer#{id}").into(),
+            };
+            let core = Arc::new(BufferCore {
+                id,
+                name,
+                heap,
+                base,
+                size,
+                words: words.into_boxed_slice(),
+            });
+            s.by_base.insert(base, core.clone());
+            Ok(core)
         })
     }
 
@@ -353,18 +358,22 @@ impl AddressSpace {
     /// The live buffer nearest to `address` (containing it, or the closest below or above).
     pub(crate) fn nearest(&self, address: u64) -> Option<Arc<BufferCore>> {
         self.read(|s| {
-        let below = s.by_base.range(..=address).next_back().map(|(_, b)| b);
-        let above = s.by_base.range(address.saturating_add(1)..).next().map(|(_, b)| b);
-        match (below, above) {
-            (Some(b), Some(a)) => {
-                let db = address.saturating_sub(b.end().saturating_sub(1));
-                let da = a.base - address;
-                Some(if db <= da { b.clone() } else { a.clone() })
+            let below = s.by_base.range(..=address).next_back().map(|(_, b)| b);
+            let above = s
+                .by_base
+                .range(address.saturating_add(1)..)
+                .next()
+                .map(|(_, b)| b);
+            match (below, above) {
+                (Some(b), Some(a)) => {
+                    let db = address.saturating_sub(b.end().saturating_sub(1));
+                    let da = a.base - address;
+                    Some(if db <= da { b.clone() } else { a.clone() })
+                }
+                (Some(b), None) => Some(b.clone()),
+                (None, Some(a)) => Some(a.clone()),
+                (None, None) => None,
             }
-            (Some(b), None) => Some(b.clone()),
-            (None, Some(a)) => Some(a.clone()),
-            (None, None) => None,
-        }
         })
     }
 

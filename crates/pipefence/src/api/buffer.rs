@@ -325,7 +325,10 @@ impl Buffer {
     pub fn debug_write_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.debug_check("debug_write_u32", offset, Width::W32)?;
         self.inner.core.store32(offset, value);
-        self.inner.device.watches.notify_word(self.inner.core.base + offset);
+        self.inner
+            .device
+            .watches
+            .notify_word(self.inner.core.base + offset);
         Ok(())
     }
 
@@ -334,7 +337,10 @@ impl Buffer {
     pub fn debug_fill(&self, value: u32) -> Result<()> {
         let core = &self.inner.core;
         core.fill32(0, core.size, value);
-        self.inner.device.watches.notify_range(core.base, core.end());
+        self.inner
+            .device
+            .watches
+            .notify_range(core.base, core.end());
         Ok(())
     }
 }
@@ -361,6 +367,10 @@ impl Deref for AtomicWordView {
 
 impl Drop for AtomicWordView {
     fn drop(&mut self) {
-        self.buffer.inner.device.views.fetch_sub(1, Ordering::SeqCst);
+        self.buffer
+            .inner
+            .device
+            .views
+            .fetch_sub(1, Ordering::SeqCst);
     }
 }

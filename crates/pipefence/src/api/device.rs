@@ -226,7 +226,8 @@ impl Device {
         } else {
             name.to_string()
         };
-        self.shared.check_live(|| format!("create_fence `{name}`"))?;
+        self.shared
+            .check_live(|| format!("create_fence `{name}`"))?;
         let core = Arc::new(FenceCore::new(initial));
         {
             let mut fences = lock(&self.shared.fences);
@@ -257,7 +258,8 @@ impl Device {
                 desc.size
             )));
         }
-        self.shared.check_live(|| format!("create_buffer {label}"))?;
+        self.shared
+            .check_live(|| format!("create_buffer {label}"))?;
         let core = self
             .shared
             .memory
@@ -381,7 +383,9 @@ impl Device {
         match wait_multiple(&pairs, any, deadline) {
             WaitOutcome::Reached => Ok(()),
             WaitOutcome::Removed => {
-                Err(self.shared.removed_error(multi_desc("wait_multiple", fences, values, any)))
+                Err(self
+                    .shared
+                    .removed_error(multi_desc("wait_multiple", fences, values, any)))
             }
             WaitOutcome::TimedOut => Err(Error::Timeout(format!(
                 "{} after {timeout:?}",

@@ -41,7 +41,12 @@ pub struct Fence {
 }
 
 impl Fence {
-    pub(crate) fn new(core: Arc<FenceCore>, device: Arc<DeviceShared>, name: String, id: u32) -> Self {
+    pub(crate) fn new(
+        core: Arc<FenceCore>,
+        device: Arc<DeviceShared>,
+        name: String,
+        id: u32,
+    ) -> Self {
         Fence {
             inner: Arc::new(FenceInner {
                 core,
@@ -120,7 +125,11 @@ impl Fence {
     /// (also at once when the device is already removed, F10).
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
         let deadline = Instant::now().checked_add(timeout);
-        self.outcome(value, self.inner.core.wait_until(value, deadline), Some(timeout))
+        self.outcome(
+            value,
+            self.inner.core.wait_until(value, deadline),
+            Some(timeout),
+        )
     }
 
     /// Blocks until the value is `>= value` with no timeout. Errors: DeviceRemoved.

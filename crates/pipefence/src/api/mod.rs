@@ -8,6 +8,6 @@ mod device;
 mod fence;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
-pub use device::{Device, DeviceDesc};
 pub(crate) use device::DeviceShared;
+pub use device::{Device, DeviceDesc};
 pub use fence::{Fence, FenceWait};

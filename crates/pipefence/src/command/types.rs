@@ -99,7 +99,9 @@ impl Comparison {
 
     /// The comparison for a `D3D12_COMPARISON_FUNC` value, if it is one.
     pub fn from_d3d12_value(value: u32) -> Option<Comparison> {
-        Comparison::ALL.into_iter().find(|c| c.d3d12_value() == value)
+        Comparison::ALL
+            .into_iter()
+            .find(|c| c.d3d12_value() == value)
     }
 
     /// The scenario name (`greater-equal`, ...; `none` for `None`).
@@ -541,12 +543,24 @@ impl Command {
     /// in errors, reports and traces.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::WaitValue { width: Width::W32, .. } => "wait-value32",
-            Command::WaitValue { width: Width::W64, .. } => "wait-value64",
-            Command::WriteValueBottomOfPipe { width: Width::W32, .. } => "write-value32-bop",
-            Command::WriteValueBottomOfPipe { width: Width::W64, .. } => "write-value64-bop",
-            Command::WriteValueTopOfPipe { width: Width::W32, .. } => "write-value32-top",
-            Command::WriteValueTopOfPipe { width: Width::W64, .. } => "write-value64-top",
+            Command::WaitValue {
+                width: Width::W32, ..
+            } => "wait-value32",
+            Command::WaitValue {
+                width: Width::W64, ..
+            } => "wait-value64",
+            Command::WriteValueBottomOfPipe {
+                width: Width::W32, ..
+            } => "write-value32-bop",
+            Command::WriteValueBottomOfPipe {
+                width: Width::W64, ..
+            } => "write-value64-bop",
+            Command::WriteValueTopOfPipe {
+                width: Width::W32, ..
+            } => "write-value32-top",
+            Command::WriteValueTopOfPipe {
+                width: Width::W64, ..
+            } => "write-value64-top",
             Command::WriteImmediate { .. } => "write-immediate",
             Command::FlushPipeline { .. } => "flush-pipeline",
             Command::Dispatch { .. } => "dispatch",
@@ -572,6 +586,10 @@ pub struct ValidationError {
 
 impl fmt::Display for ValidationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "command {} ({}): {}", self.index, self.command, self.message)
+        write!(
+            f,
+            "command {} ({}): {}",
+            self.index, self.command, self.message
+        )
     }
 }

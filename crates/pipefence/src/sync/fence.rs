@@ -89,6 +89,13 @@ pub(crate) enum Registration {
     Pending(u64),
 }
 
+#[cfg(loom)]
+thread_local! {
+    /// Fault injection for the loom suite: when set, `register` skips its re-check of the
+    /// value under the lock (a deliberately broken wake handshake that loom must catch).
+    pub(crate) static BREAK_REGISTER_RECHECK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Spin budget before a blocked CPU wait parks (D8; none on one CPU).
 const SPIN_NS: u64 = 20_000;
 
@@ -150,7 +157,11 @@ impl FenceCore {
     pub(crate) fn register(&self, target: u64, notify: Arc<dyn Notify>) -> Registration {
         {
             let mut s = lock(&self.state);
-            if !(s.removed || s.value >= target) {
+            #[cfg(loom)]
+            let skip_recheck = BREAK_REGISTER_RECHECK.with(|b| b.get());
+            #[cfg(not(loom))]
+            let skip_recheck = false;
+            if skip_recheck || !(s.removed || s.value >= target) {
                 let key = s.next_key;
                 s.next_key += 1;
                 s.waiters.insert((target, key), notify);

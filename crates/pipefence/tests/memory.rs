@@ -1,0 +1,318 @@
+//! Memory rules M1, M2, M4, host helpers H3/H4, and the error rules E1-E3 for CPU access.
+
+use pipefence::{Buffer, BufferDesc, Comparison, Device, DeviceDesc, Error, Heap};
+use std::thread;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(10);
+
+fn device() -> Device {
+    Device::new(DeviceDesc::default()).unwrap()
+}
+
+fn buf(d: &Device, size: u64, heap: Heap) -> Buffer {
+    d.create_buffer(&BufferDesc::new(size, heap)).unwrap()
+}
+
+#[test]
+fn m1_base_addresses_nonzero_aligned_disjoint_with_gaps() {
+    let d = device();
+    let bufs: Vec<Buffer> = [4u64, 256, 1000, 4096, 8, 65536]
+        .iter()
+        .map(|s| buf(&d, *s, Heap::Shared))
+        .collect();
+    for b in &bufs {
+        assert_ne!(b.gpu_address(), 0);
+        assert_eq!(b.gpu_address() % 256, 0, "{:#x}", b.gpu_address());
+    }
+    for w in bufs.windows(2) {
+        let end = w[0].gpu_address() + w[0].size();
+        assert!(w[1].gpu_address() > end, "no gap after {}", w[0].name());
+    }
+}
+
+#[test]
+fn m1_cpu_access_follows_heap_rules() {
+    let d = device();
+    let local = buf(&d, 64, Heap::DeviceLocal);
+    let upload = buf(&d, 64, Heap::Upload);
+    let readback = buf(&d, 64, Heap::Readback);
+    let shared = buf(&d, 64, Heap::Shared);
+    let e = local.read_u32(0).unwrap_err();
+    assert!(matches!(e, Error::InvalidCall(_)), "{e}");
+    assert!(e.to_string().contains("device-local"), "{e}");
+    assert!(matches!(local.write_u32(0, 1), Err(Error::InvalidCall(_))));
+    upload.write_u32(0, 5).unwrap();
+    assert_eq!(upload.read_u32(0).unwrap(), 5);
+    assert!(matches!(
+        readback.write_u64(0, 1),
+        Err(Error::InvalidCall(_))
+    ));
+    assert_eq!(readback.read_u64(0).unwrap(), 0);
+    shared.write_u64(8, 0x1234_5678_9abc_def0).unwrap();
+    assert_eq!(shared.read_u64(8).unwrap(), 0x1234_5678_9abc_def0);
+    assert_eq!(
+        shared.read_u32(8).unwrap(),
+        0x9abc_def0,
+        "little-endian low half"
+    );
+    assert_eq!(shared.read_u32(12).unwrap(), 0x1234_5678);
+    assert_eq!(Heap::Upload.gpu_writable(), false);
+    assert!(
+        Heap::Readback.gpu_writable()
+            && Heap::Shared.gpu_writable()
+            && Heap::DeviceLocal.gpu_writable()
+    );
+}
+
+#[test]
+fn m2_misaligned_and_out_of_range_accesses_are_invalid_arg() {
+    let d = device();
+    let b = d
+        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))
+        .unwrap();
+    let e = b.write_u32(2, 1).unwrap_err();
+    assert!(matches!(e, Error::InvalidArg(_)));
+    assert!(
+        e.to_string().contains("flags") && e.to_string().contains("0x2"),
+        "{e}"
+    );
+    assert!(matches!(b.read_u64(4), Err(Error::InvalidArg(_))));
+    let e = b.read_u32(64).unwrap_err();
+    assert!(e.to_string().contains("outside"), "{e}");
+    assert!(matches!(b.read_u64(60), Err(Error::InvalidArg(_))));
+    assert!(matches!(
+        b.read_u64(u64::MAX - 7),
+        Err(Error::InvalidArg(_))
+    ));
+}
+
+#[test]
+fn m1_buffer_size_must_be_positive_multiple_of_four() {
+    let d = device();
+    for size in [0u64, 3, 6] {
+        let e = d
+            .create_buffer(&BufferDesc::new(size, Heap::Shared))
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArg(_)) && e.to_string().contains(&size.to_string()),
+            "{e}"
+        );
+    }
+    let e = d
+        .create_buffer(&BufferDesc::new(1 << 40, Heap::Shared))
+        .unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory(_)), "{e}");
+    assert_eq!(e.hresult(), 0x8007_000E);
+}
+
+#[test]
+fn m2_32_and_64_bit_accesses_never_tear() {
+    let d = device();
+    let b = buf(&d, 16, Heap::Shared);
+    let mut ts = Vec::new();
+    // Two threads write the two halves of one word with 32-bit stores; a third writes the
+    // whole word with 64-bit patterns; readers must only ever see combinations of whole values.
+    for half in 0..2u64 {
+        let b = b.clone();
+        ts.push(thread::spawn(move || {
+            for i in 0..20_000u32 {
+                let v = if i % 2 == 0 { 0 } else { u32::MAX };
+                b.write_u32(half * 4, v).unwrap();
+            }
+        }));
+    }
+    let b2 = b.clone();
+    ts.push(thread::spawn(move || {
+        for i in 0..20_000u64 {
+            let v = if i % 2 == 0 { 0 } else { u64::MAX };
+            b2.write_u64(8, v).unwrap();
+        }
+    }));
+    for _ in 0..20_000 {
+        let lo = b.read_u32(0).unwrap();
+        assert!(lo == 0 || lo == u32::MAX);
+        let w = b.read_u64(8).unwrap();
+        assert!(w == 0 || w == u64::MAX, "torn 64-bit read {w:#x}");
+    }
+    for t in ts {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn m2_32_bit_store_preserves_other_half() {
+    let d = device();
+    let b = buf(&d, 8, Heap::Shared);
+    b.write_u64(0, 0xAAAA_AAAA_BBBB_BBBB).unwrap();
+    b.write_u32(0, 1).unwrap();
+    assert_eq!(b.read_u64(0).unwrap(), 0xAAAA_AAAA_0000_0001);
+    b.write_u32(4, 2).unwrap();
+    assert_eq!(b.read_u64(0).unwrap(), 0x0000_0002_0000_0001);
+}
+
+#[test]
+fn m4_cpu_write_wakes_host_waiter_at_once() {
+    let d = device();
+    let b = buf(&d, 64, Heap::Shared);
+    let b2 = b.clone();
+    let t = thread::spawn(move || b2.wait_u32(16, Comparison::GreaterEqual, 3, u32::MAX, T));
+    thread::sleep(Duration::from_millis(20));
+    b.write_u32(16, 2).unwrap();
+    b.write_u32(16, 3).unwrap();
+    t.join().unwrap().unwrap();
+}
+
+#[test]
+fn m4_writes_through_atomic_view_are_found_by_polling() {
+    let d = device();
+    let b = buf(&d, 64, Heap::Shared);
+    let view = b.atomic_u64(8).unwrap();
+    let b2 = b.clone();
+    let t = thread::spawn(move || b2.wait_u64(8, Comparison::Equal, 7, u64::MAX, T));
+    thread::sleep(Duration::from_millis(20));
+    view.store(7, std::sync::atomic::Ordering::SeqCst);
+    t.join().unwrap().unwrap();
+    assert!(matches!(b.atomic_u64(4), Err(Error::InvalidArg(_))));
+    let local = buf(&d, 64, Heap::DeviceLocal);
+    assert!(matches!(local.atomic_u64(0), Err(Error::InvalidCall(_))));
+}
+
+#[test]
+fn m4_cpu_reads_keep_working_after_removal() {
+    let d = device();
+    let b = buf(&d, 64, Heap::Shared);
+    b.write_u32(0, 42).unwrap();
+    d.remove();
+    assert_eq!(b.read_u32(0).unwrap(), 42);
+    assert_eq!(b.debug_read_u32(0).unwrap(), 42);
+}
+
+#[test]
+fn h3_host_wait_comparisons_masks_and_timeout() {
+    let d = device();
+    let b = buf(&d, 64, Heap::Shared);
+    b.write_u32(0, 0xF0).unwrap();
+    b.wait_u32(0, Comparison::Equal, 0x10, 0x1F, Duration::ZERO)
+        .unwrap();
+    b.wait_u32(0, Comparison::Less, 1, 0x0F, Duration::ZERO)
+        .unwrap();
+    let e = b
+        .wait_u32(
+            0,
+            Comparison::Greater,
+            0xF0,
+            u32::MAX,
+            Duration::from_millis(20),
+        )
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(e.to_string().contains("> 240"), "{e}");
+    assert!(matches!(
+        b.wait_u32(0, Comparison::None, 0, 0, Duration::ZERO),
+        Err(Error::InvalidArg(_))
+    ));
+}
+
+#[test]
+fn h3_host_wait_released_by_removal() {
+    let d = device();
+    let b = buf(&d, 64, Heap::Shared);
+    let b2 = b.clone();
+    let t = thread::spawn(move || b2.wait_u32(0, Comparison::Equal, 1, u32::MAX, T));
+    thread::sleep(Duration::from_millis(20));
+    d.remove();
+    assert!(t.join().unwrap().unwrap_err().is_device_removed());
+}
+
+#[test]
+fn h4_debug_access_ignores_heap_rules() {
+    let d = device();
+    let b = d
+        .create_buffer(&BufferDesc::new(64, Heap::DeviceLocal).with_init(9))
+        .unwrap();
+    assert_eq!(b.debug_read_u32(60).unwrap(), 9);
+    b.debug_fill(3).unwrap();
+    assert_eq!(b.debug_read_u64(8).unwrap(), 0x3_0000_0003);
+    b.debug_write_u32(4, 5).unwrap();
+    assert_eq!(b.debug_read_u32(4).unwrap(), 5);
+    assert!(matches!(b.debug_read_u32(64), Err(Error::InvalidArg(_))));
+}
+
+#[test]
+fn e1_every_error_maps_to_its_hresult() {
+    assert_eq!(Error::InvalidArg(String::new()).hresult(), 0x8007_0057);
+    assert_eq!(Error::InvalidCall(String::new()).hresult(), 0x887A_0001);
+    assert_eq!(Error::OutOfMemory(String::new()).hresult(), 0x8007_000E);
+    assert_eq!(Error::NotImplemented(String::new()).hresult(), 0x8000_4001);
+    assert_eq!(Error::Fail(String::new()).hresult(), 0x8000_4005);
+    assert_eq!(Error::Timeout(String::new()).hresult(), 0x0000_0102);
+    let removed = Error::DeviceRemoved {
+        what: String::new(),
+        reason: pipefence::RemovalReason::Hung,
+    };
+    assert_eq!(removed.hresult(), 0x887A_0005);
+}
+
+#[test]
+fn e2_messages_name_object_and_value() {
+    let d = device();
+    let b = d
+        .create_buffer(&BufferDesc::new(16, Heap::Upload).named("up"))
+        .unwrap();
+    let msg = b.write_u64(12, 0).unwrap_err().to_string();
+    assert!(msg.contains("up") && msg.contains("0xc"), "{msg}");
+    let msg = Device::new(DeviceDesc {
+        fifo_depth: 0,
+        ..DeviceDesc::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(msg.contains("fifo_depth 0"), "{msg}");
+}
+
+#[test]
+fn e3_bad_device_descs_are_errors_not_panics() {
+    let bad = [
+        DeviceDesc {
+            watchdog_timeout: Duration::ZERO,
+            ..DeviceDesc::default()
+        },
+        DeviceDesc {
+            fence_wait_timeout: Some(Duration::ZERO),
+            ..DeviceDesc::default()
+        },
+        DeviceDesc {
+            fifo_depth: 1 << 20,
+            ..DeviceDesc::default()
+        },
+        DeviceDesc {
+            workers: 100_000,
+            ..DeviceDesc::default()
+        },
+        DeviceDesc {
+            timestamp_frequency: 0,
+            ..DeviceDesc::default()
+        },
+    ];
+    for desc in bad {
+        assert!(matches!(Device::new(desc), Err(Error::InvalidArg(_))));
+    }
+}
+
+#[test]
+fn e3_random_cpu_accesses_never_panic() {
+    use proptest::prelude::*;
+    let d = device();
+    let b = buf(&d, 128, Heap::Shared);
+    proptest!(ProptestConfig::with_cases(2000), |(off in any::<u64>(), small in 0u64..200, v in any::<u64>())| {
+        for o in [off, small] {
+            let _ = b.read_u32(o);
+            let _ = b.read_u64(o);
+            let _ = b.write_u32(o, v as u32);
+            let _ = b.write_u64(o, v);
+            let _ = b.debug_read_u32(o);
+            let _ = b.atomic_u64(o);
+        }
+    });
+}
