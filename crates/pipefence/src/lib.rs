@@ -47,14 +47,22 @@
 pub mod api;
 pub mod clock;
 pub mod command;
+pub(crate) mod driver;
+pub mod engine;
 pub mod error;
 pub mod host;
 pub(crate) mod memory;
 pub mod sync;
 
-pub use api::{AtomicWordView, Buffer, BufferDesc, Device, DeviceDesc, Fence, FenceWait};
+pub use api::{
+    AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Fence, FenceWait, Queue,
+    QueueDesc,
+};
 pub use clock::{Clock, RealClock};
-pub use command::{Comparison, Width};
+pub use command::{
+    Comparison, Flush, ImmediateMode, ImmediateWrite, QueueKind, WaitEngine, Width, WriteSource,
+};
+pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
 pub use error::{Error, RemovalReason, Result};
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};

@@ -154,6 +154,9 @@ impl Buffer {
     fn record_host_write(&self, offset: u64) {
         self.inner
             .device
+            .record_host_write(self.inner.core.base + offset);
+        self.inner
+            .device
             .watches
             .notify_word(self.inner.core.base + offset);
     }

@@ -2,14 +2,23 @@
 
 use super::buffer::{Buffer, BufferDesc};
 use super::fence::Fence;
+use super::list::CommandList;
+use super::queue::{Queue, QueueDesc, QueueShared};
 use crate::clock::{Clock, RealClock};
+use crate::command::QueueKind;
+use crate::driver::threaded::{spawn_engine, Pool};
+use crate::driver::EngineWaker;
+use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
 use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
-use crate::sync::shim::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::Writer;
 use crate::sync::{
     register_multiple, wait_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags,
     WaitOutcome,
 };
+use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -53,7 +62,18 @@ pub const MAX_WORKERS: usize = 1024;
 #[derive(Debug)]
 struct Removal {
     reason: RemovalReason,
+    fault: Option<Fault>,
 }
+
+/// The last host write of an address (for reports).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostWrite {
+    pub(crate) writer: Writer,
+    pub(crate) seq: u64,
+    pub(crate) ns: u64,
+}
+
+static NEXT_DEVICE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// State shared by every handle of one device.
 #[derive(Debug)]
@@ -69,6 +89,15 @@ pub(crate) struct DeviceShared {
     next_fence: AtomicUsize,
     removed: AtomicBool,
     removal: Mutex<Option<Removal>>,
+    /// A process-unique device number (thread names: `pf{id}-q{n}`, `pf{id}-w{n}`).
+    pub(crate) id: u64,
+    shutdown: AtomicBool,
+    pub(crate) queues: Mutex<Vec<Weak<QueueShared>>>,
+    pool: OnceLock<Arc<Pool>>,
+    write_seq: AtomicU64,
+    next_list: AtomicUsize,
+    /// Last host write per 8-byte word.
+    pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
 }
 
 impl DeviceShared {
@@ -103,14 +132,20 @@ impl DeviceShared {
     /// Removes the device (idempotent: the first reason wins). Returns whether this call
     /// removed it.
     pub(crate) fn remove(&self, reason: RemovalReason) -> bool {
+        self.remove_with_fault(reason, None)
+    }
+
+    /// Removes the device with the fault that caused it.
+    pub(crate) fn remove_with_fault(&self, reason: RemovalReason, fault: Option<Fault>) -> bool {
         {
             let mut r = lock(&self.removal);
             if r.is_some() {
                 return false;
             }
-            *r = Some(Removal { reason });
+            *r = Some(Removal { reason, fault });
             self.removed.store(true, Ordering::Release);
         }
+        self.stop_threads();
         let fences: Vec<Arc<FenceCore>> = lock(&self.fences)
             .iter()
             .filter_map(Weak::upgrade)
@@ -124,6 +159,81 @@ impl DeviceShared {
 
     pub(crate) fn now_ns(&self) -> u64 {
         self.clock.now_ns()
+    }
+
+    /// A clock reading for bookkeeping (last-writer records).
+    #[inline]
+    pub(crate) fn coarse_now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// A device-wide order of writes (last-writer records).
+    #[inline]
+    pub(crate) fn next_write_seq(&self) -> u64 {
+        self.write_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Records a host write of `address` (for reports).
+    pub(crate) fn record_host_write(&self, address: u64) {
+        let w = HostWrite {
+            writer: Writer::Host {
+                host: crate::host::current_id(),
+            },
+            seq: self.next_write_seq(),
+            ns: self.coarse_now_ns(),
+        };
+        lock(&self.host_writes).insert(address & !7, w);
+    }
+
+    /// The fault that removed the device, if any.
+    pub(crate) fn removal_fault(&self) -> Option<Fault> {
+        lock(&self.removal).as_ref().and_then(|r| r.fault.clone())
+    }
+
+    /// Whether every user handle of the device is gone.
+    #[inline]
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// The worker pool (started with the first queue).
+    pub(crate) fn pool(&self) -> &Pool {
+        match self.pool.get() {
+            Some(p) => p,
+            None => unreachable!("engines run only after the pool started"),
+        }
+    }
+
+    /// Live queues, in creation order.
+    pub(crate) fn live_queues(&self) -> Vec<Arc<QueueShared>> {
+        lock(&self.queues)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// Wakes every engine and worker so they notice removal or shutdown and exit.
+    fn stop_threads(&self) {
+        for q in self.live_queues() {
+            q.waker.wake();
+        }
+        if let Some(p) = self.pool.get() {
+            p.clear();
+            p.wake_all();
+        }
+    }
+}
+
+/// Shuts the device's threads down when the last [`Device`] handle is dropped.
+#[derive(Debug)]
+struct DeviceOwner {
+    shared: Arc<DeviceShared>,
+}
+
+impl Drop for DeviceOwner {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.stop_threads();
     }
 }
 
@@ -141,6 +251,7 @@ impl DeviceShared {
 #[derive(Debug, Clone)]
 pub struct Device {
     pub(crate) shared: Arc<DeviceShared>,
+    owner: Arc<DeviceOwner>,
 }
 
 impl Device {
@@ -184,20 +295,101 @@ impl Device {
             Some(c) => c.clone(),
             None => Arc::new(RealClock::new()),
         };
+        let shared = Arc::new(DeviceShared {
+            desc,
+            workers,
+            clock,
+            memory: AddressSpace::new(),
+            watches: AddressWatches::default(),
+            views: AtomicUsize::new(0),
+            fences: Mutex::new(Vec::new()),
+            next_fence: AtomicUsize::new(0),
+            removed: AtomicBool::new(false),
+            removal: Mutex::new(None),
+            id: NEXT_DEVICE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            shutdown: AtomicBool::new(false),
+            queues: Mutex::new(Vec::new()),
+            pool: OnceLock::new(),
+            write_seq: AtomicU64::new(0),
+            next_list: AtomicUsize::new(0),
+            host_writes: Mutex::new(HashMap::new()),
+        });
         Ok(Device {
-            shared: Arc::new(DeviceShared {
-                desc,
-                workers,
-                clock,
-                memory: AddressSpace::new(),
-                watches: AddressWatches::default(),
-                views: AtomicUsize::new(0),
-                fences: Mutex::new(Vec::new()),
-                next_fence: AtomicUsize::new(0),
-                removed: AtomicBool::new(false),
-                removal: Mutex::new(None),
+            owner: Arc::new(DeviceOwner {
+                shared: shared.clone(),
             }),
+            shared,
         })
+    }
+
+    /// Creates a queue and starts its engine (Q1, Q2).
+    #[doc(alias = "CreateCommandQueue")]
+    pub fn create_queue(&self, desc: &QueueDesc) -> Result<Queue> {
+        let sh = &self.shared;
+        let mut queues = lock(&sh.queues);
+        let id = queues.len() as u32;
+        let name: Arc<str> = if desc.name.is_empty() {
+            format!("queue#{id}").into()
+        } else {
+            desc.name.as_str().into()
+        };
+        sh.check_live(|| format!("create_queue `{name}`"))?;
+        let _ = sh
+            .pool
+            .get_or_init(|| Pool::start(sh, sh.workers, &format!("pf{}", sh.id)));
+        let progress = Arc::new(FenceCore::new(0));
+        lock(&sh.fences).push(Arc::downgrade(&progress));
+        let q = Arc::new(QueueShared {
+            id,
+            name: name.clone(),
+            kind: desc.kind,
+            device: sh.clone(),
+            engine: Mutex::new(Engine::new(
+                id,
+                desc.kind,
+                sh.desc.fifo_depth,
+                Some(progress.clone()),
+            )),
+            waker: Arc::new(EngineWaker::default()),
+            progress,
+        });
+        spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
+            Error::OutOfMemory(format!(
+                "create_queue `{name}`: cannot start its engine thread: {e}"
+            ))
+        })?;
+        queues.push(Arc::downgrade(&q));
+        Ok(Queue::new(q, self.clone()))
+    }
+
+    /// Creates an open command list for queues of `kind`, named `name` in errors and reports.
+    #[doc(alias = "CreateCommandList")]
+    pub fn create_command_list(&self, kind: QueueKind, name: &str) -> Result<CommandList> {
+        let id = self.shared.next_list.fetch_add(1, Ordering::Relaxed) as u32;
+        let name: Arc<str> = if name.is_empty() {
+            format!("list#{id}").into()
+        } else {
+            name.into()
+        };
+        self.shared
+            .check_live(|| format!("create_command_list `{name}`"))?;
+        Ok(CommandList::new(self.shared.clone(), id, name, kind))
+    }
+
+    /// Blocks until every queue has drained (H2), up to `timeout`. Errors: Timeout naming the
+    /// first queue still busy, DeviceRemoved.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        for q in self.shared.live_queues() {
+            Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
+        }
+        self.shared.check_live(|| "wait_idle".to_string())
+    }
+
+    /// The fault that removed the device (page fault, malformed packet, never-satisfiable
+    /// wait), if one did.
+    pub fn removal_fault(&self) -> Option<Fault> {
+        self.shared.removal_fault()
     }
 
     /// The configuration the device was created with.

@@ -6,8 +6,13 @@
 mod buffer;
 mod device;
 mod fence;
+mod list;
+mod queue;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
 pub(crate) use device::DeviceShared;
 pub use device::{Device, DeviceDesc};
 pub use fence::{Fence, FenceWait};
+pub use list::CommandList;
+pub(crate) use queue::QueueShared;
+pub use queue::{Queue, QueueDesc};

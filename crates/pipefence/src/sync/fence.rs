@@ -64,8 +64,8 @@ struct FenceState {
     last_write_ns: u64,
 }
 
-/// The shared state of one fence.
-pub(crate) struct FenceCore {
+/// The shared state of one fence (opaque: reached through [`Fence`](crate::Fence)).
+pub struct FenceCore {
     mirror: AtomicU64,
     removed: AtomicBool,
     state: Mutex<FenceState>,

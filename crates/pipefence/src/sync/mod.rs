@@ -23,9 +23,10 @@ mod watch;
 mod loom_tests;
 
 pub use event::Event;
-pub(crate) use fence::{FenceCore, FenceWaitFuture, WaitOutcome, Writer};
+pub use fence::FenceCore;
+pub(crate) use fence::{FenceWaitFuture, Registration, WaitOutcome, Writer};
 pub(crate) use multi::wait_multiple;
 pub use multi::MultipleFenceWaitFlags;
 pub(crate) use multi::{register_multiple, MultiTarget};
 pub(crate) use notify::{spin_allowed, Notify, Parker};
-pub(crate) use watch::AddressWatches;
+pub(crate) use watch::{AddressWatches, WatchKey};

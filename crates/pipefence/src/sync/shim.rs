@@ -4,14 +4,18 @@
 //! and `memory` modules import from here.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard, RwLock};
 #[cfg(loom)]
 pub(crate) use loom::thread::{current as current_thread, Thread};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, RwLock};
 #[cfg(not(loom))]

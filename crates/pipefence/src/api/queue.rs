@@ -1,0 +1,238 @@
+//! Queues (Q1-Q7): submission of command lists, queue-side fence signals and waits.
+
+use super::device::{Device, DeviceShared};
+use super::fence::Fence;
+use super::list::CommandList;
+use crate::clock::ticks;
+use crate::command::QueueKind;
+use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
+use crate::error::{Error, Result};
+use crate::sync::shim::{lock, Mutex};
+use crate::sync::{FenceCore, WaitOutcome};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to create a [`Queue`].
+#[derive(Debug, Clone)]
+pub struct QueueDesc {
+    /// Direct, Compute or Copy (Q1).
+    pub kind: QueueKind,
+    /// A name for errors and reports (`queue#N` if empty).
+    pub name: String,
+}
+
+impl QueueDesc {
+    /// A queue of `kind` named `name`.
+    pub fn new(kind: QueueKind, name: &str) -> Self {
+        QueueDesc {
+            kind,
+            name: name.to_string(),
+        }
+    }
+}
+
+/// State shared by a queue's handles, its engine thread and the workers.
+#[derive(Debug)]
+pub(crate) struct QueueShared {
+    pub(crate) id: u32,
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: QueueKind,
+    pub(crate) device: Arc<DeviceShared>,
+    pub(crate) engine: Mutex<Engine>,
+    pub(crate) waker: Arc<crate::driver::EngineWaker>,
+    pub(crate) progress: Arc<FenceCore>,
+}
+
+/// A command queue (`ID3D12CommandQueue`): an engine that executes submissions in order (Q2).
+/// Cloning gives another handle to the same queue.
+#[doc(alias = "ID3D12CommandQueue")]
+#[derive(Debug, Clone)]
+pub struct Queue {
+    pub(crate) shared: Arc<QueueShared>,
+    device: Device,
+}
+
+impl Queue {
+    pub(crate) fn new(shared: Arc<QueueShared>, device: Device) -> Self {
+        Queue { shared, device }
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> QueueKind {
+        self.shared.kind
+    }
+
+    /// A small id, unique per device, in creation order.
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn submit(&self, what: impl FnOnce() -> String, s: Submission) -> Result<u64> {
+        let dev = &self.shared.device;
+        dev.check_live(what)?;
+        let seq = lock(&self.shared.engine).submit(s);
+        self.shared.waker.wake();
+        Ok(seq)
+    }
+
+    /// `ExecuteCommandLists` (Q2, Q7): queues the lists, which run after everything submitted
+    /// earlier on this queue has completed. Returns at once, with the submission's sequence
+    /// number. Errors: InvalidArg for no lists, a list of another kind or device; InvalidCall for
+    /// a list that is not closed; DeviceRemoved.
+    #[doc(alias = "ExecuteCommandLists")]
+    pub fn execute_command_lists(&self, lists: &[&CommandList]) -> Result<u64> {
+        if lists.is_empty() {
+            return Err(Error::invalid_arg(format!(
+                "queue `{}`: execute_command_lists with no command lists",
+                self.shared.name
+            )));
+        }
+        let mut closed = Vec::with_capacity(lists.len());
+        for (i, l) in lists.iter().enumerate() {
+            if !Arc::ptr_eq(l.device_shared(), &self.shared.device) {
+                return Err(Error::invalid_arg(format!(
+                    "queue `{}`: command list {i} (`{}`) belongs to another device",
+                    self.shared.name,
+                    l.name()
+                )));
+            }
+            if l.kind() != self.shared.kind {
+                return Err(Error::invalid_arg(format!(
+                    "queue `{}` ({}): command list {i} (`{}`) is a {} list",
+                    self.shared.name,
+                    self.shared.kind,
+                    l.name(),
+                    l.kind()
+                )));
+            }
+            match l.closed() {
+                Some(c) => closed.push(c.clone()),
+                None => {
+                    return Err(Error::invalid_call(format!(
+                        "queue `{}`: command list {i} (`{}`) is not closed",
+                        self.shared.name,
+                        l.name()
+                    )))
+                }
+            }
+        }
+        self.submit(
+            || format!("queue `{}`: execute_command_lists", self.shared.name),
+            Submission::Execute(closed),
+        )
+    }
+
+    fn check_fence(&self, what: &str, fence: &Fence) -> Result<()> {
+        if !Arc::ptr_eq(&fence.device_shared(), &self.shared.device) {
+            return Err(Error::invalid_arg(format!(
+                "queue `{}`: {what} on fence `{}` of another device",
+                self.shared.name,
+                fence.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Queue-side `Signal` (Q4): sets the fence to `value` once every earlier command on this
+    /// queue has completed and its writes are visible (a full release), without stopping later
+    /// commands. Returns the submission's sequence number.
+    #[doc(alias = "Signal")]
+    pub fn signal(&self, fence: &Fence, value: u64) -> Result<u64> {
+        self.check_fence("signal", fence)?;
+        self.submit(
+            || {
+                format!(
+                    "queue `{}`: signal fence `{}` to {value}",
+                    self.shared.name,
+                    fence.name()
+                )
+            },
+            Submission::Signal {
+                fence: fence.core(),
+                fence_id: fence.id(),
+                value,
+            },
+        )
+    }
+
+    /// Queue-side `Wait` (Q3): nothing after it is fetched or executed until the fence reaches
+    /// `value`. Wait-before-signal is legal. Returns the submission's sequence number.
+    #[doc(alias = "Wait")]
+    pub fn wait(&self, fence: &Fence, value: u64) -> Result<u64> {
+        self.check_fence("wait", fence)?;
+        self.submit(
+            || {
+                format!(
+                    "queue `{}`: wait on fence `{}` for {value}",
+                    self.shared.name,
+                    fence.name()
+                )
+            },
+            Submission::Wait {
+                fence: fence.core(),
+                fence_id: fence.id(),
+                value,
+            },
+        )
+    }
+
+    /// GPU timestamp ticks per second (C12; default 100 MHz).
+    #[doc(alias = "GetTimestampFrequency")]
+    pub fn timestamp_frequency(&self) -> u64 {
+        self.shared.device.desc.timestamp_frequency
+    }
+
+    /// System timestamp ticks per second (C12).
+    pub fn system_timestamp_frequency(&self) -> u64 {
+        SYSTEM_TIMESTAMP_FREQUENCY
+    }
+
+    /// Samples the GPU and system timestamps at once (`GetClockCalibration`, C12): `(gpu, cpu)`.
+    #[doc(alias = "GetClockCalibration")]
+    pub fn clock_calibration(&self) -> Result<(u64, u64)> {
+        let dev = &self.shared.device;
+        dev.check_live(|| format!("queue `{}`: clock_calibration", self.shared.name))?;
+        let now = dev.now_ns();
+        Ok((
+            ticks(now, dev.desc.timestamp_frequency),
+            ticks(now, SYSTEM_TIMESTAMP_FREQUENCY),
+        ))
+    }
+
+    /// Blocks until everything submitted so far has completed, up to `timeout`. Errors:
+    /// Timeout, DeviceRemoved.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        self.wait_idle_until(deadline, timeout)
+    }
+
+    pub(crate) fn wait_idle_until(
+        &self,
+        deadline: Option<Instant>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let target = lock(&self.shared.engine).submitted();
+        match self.shared.progress.wait_until(target, deadline) {
+            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Removed => Err(self
+                .shared
+                .device
+                .removed_error(format!("queue `{}`: wait_idle", self.shared.name))),
+            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
+                "queue `{}`: wait_idle after {timeout:?} ({} of {target} submissions completed)",
+                self.shared.name,
+                lock(&self.shared.engine).completed_submissions
+            ))),
+        }
+    }
+}

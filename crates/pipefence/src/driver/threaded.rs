@@ -1,0 +1,326 @@
+//! The threaded driver: one thread per queue engine, a shader worker pool shared by all engines,
+//! real time (D1, D3, D8).
+//!
+//! Engine thread loop: clear the waker, then under the engine lock step the PFP eagerly (up to
+//! the FIFO depth), the ME and the retire queue until nothing progresses; hand new dispatches to
+//! the pool; register the waker on the conditions the stages wait for (fence waiter list, address
+//! watch) and, if the registrations changed, step once more (the re-check); otherwise park.
+//! Writes the device cannot observe (atomic views) are polled with a 50 µs - 4 ms backoff, only
+//! while a view exists (D8).
+
+use crate::api::{DeviceShared, QueueShared};
+use crate::engine::kernels::run_groups;
+use crate::engine::{EngineCtx, Fault, Kernel, Launch, Stage, Step, WaitCondition};
+use crate::error::RemovalReason;
+use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
+use crate::sync::{FenceCore, WatchKey};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Starts the engine thread of a queue.
+pub(crate) fn spawn_engine(q: Arc<QueueShared>, thread_name: String) -> std::io::Result<()> {
+    let q2 = q.clone();
+    let handle = std::thread::Builder::new()
+        .name(thread_name)
+        .spawn(move || engine_main(q2))?;
+    q.waker.set_thread(handle.thread().clone());
+    Ok(())
+}
+
+/// The fault's removal reason (E4, D7).
+pub(crate) fn fault_reason(f: &Fault) -> RemovalReason {
+    match f {
+        Fault::PageFault { .. } => RemovalReason::PageFault,
+        _ => RemovalReason::Hung,
+    }
+}
+
+#[derive(Default)]
+struct Registrations {
+    fence: Option<(Arc<FenceCore>, u64, u64)>,
+    memory: Option<(u64, WatchKey)>,
+}
+
+impl Registrations {
+    /// Registers `waker` on the external conditions; returns whether anything changed.
+    fn update(&mut self, q: &QueueShared, conds: &[WaitCondition]) -> bool {
+        let mut changed = false;
+        let want_fence = conds.iter().find_map(|c| match c {
+            WaitCondition::Fence { fence, value, .. } => Some((fence.clone(), *value)),
+            _ => None,
+        });
+        let want_mem = conds.iter().find_map(|c| match c {
+            WaitCondition::Memory { address, .. } => Some(*address),
+            _ => None,
+        });
+        let same_fence = match (&self.fence, &want_fence) {
+            (Some((f, v, _)), Some((wf, wv))) => Arc::ptr_eq(f, wf) && v == wv,
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_fence {
+            if let Some((f, v, k)) = self.fence.take() {
+                f.deregister(v, k);
+            }
+            if let Some((f, v)) = want_fence {
+                if let crate::sync::Registration::Pending(k) = f.register(v, q.waker.clone()) {
+                    self.fence = Some((f, v, k));
+                }
+            }
+            changed = true;
+        }
+        let same_mem = match (&self.memory, want_mem) {
+            (Some((a, _)), Some(w)) => *a & !7 == w & !7,
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_mem {
+            if let Some((_, k)) = self.memory.take() {
+                q.device.watches.unwatch(k);
+            }
+            if let Some(a) = want_mem {
+                let k = q.device.watches.watch(a, q.waker.clone());
+                self.memory = Some((a, k));
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    fn clear(&mut self, q: &QueueShared) {
+        self.update(q, &[]);
+    }
+}
+
+fn engine_main(q: Arc<QueueShared>) {
+    let dev = q.device.clone();
+    let ctx = EngineCtx { device: &dev };
+    let mut regs = Registrations::default();
+    let mut backoff = Duration::from_micros(50);
+    let mut conds: Vec<WaitCondition> = Vec::new();
+    loop {
+        if dev.is_removed() || dev.is_shut_down() {
+            break;
+        }
+        q.waker.clear();
+        let mut launches: Vec<Launch> = Vec::new();
+        let mut fault = None;
+        let mut more = false;
+        conds.clear();
+        {
+            let mut e = lock(&q.engine);
+            loop {
+                conds.clear();
+                let mut progressed = false;
+                if q.kind.has_pfp() {
+                    loop {
+                        match e.step(Stage::Pfp, &ctx) {
+                            Step::Progressed => progressed = true,
+                            Step::Blocked(c) => {
+                                conds.push(c);
+                                break;
+                            }
+                            Step::Idle => break,
+                            Step::Faulted(f) => {
+                                fault = Some(f);
+                                break;
+                            }
+                        }
+                    }
+                }
+                if fault.is_none() {
+                    match e.step(Stage::Me, &ctx) {
+                        Step::Progressed => progressed = true,
+                        Step::Blocked(c) => conds.push(c),
+                        Step::Idle => {}
+                        Step::Faulted(f) => fault = Some(f),
+                    }
+                }
+                while fault.is_none() && e.retire_ready() {
+                    match e.retire(&ctx) {
+                        Step::Faulted(f) => fault = Some(f),
+                        _ => progressed = true,
+                    }
+                }
+                if e.has_launches() {
+                    launches.extend(e.take_launches());
+                }
+                if fault.is_some() || !progressed {
+                    break;
+                }
+                if launches.len() >= 32 {
+                    // Hand work to the workers now; come back without parking.
+                    more = true;
+                    break;
+                }
+            }
+        }
+        if !launches.is_empty() {
+            dev.pool().submit(&q, launches);
+        }
+        if let Some(f) = fault {
+            dev.remove_with_fault(fault_reason(&f), Some(f));
+            break;
+        }
+        if more {
+            continue;
+        }
+        if regs.update(&q, &conds) {
+            // Registered something new: re-check before sleeping.
+            continue;
+        }
+        if q.waker.is_set() {
+            continue;
+        }
+        let polling = conds
+            .iter()
+            .any(|c| matches!(c, WaitCondition::Memory { .. }))
+            && dev.views.load(Ordering::SeqCst) > 0;
+        if polling {
+            std::thread::park_timeout(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(4));
+        } else {
+            backoff = Duration::from_micros(50);
+            std::thread::park();
+        }
+    }
+    regs.clear(&q);
+}
+
+/// One dispatch handed to the pool.
+struct Job {
+    queue: Arc<QueueShared>,
+    launch: Launch,
+    next: AtomicU32,
+    done: AtomicU32,
+    chunk: u32,
+}
+
+/// The shader workers shared by every engine of a device (D3).
+#[derive(Debug)]
+pub(crate) struct Pool {
+    jobs: Mutex<VecDeque<Arc<Job>>>,
+    cv: Condvar,
+    workers: usize,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("queue", &self.queue.name)
+            .field("groups", &self.launch.groups)
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Starts `workers` worker threads for `dev`.
+    pub(crate) fn start(dev: &Arc<DeviceShared>, workers: usize, name_prefix: &str) -> Arc<Pool> {
+        let pool = Arc::new(Pool {
+            jobs: Mutex::new(VecDeque::new()),
+            cv: Condvar::new(),
+            workers,
+        });
+        for i in 0..workers {
+            let p = pool.clone();
+            let d = Arc::downgrade(dev);
+            let _ = std::thread::Builder::new()
+                .name(format!("{name_prefix}-w{i}"))
+                .spawn(move || worker_main(p, d));
+        }
+        pool
+    }
+
+    /// Queues the dispatches of one engine.
+    pub(crate) fn submit(&self, q: &Arc<QueueShared>, launches: Vec<Launch>) {
+        {
+            let mut jobs = lock(&self.jobs);
+            for l in launches {
+                let per = (l.groups / (self.workers as u32 * 8).max(1)).clamp(1, 256);
+                let chunk = if matches!(l.kernel, Kernel::Spin { .. }) {
+                    1
+                } else {
+                    per
+                };
+                jobs.push_back(Arc::new(Job {
+                    queue: q.clone(),
+                    launch: l,
+                    next: AtomicU32::new(0),
+                    done: AtomicU32::new(0),
+                    chunk,
+                }));
+            }
+        }
+        self.cv.notify_all();
+    }
+
+    /// Wakes every worker (removal, shutdown).
+    pub(crate) fn wake_all(&self) {
+        let _g = lock(&self.jobs);
+        self.cv.notify_all();
+    }
+
+    /// Drops every queued job (removal).
+    pub(crate) fn clear(&self) {
+        lock(&self.jobs).clear();
+        self.cv.notify_all();
+    }
+}
+
+fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>) {
+    loop {
+        let claim = {
+            let mut jobs = lock(&pool.jobs);
+            loop {
+                match dev.upgrade() {
+                    Some(d) if !d.is_removed() && !d.is_shut_down() => {}
+                    _ => return,
+                }
+                let mut found = None;
+                while let Some(j) = jobs.front() {
+                    let start = j.next.fetch_add(j.chunk, Ordering::Relaxed);
+                    if start < j.launch.groups {
+                        let end = start.saturating_add(j.chunk).min(j.launch.groups);
+                        found = Some((j.clone(), start, end));
+                        break;
+                    }
+                    jobs.pop_front();
+                }
+                if let Some(c) = found {
+                    break c;
+                }
+                jobs = condvar_wait_until(&pool.cv, jobs, None);
+            }
+        };
+        let (job, start, end) = claim;
+        let q = &job.queue;
+        let devs = &q.device;
+        if devs.is_removed() {
+            continue;
+        }
+        if let Err(kf) = run_groups(&job.launch.kernel, devs, start..end, true) {
+            let f = Fault::PageFault {
+                address: kf.address,
+                access: kf.access,
+                site: job.launch.site.clone(),
+                op: job.launch.op,
+                why: kf.why,
+            };
+            devs.remove_with_fault(fault_reason(&f), Some(f));
+            continue;
+        }
+        // Wake waiters on what the groups wrote (D8).
+        match job.launch.kernel.write_range(start..end) {
+            Some((s, e)) => devs.watches.notify_range(s, e),
+            None if matches!(job.launch.kernel, Kernel::User(_)) => devs.watches.notify_all(),
+            None => {}
+        }
+        let n = end - start;
+        let total = job.done.fetch_add(n, Ordering::AcqRel) + n;
+        if total >= job.launch.groups {
+            lock(&q.engine).groups_done(job.launch.index, job.launch.groups);
+            q.waker.wake();
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Kernels (C6): the built-ins `fill`, `add`, `sum`, `spin`, and user kernels written as Rust
+//! closures over a [`KernelContext`].
+//!
+//! A group is 64 lanes; lane `i = group * 64 + lane` handles u32 element `i`, so a group of
+//! `fill` or `add` covers 256 bytes. Kernel extents are checked when the kernel runs: an access
+//! outside every live buffer, or a write to Upload memory, is a page fault (M3) reported as a
+//! [`KernelFault`], never a panic.
+
+use super::Access;
+use crate::api::DeviceShared;
+use crate::command::KernelArgs;
+use crate::memory::BufferCore;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Lanes per group.
+pub const LANES: u32 = 64;
+/// Bytes of u32 elements one group of `fill`/`add` covers.
+pub const GROUP_BYTES: u64 = LANES as u64 * 4;
+/// The fixed cost of one group of a built-in other than `spin`, and the default for user
+/// kernels, in (virtual) nanoseconds (D4).
+pub const DEFAULT_GROUP_COST_NS: u64 = 1_000;
+
+type KernelFn = dyn Fn(&mut KernelContext<'_>) + Send + Sync;
+
+/// A user kernel: a Rust closure run once per group.
+///
+/// ```
+/// use pipefence::UserKernel;
+/// let double = UserKernel::new("double", move |ctx| {
+///     let _ = ctx.group();
+/// });
+/// assert_eq!(double.name(), "double");
+/// ```
+#[derive(Clone)]
+pub struct UserKernel {
+    name: Arc<str>,
+    func: Arc<KernelFn>,
+    cost_ns: u64,
+}
+
+impl fmt::Debug for UserKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserKernel")
+            .field("name", &self.name)
+            .field("cost_ns", &self.cost_ns)
+            .finish()
+    }
+}
+
+impl UserKernel {
+    /// A kernel named `name` running `f` once per group. The closure must return: one that
+    /// never returns blocks the deterministic driver (a documented limitation, D4).
+    pub fn new(name: &str, f: impl Fn(&mut KernelContext<'_>) + Send + Sync + 'static) -> Self {
+        UserKernel {
+            name: name.into(),
+            func: Arc::new(f),
+            cost_ns: DEFAULT_GROUP_COST_NS,
+        }
+    }
+
+    /// The same kernel with a declared cost per group (virtual nanoseconds on the
+    /// deterministic driver, D4).
+    pub fn with_cost_ns(mut self, ns: u64) -> Self {
+        self.cost_ns = ns;
+        self
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A kernel and its arguments, as passed to [`CommandList::dispatch`](crate::CommandList::dispatch).
+#[derive(Debug, Clone)]
+pub enum Kernel {
+    /// `dst[i] = value`.
+    Fill {
+        /// Destination (4-byte aligned).
+        dst: u64,
+        /// Value.
+        value: u32,
+    },
+    /// `dst[i] = src[i] + value` (wrapping).
+    Add {
+        /// Destination (4-byte aligned).
+        dst: u64,
+        /// Source (4-byte aligned).
+        src: u64,
+        /// Addend.
+        value: u32,
+    },
+    /// `dst (u64) += sum of src[i]` (atomic).
+    Sum {
+        /// Destination (8-byte aligned).
+        dst: u64,
+        /// Source (4-byte aligned).
+        src: u64,
+    },
+    /// Each group busies itself for `ns` nanoseconds.
+    Spin {
+        /// Nanoseconds per group.
+        ns: u64,
+    },
+    /// A user kernel.
+    User(UserKernel),
+}
+
+impl Kernel {
+    /// `fill`.
+    pub fn fill(dst: u64, value: u32) -> Kernel {
+        Kernel::Fill { dst, value }
+    }
+
+    /// `add`.
+    pub fn add(dst: u64, src: u64, value: u32) -> Kernel {
+        Kernel::Add { dst, src, value }
+    }
+
+    /// `sum`.
+    pub fn sum(dst: u64, src: u64) -> Kernel {
+        Kernel::Sum { dst, src }
+    }
+
+    /// `spin`.
+    pub fn spin(ns: u64) -> Kernel {
+        Kernel::Spin { ns }
+    }
+
+    /// The recorded form; user kernels go into `table`.
+    pub(crate) fn to_args(&self, table: &mut Vec<UserKernel>) -> KernelArgs {
+        match self {
+            Kernel::Fill { dst, value } => KernelArgs::Fill {
+                dst: *dst,
+                value: *value,
+            },
+            Kernel::Add { dst, src, value } => KernelArgs::Add {
+                dst: *dst,
+                src: *src,
+                value: *value,
+            },
+            Kernel::Sum { dst, src } => KernelArgs::Sum {
+                dst: *dst,
+                src: *src,
+            },
+            Kernel::Spin { ns } => KernelArgs::Spin { ns: *ns },
+            Kernel::User(k) => {
+                let index = table
+                    .iter()
+                    .position(|t| Arc::ptr_eq(&t.func, &k.func) && t.cost_ns == k.cost_ns)
+                    .unwrap_or_else(|| {
+                        table.push(k.clone());
+                        table.len() - 1
+                    });
+                KernelArgs::User {
+                    index: index as u32,
+                }
+            }
+        }
+    }
+
+    /// The kernel for a decoded dispatch; `None` for a user-kernel index outside the table.
+    pub(crate) fn from_args(args: &KernelArgs, table: &[UserKernel]) -> Option<Kernel> {
+        Some(match args {
+            KernelArgs::Fill { dst, value } => Kernel::fill(*dst, *value),
+            KernelArgs::Add { dst, src, value } => Kernel::add(*dst, *src, *value),
+            KernelArgs::Sum { dst, src } => Kernel::sum(*dst, *src),
+            KernelArgs::Spin { ns } => Kernel::spin(*ns),
+            KernelArgs::User { index } => Kernel::User(table.get(*index as usize)?.clone()),
+        })
+    }
+
+    /// The name: `fill`, `add`, `sum`, `spin`, or the user kernel's.
+    pub fn name(&self) -> &str {
+        match self {
+            Kernel::Fill { .. } => "fill",
+            Kernel::Add { .. } => "add",
+            Kernel::Sum { .. } => "sum",
+            Kernel::Spin { .. } => "spin",
+            Kernel::User(k) => k.name(),
+        }
+    }
+
+    /// The byte range groups `groups` write, for built-ins that declare one.
+    pub(crate) fn write_range(&self, groups: Range<u32>) -> Option<(u64, u64)> {
+        match self {
+            Kernel::Fill { dst, .. } | Kernel::Add { dst, .. } => Some((
+                dst.saturating_add(u64::from(groups.start) * GROUP_BYTES),
+                dst.saturating_add(u64::from(groups.end) * GROUP_BYTES),
+            )),
+            Kernel::Sum { dst, .. } => Some((*dst, dst.saturating_add(8))),
+            Kernel::Spin { .. } | Kernel::User(_) => None,
+        }
+    }
+
+    /// The (virtual) cost of one group in nanoseconds (D4).
+    pub(crate) fn group_cost_ns(&self) -> u64 {
+        match self {
+            Kernel::Spin { ns } => *ns,
+            Kernel::User(k) => k.cost_ns,
+            _ => DEFAULT_GROUP_COST_NS,
+        }
+    }
+}
+
+/// A page fault raised by a kernel (M3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFault {
+    /// The faulting address.
+    pub address: u64,
+    /// Read or write.
+    pub access: Access,
+    /// `unmapped` or `write to upload memory`.
+    pub why: &'static str,
+}
+
+/// What a user kernel sees: its group id and typed access to device memory. Invalid accesses
+/// record a page fault (the first one is reported when the group returns), read as 0 and
+/// write nothing.
+pub struct KernelContext<'a> {
+    device: &'a DeviceShared,
+    group: u32,
+    fault: Option<KernelFault>,
+}
+
+impl fmt::Debug for KernelContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KernelContext")
+            .field("group", &self.group)
+            .field("fault", &self.fault)
+            .finish()
+    }
+}
+
+impl KernelContext<'_> {
+    /// The group id (`0..groups`).
+    pub fn group(&self) -> u32 {
+        self.group
+    }
+
+    /// Lanes per group (64).
+    pub fn lanes(&self) -> u32 {
+        LANES
+    }
+
+    fn resolve(
+        &mut self,
+        address: u64,
+        len: u64,
+        access: Access,
+    ) -> Option<(Arc<BufferCore>, u64)> {
+        let fault = |why| KernelFault {
+            address,
+            access,
+            why,
+        };
+        let r = match self.device.memory.resolve(address, len) {
+            None => Err(fault("unmapped")),
+            Some((b, _)) if access == Access::Write && !b.heap.gpu_writable() => {
+                Err(fault("write to upload memory"))
+            }
+            Some((b, o)) if o % len == 0 => Ok((b, o)),
+            Some(_) => Err(fault("misaligned")),
+        };
+        match r {
+            Ok(x) => Some(x),
+            Err(f) => {
+                self.fault.get_or_insert(f);
+                None
+            }
+        }
+    }
+
+    /// Reads the u32 at `address` (4-byte aligned).
+    pub fn read_u32(&mut self, address: u64) -> u32 {
+        self.resolve(address, 4, Access::Read)
+            .and_then(|(b, o)| b.load32(o))
+            .unwrap_or(0)
+    }
+
+    /// Reads the u64 at `address` (8-byte aligned).
+    pub fn read_u64(&mut self, address: u64) -> u64 {
+        self.resolve(address, 8, Access::Read)
+            .and_then(|(b, o)| b.load64(o))
+            .unwrap_or(0)
+    }
+
+    /// Writes the u32 at `address` (4-byte aligned).
+    pub fn write_u32(&mut self, address: u64, value: u32) {
+        if let Some((b, o)) = self.resolve(address, 4, Access::Write) {
+            b.store32(o, value);
+        }
+    }
+
+    /// Writes the u64 at `address` (8-byte aligned).
+    pub fn write_u64(&mut self, address: u64, value: u64) {
+        if let Some((b, o)) = self.resolve(address, 8, Access::Write) {
+            b.store64(o, value);
+        }
+    }
+
+    /// Atomically adds to the u32 at `address`; returns the old value.
+    pub fn atomic_add_u32(&mut self, address: u64, value: u32) -> u32 {
+        self.resolve(address, 4, Access::Write)
+            .and_then(|(b, o)| b.fetch_add32(o, value))
+            .unwrap_or(0)
+    }
+
+    /// Atomically adds to the u64 at `address`; returns the old value.
+    pub fn atomic_add_u64(&mut self, address: u64, value: u64) -> u64 {
+        self.resolve(address, 8, Access::Write)
+            .and_then(|(b, o)| b.fetch_add64(o, value))
+            .unwrap_or(0)
+    }
+}
+
+/// Finds the first u32 element of `[start, start + len)` that faults.
+#[cold]
+fn first_fault(device: &DeviceShared, start: u64, len: u64, access: Access) -> KernelFault {
+    let mut a = start;
+    while a < start.saturating_add(len) {
+        match device.memory.resolve(a, 4) {
+            None => {
+                return KernelFault {
+                    address: a,
+                    access,
+                    why: "unmapped",
+                }
+            }
+            Some((b, _)) if access == Access::Write && !b.heap.gpu_writable() => {
+                return KernelFault {
+                    address: a,
+                    access,
+                    why: "write to upload memory",
+                }
+            }
+            Some(_) => a += 4,
+        }
+    }
+    KernelFault {
+        address: start,
+        access,
+        why: "unmapped",
+    }
+}
+
+fn resolve_range(
+    device: &DeviceShared,
+    start: u64,
+    len: u64,
+    access: Access,
+) -> Result<(Arc<BufferCore>, u64), KernelFault> {
+    match device.memory.resolve(start, len) {
+        Some((b, o)) if access == Access::Read || b.heap.gpu_writable() => Ok((b, o)),
+        _ => Err(first_fault(device, start, len, access)),
+    }
+}
+
+/// Runs groups `range` of `kernel`. `real_time` makes `spin` busy-wait for real (the threaded
+/// driver); the deterministic driver accounts for it in virtual time instead.
+pub(crate) fn run_groups(
+    kernel: &Kernel,
+    device: &DeviceShared,
+    range: Range<u32>,
+    real_time: bool,
+) -> Result<(), KernelFault> {
+    if range.is_empty() {
+        return Ok(());
+    }
+    let n = u64::from(range.end - range.start);
+    let first = u64::from(range.start);
+    match kernel {
+        Kernel::Fill { dst, value } => {
+            let start = dst.wrapping_add(first * GROUP_BYTES);
+            let len = n * GROUP_BYTES;
+            let (b, o) = resolve_range(device, start, len, Access::Write)?;
+            b.fill32(o, len, *value);
+        }
+        Kernel::Add { dst, src, value } => {
+            let len = n * GROUP_BYTES;
+            let s = src.wrapping_add(first * GROUP_BYTES);
+            let d = dst.wrapping_add(first * GROUP_BYTES);
+            let (sb, so) = resolve_range(device, s, len, Access::Read)?;
+            let (db, dof) = resolve_range(device, d, len, Access::Write)?;
+            add_range(&sb, so, &db, dof, len, *value);
+        }
+        Kernel::Sum { dst, src } => {
+            let len = n * GROUP_BYTES;
+            let s = src.wrapping_add(first * GROUP_BYTES);
+            let (sb, so) = resolve_range(device, s, len, Access::Read)?;
+            let (db, dof) = resolve_range(device, *dst, 8, Access::Write)?;
+            let mut total: u64 = 0;
+            let mut o = so;
+            while o < so + len {
+                total = total.wrapping_add(u64::from(sb.load32(o).unwrap_or(0)));
+                o += 4;
+            }
+            db.fetch_add64(dof, total);
+        }
+        Kernel::Spin { ns } => {
+            if real_time {
+                for _ in range {
+                    let end = Instant::now() + Duration::from_nanos(*ns);
+                    while Instant::now() < end {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+        }
+        Kernel::User(k) => {
+            for g in range {
+                let mut ctx = KernelContext {
+                    device,
+                    group: g,
+                    fault: None,
+                };
+                (k.func)(&mut ctx);
+                if let Some(f) = ctx.fault {
+                    return Err(f);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn add_range(sb: &BufferCore, so: u64, db: &BufferCore, dof: u64, len: u64, value: u32) {
+    use crate::sync::shim::Ordering;
+    if so % 8 == 0 && dof % 8 == 0 && len % 8 == 0 {
+        let (s0, d0, words) = ((so / 8) as usize, (dof / 8) as usize, (len / 8) as usize);
+        if let (Some(src), Some(dst)) = (sb.words(s0, s0 + words), db.words(d0, d0 + words)) {
+            for (s, d) in src.iter().zip(dst) {
+                let w = s.load(Ordering::Relaxed);
+                let lo = (w as u32).wrapping_add(value);
+                let hi = ((w >> 32) as u32).wrapping_add(value);
+                d.store((u64::from(hi) << 32) | u64::from(lo), Ordering::Relaxed);
+            }
+            return;
+        }
+    }
+    let mut i = 0;
+    while i < len {
+        let v = sb.load32(so + i).unwrap_or(0).wrapping_add(value);
+        db.store32(dof + i, v);
+        i += 4;
+    }
+}

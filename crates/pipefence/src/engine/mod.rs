@@ -1,0 +1,1214 @@
+//! The engine: one per queue, a state machine of two stages that a driver advances (D1-D4).
+//!
+//! - The **pre-fetch parser** (PFP) takes submissions in order, fetches packets from the
+//!   command lists' streams in device memory, decodes them ([`crate::command::decode`]), performs
+//!   queue waits and PFP memory-value waits, reads `dispatch_indirect` arguments (C7), and pushes
+//!   packets into a bounded FIFO (`fifo_depth`).
+//! - The **micro engine** (ME) pops packets and executes them in order: ME waits, top-of-pipe
+//!   and immediate writes, copies, dispatch launches, flushes, labels; bottom-of-pipe writes and
+//!   queue signals go to the **retire queue**, which lands them in order once every earlier
+//!   dispatch has finished (C3, Q4).
+//!
+//! A Copy queue's engine has only the ME: its ME step fetches when the FIFO is empty (D1).
+//!
+//! [`Engine::step`] never blocks, never reads real time (it asks the [`EngineCtx`] clock) and
+//! starts no threads: a blocked step changes nothing and returns the condition it waits for,
+//! so the threaded driver can park on it and a deterministic driver can pick another action.
+//! Dispatches are handed to the driver as [`Launch`]es; the driver reports group completions
+//! with [`Engine::groups_done`]. Retirement is its own action ([`Engine::retire`]).
+//!
+//! Contract: the engine trusts nothing in the command stream (a malformed packet is
+//! [`Fault::MalformedPacket`]) and nothing about addresses (an access outside every live buffer,
+//! or a write to Upload memory, is [`Fault::PageFault`], M3). It panics on no input.
+
+pub(crate) mod kernels;
+
+use crate::api::DeviceShared;
+use crate::clock::ticks;
+use crate::command::{
+    decode, Command, Comparison, DecodeError, ImmediateMode, KernelArgs, QueueKind, WaitEngine,
+    Width, WriteSource,
+};
+use crate::memory::BufferCore;
+use crate::sync::{FenceCore, Writer};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+pub use kernels::{Kernel, KernelContext, KernelFault, UserKernel};
+
+/// System timestamps count ticks of the host monotonic clock at this frequency (C12).
+pub const SYSTEM_TIMESTAMP_FREQUENCY: u64 = 10_000_000;
+
+/// Words the PFP fetches from a command stream at a time.
+const PREFETCH_WORDS: usize = 256;
+
+/// A closed command list: its packets live in device memory (unmapped when the last
+/// reference, the list or an execution in flight, is dropped).
+#[derive(Debug)]
+pub(crate) struct ClosedList {
+    pub(crate) id: u32,
+    pub(crate) name: Arc<str>,
+    pub(crate) kind: QueueKind,
+    pub(crate) device: Arc<DeviceShared>,
+    pub(crate) stream: Arc<BufferCore>,
+    pub(crate) words: usize,
+    pub(crate) kernels: Arc<[UserKernel]>,
+}
+
+impl Drop for ClosedList {
+    fn drop(&mut self) {
+        self.device.memory.unmap(self.stream.base);
+    }
+}
+
+/// Where a packet came from: the queue's submission and, inside a list, the command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    /// The queue's submission sequence number (0-based, in submission order).
+    pub submission: u64,
+    /// The list id and name, for commands of a list.
+    pub list: Option<(u32, Arc<str>)>,
+    /// The command index in the list.
+    pub command: Option<u32>,
+}
+
+impl Site {
+    fn writer(&self, queue: u32) -> Writer {
+        match (&self.list, self.command) {
+            (Some((id, _)), Some(c)) => Writer::Engine {
+                queue,
+                list: *id,
+                command: c,
+            },
+            _ => Writer::Engine {
+                queue,
+                list: u32::MAX,
+                command: self.submission as u32,
+            },
+        }
+    }
+}
+
+/// A queue-level submission (Q2).
+#[derive(Debug)]
+pub(crate) enum Submission {
+    Execute(Vec<Arc<ClosedList>>),
+    Signal {
+        fence: Arc<FenceCore>,
+        fence_id: u32,
+        value: u64,
+    },
+    Wait {
+        fence: Arc<FenceCore>,
+        fence_id: u32,
+        value: u64,
+    },
+}
+
+/// Which stage a driver steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The pre-fetch parser.
+    Pfp,
+    /// The micro engine.
+    Me,
+}
+
+/// What a blocked stage waits for.
+#[derive(Debug, Clone)]
+pub enum WaitCondition {
+    /// A queue wait (Q3) on a fence, held by the PFP.
+    Fence {
+        /// The fence.
+        fence: Arc<FenceCore>,
+        /// Its id on the device.
+        fence_id: u32,
+        /// The value waited for.
+        value: u64,
+    },
+    /// A memory-value wait (C1) on the PFP or the ME.
+    Memory {
+        /// The address.
+        address: u64,
+        /// 32 or 64 bits.
+        width: Width,
+        /// The comparison.
+        cmp: Comparison,
+        /// The reference.
+        reference: u64,
+        /// The mask.
+        mask: u64,
+    },
+    /// The PFP's FIFO is full: the ME must pop.
+    FifoFull,
+    /// The PFP waits for the previous `execute_command_lists` call to complete (Q7).
+    Drain,
+    /// The PFP is held by a `flush_pipeline` the ME has not completed (C8).
+    FlushHold,
+    /// The ME's `flush_pipeline` waits for earlier dispatches (C8).
+    Dispatches,
+}
+
+impl WaitCondition {
+    /// Whether the condition can only be satisfied from outside the engine (a fence signal or a
+    /// memory write), as opposed to the engine's own progress.
+    pub fn is_external(&self) -> bool {
+        matches!(
+            self,
+            WaitCondition::Fence { .. } | WaitCondition::Memory { .. }
+        )
+    }
+}
+
+/// How a GPU access faulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+}
+
+impl Access {
+    /// `read` or `write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// A fault that removes the device.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// A GPU page fault (M3).
+    PageFault {
+        /// The faulting address.
+        address: u64,
+        /// Read or write.
+        access: Access,
+        /// The command.
+        site: Site,
+        /// The command's name (`write-value32-bop`, `dispatch`, ...).
+        op: &'static str,
+        /// Why: `unmapped` or `write to upload memory`.
+        why: &'static str,
+    },
+    /// A packet the decoder rejected (D2).
+    MalformedPacket {
+        /// Where the packet is.
+        site: Site,
+        /// Word offset of the packet in its list's stream.
+        offset: usize,
+        /// The decoder's message.
+        message: String,
+    },
+    /// A wait no value can satisfy (D6).
+    NeverSatisfiable {
+        /// The wait's site.
+        site: Site,
+        /// The condition.
+        condition: WaitCondition,
+    },
+}
+
+/// The result of one step.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The stage did something.
+    Progressed,
+    /// The stage cannot progress until the condition changes; nothing was changed.
+    Blocked(WaitCondition),
+    /// Nothing to do.
+    Idle,
+    /// A fault: the driver removes the device.
+    Faulted(Fault),
+}
+
+/// A dispatch the driver must run.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    pub(crate) index: u64,
+    pub(crate) op: &'static str,
+    pub(crate) kernel: Kernel,
+    pub(crate) groups: u32,
+    pub(crate) site: Site,
+}
+
+/// What the engine needs from the device.
+pub(crate) struct EngineCtx<'a> {
+    pub(crate) device: &'a DeviceShared,
+}
+
+impl EngineCtx<'_> {
+    fn now_ns(&self) -> u64 {
+        self.device.now_ns()
+    }
+}
+
+#[derive(Debug)]
+enum PacketOp {
+    Command {
+        cmd: Command,
+        indirect_groups: Option<u32>,
+        list: Arc<ClosedList>,
+    },
+    Signal {
+        fence: Arc<FenceCore>,
+        value: u64,
+    },
+    SubmissionEnd,
+}
+
+#[derive(Debug)]
+struct Packet {
+    site: Site,
+    op: PacketOp,
+}
+
+#[derive(Debug)]
+struct Cursor {
+    submission: u64,
+    lists: Vec<Arc<ClosedList>>,
+    list: usize,
+    word: usize,
+    command: u32,
+    /// Prefetched words of the current list: `[cache_start, cache_start + cache.len())`.
+    cache: Vec<u32>,
+    cache_start: usize,
+}
+
+#[derive(Debug)]
+enum MeOp {
+    Wait {
+        site: Site,
+        cond: WaitCondition,
+    },
+    Flush {
+        site: Site,
+    },
+    Copy {
+        site: Site,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+    },
+}
+
+#[derive(Debug)]
+enum RetireOp {
+    Write {
+        address: u64,
+        width: Width,
+        value: u64,
+        source: WriteSource,
+        op: &'static str,
+    },
+    Signal {
+        fence: Arc<FenceCore>,
+        value: u64,
+    },
+    SubmissionEnd,
+}
+
+#[derive(Debug)]
+struct Retire {
+    /// Dispatches with an index below this must finish first.
+    after: u64,
+    site: Site,
+    op: RetireOp,
+}
+
+/// The last command-processor write of an address by this engine.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteRecord {
+    pub(crate) site: Site,
+    pub(crate) op: &'static str,
+    pub(crate) seq: u64,
+    pub(crate) ns: u64,
+}
+
+/// A dispatch's destination range, for last-writer lookups.
+#[derive(Debug, Clone)]
+pub(crate) struct RangeRecord {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) site: Site,
+    pub(crate) seq: u64,
+    pub(crate) ns: u64,
+}
+
+/// Dispatch destination ranges kept per engine (the oldest are forgotten).
+const RANGE_RECORDS: usize = 4096;
+
+/// The per-queue state machine.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub(crate) queue_id: u32,
+    pub(crate) kind: QueueKind,
+    fifo_depth: usize,
+    ring: VecDeque<(u64, Submission)>,
+    next_submission: u64,
+    cursor: Option<Cursor>,
+    /// The PFP is held until the ME completes a `flush_pipeline` (C8).
+    flush_hold: bool,
+    fifo: VecDeque<Packet>,
+    me_op: Option<MeOp>,
+    /// In-flight dispatches: index -> groups not finished.
+    inflight: BTreeMap<u64, u32>,
+    next_dispatch: u64,
+    retire: VecDeque<Retire>,
+    launches: Vec<Launch>,
+    /// Open `begin_event` labels at the ME (exact breadcrumbs, C10).
+    labels: Vec<Arc<str>>,
+    /// The last command the ME completed.
+    pub(crate) last_completed: Option<(Site, &'static str)>,
+    /// Where the ME is: the packet it is executing or blocked in.
+    me_site: Option<(Site, &'static str)>,
+    /// Where the PFP is blocked, if it is.
+    pfp_site: Option<(Site, &'static str)>,
+    /// Completed submissions (the queue's progress fence follows this).
+    pub(crate) completed_submissions: u64,
+    /// Last command-processor write per 8-byte word.
+    pub(crate) writes: HashMap<u64, WriteRecord>,
+    /// Recent dispatch destination ranges.
+    pub(crate) ranges: VecDeque<RangeRecord>,
+    /// Commands completed by the ME (statistics).
+    pub(crate) commands_completed: u64,
+    /// Signalled with the number of completed submissions (for `wait_idle`, H2).
+    progress: Option<Arc<FenceCore>>,
+}
+
+fn cond_of(
+    address: u64,
+    width: Width,
+    cmp: Comparison,
+    reference: u64,
+    mask: u64,
+) -> WaitCondition {
+    WaitCondition::Memory {
+        address,
+        width,
+        cmp,
+        reference,
+        mask,
+    }
+}
+
+impl Engine {
+    pub(crate) fn new(
+        queue_id: u32,
+        kind: QueueKind,
+        fifo_depth: usize,
+        progress: Option<Arc<FenceCore>>,
+    ) -> Self {
+        Engine {
+            queue_id,
+            kind,
+            fifo_depth: if kind.has_pfp() { fifo_depth.max(1) } else { 1 },
+            ring: VecDeque::new(),
+            next_submission: 0,
+            cursor: None,
+            flush_hold: false,
+            fifo: VecDeque::new(),
+            me_op: None,
+            inflight: BTreeMap::new(),
+            next_dispatch: 0,
+            retire: VecDeque::new(),
+            launches: Vec::new(),
+            labels: Vec::new(),
+            last_completed: None,
+            me_site: None,
+            pfp_site: None,
+            completed_submissions: 0,
+            writes: HashMap::new(),
+            ranges: VecDeque::new(),
+            commands_completed: 0,
+            progress,
+        }
+    }
+
+    /// Queues a submission; returns its sequence number.
+    pub(crate) fn submit(&mut self, s: Submission) -> u64 {
+        let seq = self.next_submission;
+        self.next_submission += 1;
+        self.ring.push_back((seq, s));
+        seq
+    }
+
+    /// Submissions queued so far.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.next_submission
+    }
+
+    /// Whether every submission has completed.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.completed_submissions == self.next_submission
+    }
+
+    /// Takes the dispatches launched since the last call.
+    pub(crate) fn take_launches(&mut self) -> Vec<Launch> {
+        std::mem::take(&mut self.launches)
+    }
+
+    /// Whether launches are pending.
+    pub(crate) fn has_launches(&self) -> bool {
+        !self.launches.is_empty()
+    }
+
+    /// Reports `n` finished groups of dispatch `index`. Returns whether the dispatch finished.
+    pub(crate) fn groups_done(&mut self, index: u64, n: u32) -> bool {
+        match self.inflight.get_mut(&index) {
+            Some(left) => {
+                *left = left.saturating_sub(n);
+                if *left == 0 {
+                    self.inflight.remove(&index);
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// Dispatches in flight.
+    pub(crate) fn dispatches_in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Open `begin_event` labels at the ME.
+    pub(crate) fn labels(&self) -> &[Arc<str>] {
+        &self.labels
+    }
+
+    /// Where the ME is (the packet it executes or is blocked in), or where the PFP is blocked.
+    pub(crate) fn position(
+        &self,
+    ) -> (Option<&(Site, &'static str)>, Option<&(Site, &'static str)>) {
+        (self.me_site.as_ref(), self.pfp_site.as_ref())
+    }
+
+    /// The ME's current blocking condition, if it is blocked in a memory wait.
+    pub(crate) fn me_wait(&self) -> Option<(&Site, &WaitCondition)> {
+        match &self.me_op {
+            Some(MeOp::Wait { site, cond }) => Some((site, cond)),
+            _ => None,
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Memory access by the command processor
+
+    fn resolve(
+        &self,
+        ctx: &EngineCtx<'_>,
+        address: u64,
+        width: Width,
+        access: Access,
+        site: &Site,
+        op: &'static str,
+    ) -> Result<(Arc<BufferCore>, u64), Fault> {
+        let fault = |why| Fault::PageFault {
+            address,
+            access,
+            site: site.clone(),
+            op,
+            why,
+        };
+        let (buf, off) = ctx
+            .device
+            .memory
+            .resolve(address, width.bytes())
+            .ok_or_else(|| fault("unmapped"))?;
+        if access == Access::Write && !buf.heap.gpu_writable() {
+            return Err(fault("write to upload memory"));
+        }
+        Ok((buf, off))
+    }
+
+    fn read(
+        &self,
+        ctx: &EngineCtx<'_>,
+        address: u64,
+        width: Width,
+        site: &Site,
+        op: &'static str,
+    ) -> Result<u64, Fault> {
+        let (buf, off) = self.resolve(ctx, address, width, Access::Read, site, op)?;
+        Ok(match width {
+            Width::W32 => u64::from(buf.load32(off).unwrap_or(0)),
+            Width::W64 => buf.load64(off).unwrap_or(0),
+        })
+    }
+
+    fn write(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        address: u64,
+        width: Width,
+        value: u64,
+        site: &Site,
+        op: &'static str,
+    ) -> Result<(), Fault> {
+        let (buf, off) = self.resolve(ctx, address, width, Access::Write, site, op)?;
+        match width {
+            Width::W32 => buf.store32(off, value as u32),
+            Width::W64 => buf.store64(off, value),
+        };
+        ctx.device.watches.notify_word(address);
+        let seq = ctx.device.next_write_seq();
+        self.writes.insert(
+            address & !7,
+            WriteRecord {
+                site: site.clone(),
+                op,
+                seq,
+                ns: ctx.device.coarse_now_ns(),
+            },
+        );
+        Ok(())
+    }
+
+    fn source_value(ctx: &EngineCtx<'_>, value: u64, source: WriteSource, width: Width) -> u64 {
+        let v = match source {
+            WriteSource::Value => value,
+            WriteSource::GpuTimestamp => ticks(ctx.now_ns(), ctx.device.desc.timestamp_frequency),
+            WriteSource::SystemTimestamp => ticks(ctx.now_ns(), SYSTEM_TIMESTAMP_FREQUENCY),
+        };
+        v & width.mask()
+    }
+
+    fn check_wait(
+        &self,
+        ctx: &EngineCtx<'_>,
+        site: &Site,
+        op: &'static str,
+        cond: &WaitCondition,
+    ) -> Result<bool, Fault> {
+        match cond {
+            WaitCondition::Memory {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+            } => {
+                let v = self.read(ctx, *address, *width, site, op)?;
+                Ok(cmp.holds(v, *mask, *reference))
+            }
+            WaitCondition::Fence { fence, value, .. } => Ok(fence.completed_value() >= *value),
+            _ => Ok(true),
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Steps
+
+    /// Advances one stage by at most one packet.
+    pub(crate) fn step(&mut self, stage: Stage, ctx: &EngineCtx<'_>) -> Step {
+        match stage {
+            Stage::Pfp if self.kind.has_pfp() => self.pfp_step(ctx),
+            Stage::Pfp => Step::Idle,
+            Stage::Me => {
+                if !self.kind.has_pfp() && self.fifo.is_empty() && self.me_op.is_none() {
+                    // A Copy engine's ME fetches for itself (D1).
+                    match self.pfp_step(ctx) {
+                        Step::Progressed => {}
+                        other => return other,
+                    }
+                    if self.fifo.is_empty() {
+                        return Step::Progressed;
+                    }
+                }
+                self.me_step(ctx)
+            }
+        }
+    }
+
+    fn drained(&self) -> bool {
+        self.fifo.is_empty()
+            && self.me_op.is_none()
+            && self.inflight.is_empty()
+            && self.retire.is_empty()
+            && self.launches.is_empty()
+    }
+
+    fn pfp_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        if self.fifo.len() >= self.fifo_depth {
+            return Step::Blocked(WaitCondition::FifoFull);
+        }
+        if self.flush_hold {
+            return Step::Blocked(WaitCondition::FlushHold);
+        }
+        if self.cursor.is_none() {
+            return self.pfp_next_submission();
+        }
+        self.pfp_fetch(ctx)
+    }
+
+    fn pfp_next_submission(&mut self) -> Step {
+        let Some((seq, sub)) = self.ring.front() else {
+            return Step::Idle;
+        };
+        let seq = *seq;
+        let site = Site {
+            submission: seq,
+            list: None,
+            command: None,
+        };
+        match sub {
+            Submission::Wait {
+                fence,
+                fence_id,
+                value,
+            } => {
+                if fence.completed_value() < *value {
+                    let cond = WaitCondition::Fence {
+                        fence: fence.clone(),
+                        fence_id: *fence_id,
+                        value: *value,
+                    };
+                    self.pfp_site = Some((site, "wait"));
+                    return Step::Blocked(cond);
+                }
+                self.pfp_site = None;
+                self.ring.pop_front();
+                // The wait completes its submission once everything before it has.
+                self.fifo.push_back(Packet {
+                    site,
+                    op: PacketOp::SubmissionEnd,
+                });
+                Step::Progressed
+            }
+            Submission::Signal { .. } => {
+                let Some((_, Submission::Signal { fence, value, .. })) = self.ring.pop_front()
+                else {
+                    return Step::Idle;
+                };
+                self.fifo.push_back(Packet {
+                    site,
+                    op: PacketOp::Signal { fence, value },
+                });
+                Step::Progressed
+            }
+            Submission::Execute(_) => {
+                if !self.drained() {
+                    // Q7: the previous call's work completes first.
+                    return Step::Blocked(WaitCondition::Drain);
+                }
+                let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
+                    return Step::Idle;
+                };
+                self.cursor = Some(Cursor {
+                    submission: seq,
+                    lists,
+                    list: 0,
+                    word: 0,
+                    command: 0,
+                    cache: Vec::new(),
+                    cache_start: 0,
+                });
+                Step::Progressed
+            }
+        }
+    }
+
+    fn pfp_fetch(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        let Some(cur) = self.cursor.as_mut() else {
+            return Step::Idle;
+        };
+        // Next list, or the end of the submission.
+        while cur.list < cur.lists.len() && cur.word >= cur.lists[cur.list].words {
+            cur.list += 1;
+            cur.word = 0;
+            cur.command = 0;
+            cur.cache.clear();
+            cur.cache_start = 0;
+        }
+        if cur.list >= cur.lists.len() {
+            let site = Site {
+                submission: cur.submission,
+                list: None,
+                command: None,
+            };
+            self.cursor = None;
+            self.fifo.push_back(Packet {
+                site,
+                op: PacketOp::SubmissionEnd,
+            });
+            return Step::Progressed;
+        }
+        let list = cur.lists[cur.list].clone();
+        let site = Site {
+            submission: cur.submission,
+            list: Some((list.id, list.name.clone())),
+            command: Some(cur.command),
+        };
+        let (cmd, len) = match fetch_decode(cur, &list) {
+            Ok(x) => x,
+            Err(e) => {
+                return Step::Faulted(Fault::MalformedPacket {
+                    site,
+                    offset: cur.word,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let op = cmd.name();
+        let mut indirect_groups = None;
+        match &cmd {
+            Command::WaitValue {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+                engine: WaitEngine::Pfp,
+            } => {
+                let cond = cond_of(*address, *width, *cmp, *reference, *mask);
+                if cmp.never_satisfiable(*mask & width.mask(), *reference) {
+                    return Step::Faulted(Fault::NeverSatisfiable {
+                        site,
+                        condition: cond,
+                    });
+                }
+                match self.check_wait(ctx, &site, op, &cond) {
+                    Err(f) => return Step::Faulted(f),
+                    Ok(false) => {
+                        self.pfp_site = Some((site, op));
+                        return Step::Blocked(cond);
+                    }
+                    Ok(true) => {
+                        self.pfp_site = None;
+                        let cur = self.cursor.as_mut().map(|c| {
+                            c.word += len;
+                            c.command += 1;
+                        });
+                        let _ = cur;
+                        self.last_completed = Some((site, op));
+                        self.commands_completed += 1;
+                        return Step::Progressed;
+                    }
+                }
+            }
+            Command::DispatchIndirect { args, .. } => {
+                // C7: the PFP reads the group count when it parses the command.
+                match self.read(ctx, *args, Width::W32, &site, op) {
+                    Ok(n) => indirect_groups = Some(n as u32),
+                    Err(f) => return Step::Faulted(f),
+                }
+            }
+            Command::FlushPipeline { .. } => self.flush_hold = true,
+            _ => {}
+        }
+        self.pfp_site = None;
+        if let Some(c) = self.cursor.as_mut() {
+            c.word += len;
+            c.command += 1;
+        }
+        self.fifo.push_back(Packet {
+            site,
+            op: PacketOp::Command {
+                cmd,
+                indirect_groups,
+                list,
+            },
+        });
+        Step::Progressed
+    }
+
+    fn me_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        if let Some(op) = self.me_op.take() {
+            return self.me_resume(ctx, op);
+        }
+        let Some(packet) = self.fifo.pop_front() else {
+            return Step::Idle;
+        };
+        let Packet { site, op } = packet;
+        match op {
+            PacketOp::Signal { fence, value } => {
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site: site.clone(),
+                    op: RetireOp::Signal { fence, value },
+                });
+                self.complete(site, "signal");
+                Step::Progressed
+            }
+            PacketOp::SubmissionEnd => {
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site,
+                    op: RetireOp::SubmissionEnd,
+                });
+                Step::Progressed
+            }
+            PacketOp::Command {
+                cmd,
+                indirect_groups,
+                list,
+            } => self.me_command(ctx, site, cmd, indirect_groups, &list),
+        }
+    }
+
+    fn complete(&mut self, site: Site, op: &'static str) {
+        self.me_site = None;
+        self.last_completed = Some((site, op));
+        self.commands_completed += 1;
+    }
+
+    fn me_resume(&mut self, ctx: &EngineCtx<'_>, op: MeOp) -> Step {
+        match op {
+            MeOp::Wait { site, cond } => {
+                let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
+                match self.check_wait(ctx, &site, name, &cond) {
+                    Err(f) => Step::Faulted(f),
+                    Ok(true) => {
+                        self.complete(site, name);
+                        Step::Progressed
+                    }
+                    Ok(false) => {
+                        let c = cond.clone();
+                        self.me_op = Some(MeOp::Wait { site, cond });
+                        Step::Blocked(c)
+                    }
+                }
+            }
+            MeOp::Flush { site } => {
+                if !self.inflight.is_empty() || !self.launches.is_empty() {
+                    self.me_op = Some(MeOp::Flush { site });
+                    return Step::Blocked(WaitCondition::Dispatches);
+                }
+                self.flush_hold = false;
+                self.complete(site, "flush-pipeline");
+                Step::Progressed
+            }
+            MeOp::Copy {
+                site,
+                dst,
+                src,
+                bytes,
+            } => match self.copy(ctx, &site, dst, src, bytes) {
+                Ok(()) => {
+                    self.complete(site, "copy");
+                    Step::Progressed
+                }
+                Err(f) => Step::Faulted(f),
+            },
+        }
+    }
+
+    fn copy(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: &Site,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+    ) -> Result<(), Fault> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let fault = |address, access, why| Fault::PageFault {
+            address,
+            access,
+            site: site.clone(),
+            op: "copy",
+            why,
+        };
+        let (sb, so) = ctx
+            .device
+            .memory
+            .resolve(src, bytes)
+            .ok_or_else(|| fault(src, Access::Read, "unmapped"))?;
+        let (db, doff) = ctx
+            .device
+            .memory
+            .resolve(dst, bytes)
+            .ok_or_else(|| fault(dst, Access::Write, "unmapped"))?;
+        if !db.heap.gpu_writable() {
+            return Err(fault(dst, Access::Write, "write to upload memory"));
+        }
+        let n = bytes / 4;
+        let vals: Vec<u32> = (0..n).map(|i| sb.load32(so + i * 4).unwrap_or(0)).collect();
+        for (i, v) in vals.into_iter().enumerate() {
+            db.store32(doff + i as u64 * 4, v);
+        }
+        ctx.device.watches.notify_range(dst, dst + bytes);
+        self.record_range(ctx, dst, dst + bytes, site);
+        Ok(())
+    }
+
+    fn record_range(&mut self, ctx: &EngineCtx<'_>, start: u64, end: u64, site: &Site) {
+        if self.ranges.len() >= RANGE_RECORDS {
+            self.ranges.pop_front();
+        }
+        self.ranges.push_back(RangeRecord {
+            start,
+            end,
+            site: site.clone(),
+            seq: ctx.device.next_write_seq(),
+            ns: ctx.device.coarse_now_ns(),
+        });
+    }
+
+    fn me_command(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        cmd: Command,
+        indirect_groups: Option<u32>,
+        list: &Arc<ClosedList>,
+    ) -> Step {
+        let op = cmd.name();
+        self.me_site = Some((site.clone(), op));
+        match cmd {
+            Command::WaitValue {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+                engine: _,
+            } => {
+                let cond = cond_of(address, width, cmp, reference, mask);
+                if cmp.never_satisfiable(mask & width.mask(), reference) {
+                    return Step::Faulted(Fault::NeverSatisfiable {
+                        site,
+                        condition: cond,
+                    });
+                }
+                self.me_resume(ctx, MeOp::Wait { site, cond })
+            }
+            Command::WriteValueTopOfPipe {
+                address,
+                width,
+                value,
+                source,
+            } => {
+                let v = Self::source_value(ctx, value, source, width);
+                if let Err(f) = self.write(ctx, address, width, v, &site, op) {
+                    return Step::Faulted(f);
+                }
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::WriteValueBottomOfPipe {
+                address,
+                width,
+                value,
+                source,
+                flush: _,
+            } => {
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site: site.clone(),
+                    op: RetireOp::Write {
+                        address,
+                        width,
+                        value,
+                        source,
+                        op,
+                    },
+                });
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::WriteImmediate { writes } => {
+                for w in writes {
+                    match w.mode {
+                        ImmediateMode::Default | ImmediateMode::MarkerIn => {
+                            if let Err(f) = self.write(
+                                ctx,
+                                w.address,
+                                Width::W32,
+                                u64::from(w.value),
+                                &site,
+                                op,
+                            ) {
+                                return Step::Faulted(f);
+                            }
+                        }
+                        ImmediateMode::MarkerOut => self.retire.push_back(Retire {
+                            after: self.next_dispatch,
+                            site: site.clone(),
+                            op: RetireOp::Write {
+                                address: w.address,
+                                width: Width::W32,
+                                value: u64::from(w.value),
+                                source: WriteSource::Value,
+                                op,
+                            },
+                        }),
+                    }
+                }
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::FlushPipeline { .. } => self.me_resume(ctx, MeOp::Flush { site }),
+            Command::Dispatch { kernel, groups } => self.launch(ctx, site, &kernel, groups, list),
+            Command::DispatchIndirect { kernel, .. } => {
+                let groups = indirect_groups.unwrap_or(0);
+                self.launch(ctx, site, &kernel, groups, list)
+            }
+            Command::Copy { dst, src, bytes } => {
+                // The ME does not go on until the copy is done (C9): the copy itself is the
+                // next ME step (a separate action for the deterministic driver).
+                self.me_op = Some(MeOp::Copy {
+                    site,
+                    dst,
+                    src,
+                    bytes,
+                });
+                Step::Progressed
+            }
+            Command::SetMarker { .. } => {
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::BeginEvent { label } => {
+                self.labels.push(label.into());
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::EndEvent => {
+                self.labels.pop();
+                self.complete(site, op);
+                Step::Progressed
+            }
+        }
+    }
+
+    fn launch(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        args: &KernelArgs,
+        groups: u32,
+        list: &Arc<ClosedList>,
+    ) -> Step {
+        let Some(kernel) = Kernel::from_args(args, &list.kernels) else {
+            return Step::Faulted(Fault::MalformedPacket {
+                site,
+                offset: 0,
+                message: format!(
+                    "dispatch of user kernel {args:?}: no such kernel in list `{}` ({} kernels)",
+                    list.name,
+                    list.kernels.len()
+                ),
+            });
+        };
+        if let Some((start, end)) = kernel.write_range(0..groups) {
+            self.record_range(ctx, start, end, &site);
+        }
+        if groups > 0 {
+            let index = self.next_dispatch;
+            self.next_dispatch += 1;
+            self.inflight.insert(index, groups);
+            self.launches.push(Launch {
+                index,
+                op: self.me_site.as_ref().map_or("dispatch", |(_, n)| *n),
+                kernel,
+                groups,
+                site: site.clone(),
+            });
+        }
+        let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+        self.complete(site, op);
+        Step::Progressed
+    }
+
+    /// Whether the head of the retire queue can land now.
+    pub(crate) fn retire_ready(&self) -> bool {
+        match self.retire.front() {
+            None => false,
+            Some(r) => self
+                .inflight
+                .first_key_value()
+                .is_none_or(|(k, _)| *k >= r.after),
+        }
+    }
+
+    /// Lands the head of the retire queue if every earlier dispatch finished (C3, Q4).
+    pub(crate) fn retire(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        if !self.retire_ready() {
+            return if self.retire.is_empty() {
+                Step::Idle
+            } else {
+                Step::Blocked(WaitCondition::Dispatches)
+            };
+        }
+        let Some(r) = self.retire.pop_front() else {
+            return Step::Idle;
+        };
+        match r.op {
+            RetireOp::Write {
+                address,
+                width,
+                value,
+                source,
+                op,
+            } => {
+                let v = Self::source_value(ctx, value, source, width);
+                if let Err(f) = self.write(ctx, address, width, v, &r.site, op) {
+                    return Step::Faulted(f);
+                }
+            }
+            RetireOp::Signal { fence, value } => {
+                let w = r.site.writer(self.queue_id);
+                fence.signal(value, w, ctx.now_ns());
+                self.finish_submission(r.site.submission);
+            }
+            RetireOp::SubmissionEnd => self.finish_submission(r.site.submission),
+        }
+        Step::Progressed
+    }
+
+    fn finish_submission(&mut self, seq: u64) {
+        self.completed_submissions = seq + 1;
+        if let Some(p) = &self.progress {
+            p.signal(self.completed_submissions, Writer::Never, 0);
+        }
+    }
+}
+
+/// Fetches (through the PFP's prefetch cache) and decodes the packet at the cursor.
+fn fetch_decode(cur: &mut Cursor, list: &ClosedList) -> Result<(Command, usize), DecodeError> {
+    loop {
+        let in_cache = cur.word >= cur.cache_start && cur.word < cur.cache_start + cur.cache.len();
+        if !in_cache {
+            refill(cur, list, PREFETCH_WORDS);
+        }
+        let rel = cur.word - cur.cache_start;
+        match decode(&cur.cache, rel) {
+            Ok((cmd, len)) => return Ok((cmd, len)),
+            Err(e) => {
+                let cached_end = cur.cache_start + cur.cache.len();
+                if cached_end < list.words {
+                    // The packet may continue past the prefetched words: fetch more.
+                    let want = (cur.cache.len() * 2).max(PREFETCH_WORDS);
+                    refill(cur, list, want);
+                    if cur.cache_start + cur.cache.len() > cached_end {
+                        continue;
+                    }
+                }
+                return Err(DecodeError {
+                    offset: cur.word,
+                    ..e
+                });
+            }
+        }
+    }
+}
+
+fn refill(cur: &mut Cursor, list: &ClosedList, words: usize) {
+    let end = (cur.word + words).min(list.words);
+    cur.cache.clear();
+    cur.cache_start = cur.word;
+    for w in cur.word..end {
+        cur.cache
+            .push(list.stream.load32(w as u64 * 4).unwrap_or(0));
+    }
+}
