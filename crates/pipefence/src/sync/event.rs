@@ -7,9 +7,29 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
 struct EventCore {
-    /// `true` while set. Set by a fence crossing; reset by the wait that consumes it.
-    set: Mutex<bool>,
+    /// `set`: `true` while set (set by a fence crossing, reset by the wait that consumes it);
+    /// `waiters`: threads blocked in `wait` (the setter skips the notify when there are none).
+    state: Mutex<EventState>,
     cv: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct EventState {
+    set: bool,
+    waiters: usize,
+}
+
+impl Notify for EventCore {
+    fn notify(&self) {
+        let wake = {
+            let mut s = lock(&self.state);
+            s.set = true;
+            s.waiters > 0
+        };
+        if wake {
+            self.cv.notify_one();
+        }
+    }
 }
 
 /// An auto-reset event, the target of [`Fence::set_event_on_completion`](crate::Fence::set_event_on_completion).
@@ -34,25 +54,24 @@ impl Event {
     /// Sets the event, releasing one waiter.
     #[doc(alias = "SetEvent")]
     pub fn set(&self) {
-        *lock(&self.core.set) = true;
-        self.core.cv.notify_one();
+        self.core.notify();
     }
 
     /// Clears the event.
     #[doc(alias = "ResetEvent")]
     pub fn reset(&self) {
-        *lock(&self.core.set) = false;
+        lock(&self.core.state).set = false;
     }
 
     /// Whether the event is set, without consuming it.
     pub fn is_set(&self) -> bool {
-        *lock(&self.core.set)
+        lock(&self.core.state).set
     }
 
     /// Consumes the event if it is set (a zero-timeout wait). Returns whether it was set.
     pub fn try_wait(&self) -> bool {
-        let mut s = lock(&self.core.set);
-        std::mem::replace(&mut *s, false)
+        let mut s = lock(&self.core.state);
+        std::mem::replace(&mut s.set, false)
     }
 
     /// Blocks until the event is set or `timeout` passes; consumes it (auto-reset). Returns
@@ -68,10 +87,10 @@ impl Event {
     }
 
     fn wait_until(&self, deadline: Option<Instant>) -> bool {
-        let mut s = lock(&self.core.set);
+        let mut s = lock(&self.core.state);
         loop {
-            if *s {
-                *s = false;
+            if s.set {
+                s.set = false;
                 return true;
             }
             if let Some(d) = deadline {
@@ -79,17 +98,13 @@ impl Event {
                     return false;
                 }
             }
+            s.waiters += 1;
             s = condvar_wait_until(&self.core.cv, s, deadline);
+            s.waiters -= 1;
         }
     }
 
     pub(crate) fn notifier(&self) -> Arc<dyn Notify> {
-        Arc::new(self.clone())
-    }
-}
-
-impl Notify for Event {
-    fn notify(&self) {
-        self.set();
+        self.core.clone()
     }
 }

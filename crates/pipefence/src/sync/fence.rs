@@ -195,7 +195,7 @@ impl FenceCore {
             self.mirror.store(u64::MAX, Ordering::Release);
             std::mem::take(&mut s.waiters)
         };
-        fire(fired);
+        fire(fired.into_values());
     }
 
     /// Blocks until the value is `>= target`, the device is removed, or `deadline` passes
@@ -257,26 +257,24 @@ impl FenceCore {
     }
 }
 
-/// Takes every waiter whose target is `<= value`.
+/// Takes every waiter whose target is `<= value`, lowest first: `O(k log n)` for `k` taken,
+/// with no work proportional to the waiters left behind.
 fn take_reached(
     waiters: &mut BTreeMap<(u64, u64), Arc<dyn Notify>>,
     value: u64,
-) -> BTreeMap<(u64, u64), Arc<dyn Notify>> {
-    match waiters.first_key_value() {
-        Some((&(t, _), _)) if t <= value => {}
-        _ => return BTreeMap::new(),
-    }
-    match value.checked_add(1) {
-        Some(above) => {
-            let rest = waiters.split_off(&(above, 0));
-            std::mem::replace(waiters, rest)
+) -> Vec<Arc<dyn Notify>> {
+    let mut fired = Vec::new();
+    while let Some(e) = waiters.first_entry() {
+        if e.key().0 > value {
+            break;
         }
-        None => std::mem::take(waiters),
+        fired.push(e.remove());
     }
+    fired
 }
 
-fn fire(fired: BTreeMap<(u64, u64), Arc<dyn Notify>>) {
-    for (_, n) in fired {
+fn fire(fired: impl IntoIterator<Item = Arc<dyn Notify>>) {
+    for n in fired {
         n.notify();
     }
 }
