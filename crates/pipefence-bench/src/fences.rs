@@ -45,7 +45,7 @@ pub const BENCHES: &[Bench] = &[
 pub const PINNED_CHILD_ARG: &str = "--pinned-child";
 
 /// Generous timeout for waits that should complete in microseconds (a hang fails loudly).
-const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn device() -> Result<Device, String> {
     Device::new(DeviceDesc::default()).map_err(|e| format!("Device::new: {e}"))
@@ -56,7 +56,7 @@ fn err(e: pipefence::Error) -> String {
 }
 
 /// Locks ignoring poisoning (a panicking benchmark thread is reported by `join`).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -66,18 +66,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A 64-bit value behind a mutex, with a condition variable notified on every signal. No
 /// spinning.
 #[derive(Debug, Default)]
-struct CondvarFence {
+pub(crate) struct CondvarFence {
     value: Mutex<u64>,
     cv: Condvar,
 }
 
 impl CondvarFence {
-    fn signal(&self, v: u64) {
+    pub(crate) fn signal(&self, v: u64) {
         *lock(&self.value) = v;
         self.cv.notify_all();
     }
 
-    fn wait(&self, v: u64) {
+    pub(crate) fn wait(&self, v: u64) {
         let mut g = lock(&self.value);
         while *g < v {
             g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
@@ -85,7 +85,7 @@ impl CondvarFence {
     }
 
     /// Returns whether the value was reached before `timeout`.
-    fn wait_timeout(&self, v: u64, timeout: Duration) -> bool {
+    pub(crate) fn wait_timeout(&self, v: u64, timeout: Duration) -> bool {
         let g = lock(&self.value);
         let (g, _) = self
             .cv
@@ -103,8 +103,10 @@ impl CondvarFence {
 /// A timed futex wait arms a kernel timer, which costs time on every block, so each variant is
 /// compared with the baseline that waits the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WaitKind {
+pub(crate) enum WaitKind {
+    /// `Fence::wait_forever` / `Condvar::wait`.
     Untimed,
+    /// `Fence::wait(v, 30 s)` / `Condvar::wait_timeout_while`.
     Timed,
 }
 
@@ -187,7 +189,7 @@ fn fence_pingpong(device: &Device, iters: u64, kind: WaitKind) -> Result<f64, St
 }
 
 /// The same ping-pong through two [`CondvarFence`]s.
-fn condvar_pingpong(iters: u64, kind: WaitKind) -> Result<f64, String> {
+pub(crate) fn condvar_pingpong(iters: u64, kind: WaitKind) -> Result<f64, String> {
     let f1 = Arc::new(CondvarFence::default());
     let f2 = Arc::new(CondvarFence::default());
     let start = Arc::new(Barrier::new(2));

@@ -113,6 +113,10 @@ pub enum Unit {
     Percent,
     /// A dimensionless factor (printed with an `x`).
     Factor,
+    /// Events per second (printed as k/s, M/s or G/s).
+    PerSec,
+    /// Bytes per second (printed as GB/s, decimal).
+    BytesPerSec,
 }
 
 impl Unit {
@@ -122,6 +126,8 @@ impl Unit {
             Unit::Bytes => "B",
             Unit::Percent => "%",
             Unit::Factor => "x",
+            Unit::PerSec => "1/s",
+            Unit::BytesPerSec => "B/s",
         }
     }
 
@@ -146,6 +152,19 @@ impl Unit {
             Unit::Bytes => format!("{} B", sig3(v)),
             Unit::Percent => format!("{}%", sig3(v)),
             Unit::Factor => format!("{}x", sig3(v)),
+            Unit::PerSec => {
+                let a = v.abs();
+                if a >= 1e9 {
+                    format!("{} G/s", sig3(v / 1e9))
+                } else if a >= 1e6 {
+                    format!("{} M/s", sig3(v / 1e6))
+                } else if a >= 1e3 {
+                    format!("{} k/s", sig3(v / 1e3))
+                } else {
+                    format!("{}/s", sig3(v))
+                }
+            }
+            Unit::BytesPerSec => format!("{} GB/s", sig3(v / 1e9)),
         }
     }
 }
@@ -176,7 +195,6 @@ pub enum Better {
     /// Smaller values are better (times, bytes, CPU).
     Lower,
     /// Larger values are better (throughput).
-    #[allow(dead_code, reason = "harness API for throughput benchmarks to come")]
     Higher,
 }
 
@@ -194,7 +212,6 @@ pub enum Goal {
     /// `median(project) <= x`.
     ValueAtMost(f64),
     /// `median(project) >= x`.
-    #[allow(dead_code, reason = "harness API for throughput benchmarks to come")]
     ValueAtLeast(f64),
 }
 
@@ -342,7 +359,6 @@ impl Report {
     }
 
     /// Marks the last figure as higher-is-better.
-    #[allow(dead_code, reason = "harness API for throughput benchmarks to come")]
     pub fn higher_is_better(mut self) -> Report {
         self.last().better = Better::Higher;
         self
@@ -678,5 +694,8 @@ mod tests {
         assert_eq!(Unit::Percent.format(0.000658), "0.000658%");
         assert_eq!(Unit::Factor.format(0.5), "0.500x");
         assert_eq!(Unit::Bytes.format(f64::NAN), "n/a");
+        assert_eq!(Unit::PerSec.format(23_400_000.0), "23.4 M/s");
+        assert_eq!(Unit::PerSec.format(950.0), "950/s");
+        assert_eq!(Unit::BytesPerSec.format(12_345_000_000.0), "12.3 GB/s");
     }
 }

@@ -7,6 +7,7 @@
 //! benchmark fails to run and 2 for bad arguments.
 
 mod alloc;
+mod engine;
 mod fences;
 mod harness;
 
@@ -25,7 +26,9 @@ const USAGE: &str = "usage: pipefence-bench [--quick] [--filter NAME] [--json FI
 
 /// Every benchmark, in running order.
 fn all_benches() -> Vec<Bench> {
-    fences::BENCHES.to_vec()
+    let mut v = fences::BENCHES.to_vec();
+    v.extend_from_slice(engine::BENCHES);
+    v
 }
 
 #[derive(Debug, Default)]

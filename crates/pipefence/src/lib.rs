@@ -47,6 +47,7 @@
 pub mod api;
 pub mod clock;
 pub mod command;
+pub mod diagnose;
 pub(crate) mod driver;
 pub mod engine;
 pub mod error;
@@ -62,6 +63,7 @@ pub use clock::{Clock, RealClock};
 pub use command::{
     Comparison, Flush, ImmediateMode, ImmediateWrite, QueueKind, WaitEngine, Width, WriteSource,
 };
+pub use diagnose::{Classification, RemovalReport};
 pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
 pub use error::{Error, RemovalReason, Result};
 pub use memory::Heap;

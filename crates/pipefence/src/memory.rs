@@ -86,7 +86,6 @@ pub const MAX_BUFFER_SIZE: u64 = 1 << 36;
 
 /// The storage of one buffer.
 pub(crate) struct BufferCore {
-    pub(crate) id: u32,
     pub(crate) name: Arc<str>,
     pub(crate) heap: Heap,
     pub(crate) base: u64,
@@ -324,7 +323,6 @@ impl AddressSpace {
                 _ => format!("buffer#{id}").into(),
             };
             let core = Arc::new(BufferCore {
-                id,
                 name,
                 heap,
                 base,
@@ -375,10 +373,5 @@ impl AddressSpace {
                 (None, None) => None,
             }
         })
-    }
-
-    /// Every live buffer, by base address.
-    pub(crate) fn buffers(&self) -> Vec<Arc<BufferCore>> {
-        self.read(|s| s.by_base.values().cloned().collect())
     }
 }

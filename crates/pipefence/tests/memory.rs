@@ -57,7 +57,7 @@ fn m1_cpu_access_follows_heap_rules() {
         "little-endian low half"
     );
     assert_eq!(shared.read_u32(12).unwrap(), 0x1234_5678);
-    assert_eq!(Heap::Upload.gpu_writable(), false);
+    assert!(!Heap::Upload.gpu_writable());
     assert!(
         Heap::Readback.gpu_writable()
             && Heap::Shared.gpu_writable()

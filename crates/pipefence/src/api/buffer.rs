@@ -81,10 +81,6 @@ impl Buffer {
         }
     }
 
-    pub(crate) fn core(&self) -> &Arc<BufferCore> {
-        &self.inner.core
-    }
-
     /// The GPU virtual address of byte 0 (never 0, 256-byte aligned, M1).
     #[doc(alias = "GetGPUVirtualAddress")]
     pub fn gpu_address(&self) -> u64 {

@@ -6,6 +6,7 @@ use super::list::CommandList;
 use super::queue::{Queue, QueueDesc, QueueShared};
 use crate::clock::{Clock, RealClock};
 use crate::command::QueueKind;
+use crate::diagnose::{build_report, RemovalReport};
 use crate::driver::threaded::{spawn_engine, Pool};
 use crate::driver::EngineWaker;
 use crate::engine::{Engine, Fault};
@@ -63,6 +64,7 @@ pub const MAX_WORKERS: usize = 1024;
 struct Removal {
     reason: RemovalReason,
     fault: Option<Fault>,
+    report: Arc<RemovalReport>,
 }
 
 /// The last host write of an address (for reports).
@@ -98,6 +100,7 @@ pub(crate) struct DeviceShared {
     next_list: AtomicUsize,
     /// Last host write per 8-byte word.
     pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
+    list_names: Mutex<HashMap<u32, Arc<str>>>,
 }
 
 impl DeviceShared {
@@ -135,14 +138,27 @@ impl DeviceShared {
         self.remove_with_fault(reason, None)
     }
 
-    /// Removes the device with the fault that caused it.
-    pub(crate) fn remove_with_fault(&self, reason: RemovalReason, fault: Option<Fault>) -> bool {
+    /// Removes the device with the fault that caused it (the faulting queue's id and the
+    /// fault). The report is built first, so it sees the values before removal.
+    pub(crate) fn remove_with_fault(
+        &self,
+        reason: RemovalReason,
+        fault: Option<(u32, Fault)>,
+    ) -> bool {
+        if self.is_removed() {
+            return false;
+        }
+        let report = Arc::new(build_report(self, reason, fault.as_ref()));
         {
             let mut r = lock(&self.removal);
             if r.is_some() {
                 return false;
             }
-            *r = Some(Removal { reason, fault });
+            *r = Some(Removal {
+                reason,
+                fault: fault.map(|(_, f)| f),
+                report,
+            });
             self.removed.store(true, Ordering::Release);
         }
         self.stop_threads();
@@ -188,6 +204,18 @@ impl DeviceShared {
     /// The fault that removed the device, if any.
     pub(crate) fn removal_fault(&self) -> Option<Fault> {
         lock(&self.removal).as_ref().and_then(|r| r.fault.clone())
+    }
+
+    /// The removal report, if removed.
+    pub(crate) fn removal_report(&self) -> Option<Arc<RemovalReport>> {
+        lock(&self.removal).as_ref().map(|r| r.report.clone())
+    }
+
+    /// The name of command list `id`.
+    pub(crate) fn list_name(&self, id: u32) -> String {
+        lock(&self.list_names)
+            .get(&id)
+            .map_or_else(|| format!("list#{id}"), |n| n.to_string())
     }
 
     /// Whether every user handle of the device is gone.
@@ -251,7 +279,8 @@ impl Drop for DeviceOwner {
 #[derive(Debug, Clone)]
 pub struct Device {
     pub(crate) shared: Arc<DeviceShared>,
-    owner: Arc<DeviceOwner>,
+    /// Keeps the threads running while any handle lives (see [`DeviceOwner`]).
+    _owner: Arc<DeviceOwner>,
 }
 
 impl Device {
@@ -313,9 +342,10 @@ impl Device {
             write_seq: AtomicU64::new(0),
             next_list: AtomicUsize::new(0),
             host_writes: Mutex::new(HashMap::new()),
+            list_names: Mutex::new(HashMap::new()),
         });
         Ok(Device {
-            owner: Arc::new(DeviceOwner {
+            _owner: Arc::new(DeviceOwner {
                 shared: shared.clone(),
             }),
             shared,
@@ -373,6 +403,7 @@ impl Device {
         };
         self.shared
             .check_live(|| format!("create_command_list `{name}`"))?;
+        lock(&self.shared.list_names).insert(id, name.clone());
         Ok(CommandList::new(self.shared.clone(), id, name, kind))
     }
 
@@ -387,9 +418,27 @@ impl Device {
     }
 
     /// The fault that removed the device (page fault, malformed packet, never-satisfiable
-    /// wait), if one did.
+    /// wait, endless kernel), if one did.
     pub fn removal_fault(&self) -> Option<Fault> {
         self.shared.removal_fault()
+    }
+
+    /// Why the device was removed, with every stuck queue, the cycle and the fault (D7);
+    /// `None` while the device works.
+    #[doc(alias = "GetDeviceRemovedReason")]
+    pub fn removal_report(&self) -> Option<Arc<RemovalReport>> {
+        self.shared.removal_report()
+    }
+
+    /// Diagnoses the device now and removes it with reason Hung and the D7 report (H1): for
+    /// tools that know more than the device, such as a runner that knows every host thread is
+    /// blocked. Returns the report (the first one, if the device was already removed).
+    pub fn declare_hung(&self) -> Arc<RemovalReport> {
+        self.shared.remove(RemovalReason::Hung);
+        match self.shared.removal_report() {
+            Some(r) => r,
+            None => unreachable!("removal always stores a report"),
+        }
     }
 
     /// The configuration the device was created with.
@@ -421,6 +470,7 @@ impl Device {
         self.shared
             .check_live(|| format!("create_fence `{name}`"))?;
         let core = Arc::new(FenceCore::new(initial));
+        core.set_name(&name);
         {
             let mut fences = lock(&self.shared.fences);
             if fences.len() >= 64 && fences.len().is_power_of_two() {
@@ -495,7 +545,7 @@ impl Device {
         fences: &[&Fence],
         values: &[u64],
         flags: MultipleFenceWaitFlags,
-    ) -> Result<(Vec<(Arc<FenceCore>, u64)>, bool)> {
+    ) -> Result<(FencePairs, bool)> {
         if fences.is_empty() {
             return Err(Error::invalid_arg(format!("{what}: no fences (count 0)")));
         }
@@ -586,6 +636,9 @@ impl Device {
         }
     }
 }
+
+/// Fences with the value each waits for.
+type FencePairs = Vec<(Arc<FenceCore>, u64)>;
 
 fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
     let parts: Vec<String> = fences

@@ -61,10 +61,6 @@ impl Fence {
         self.inner.core.clone()
     }
 
-    pub(crate) fn core_ref(&self) -> &FenceCore {
-        &self.inner.core
-    }
-
     pub(crate) fn device_shared(&self) -> Arc<DeviceShared> {
         self.inner.device.clone()
     }

@@ -61,6 +61,11 @@ impl CommandList {
         &self.name
     }
 
+    /// A small id, unique per device, in creation order (reports name lists by it).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
     /// The queue kind it was created for.
     pub fn kind(&self) -> QueueKind {
         self.kind
@@ -319,7 +324,6 @@ impl CommandList {
         self.closed = Some(Arc::new(ClosedList {
             id: self.id,
             name: self.name.clone(),
-            kind: self.kind,
             device: self.device.clone(),
             stream,
             words: words.len(),

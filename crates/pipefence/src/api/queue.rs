@@ -159,7 +159,6 @@ impl Queue {
             },
             Submission::Signal {
                 fence: fence.core(),
-                fence_id: fence.id(),
                 value,
             },
         )

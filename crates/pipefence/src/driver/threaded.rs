@@ -10,13 +10,13 @@
 
 use crate::api::{DeviceShared, QueueShared};
 use crate::engine::kernels::run_groups;
-use crate::engine::{EngineCtx, Fault, Kernel, Launch, Stage, Step, WaitCondition};
+use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
 use crate::sync::{FenceCore, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Starts the engine thread of a queue.
 pub(crate) fn spawn_engine(q: Arc<QueueShared>, thread_name: String) -> std::io::Result<()> {
@@ -93,12 +93,52 @@ impl Registrations {
     }
 }
 
+/// What the watchdog of one engine tracks: the external wait it is stuck in and since when
+/// (clock nanoseconds).
+#[derive(Default)]
+struct Watchdog {
+    stuck: Option<(Site, bool, u64)>,
+}
+
+impl Watchdog {
+    /// Updates the tracked wait; returns the nanoseconds left before it hangs the device, or
+    /// `None` when no timeout applies.
+    fn update(
+        &mut self,
+        blocked: Option<(Site, bool)>,
+        now: u64,
+        memory_ns: u64,
+        fence_ns: Option<u64>,
+    ) -> Option<u64> {
+        let Some((site, is_memory)) = blocked else {
+            self.stuck = None;
+            return None;
+        };
+        let limit = if is_memory { Some(memory_ns) } else { fence_ns }?;
+        let since = match self.stuck {
+            Some((s, m, t)) if s == site && m == is_memory => t,
+            _ => {
+                self.stuck = Some((site, is_memory, now));
+                now
+            }
+        };
+        Some(limit.saturating_sub(now.saturating_sub(since)))
+    }
+}
+
+/// Longest the engine thread parks while a watchdog deadline is pending (it re-reads the
+/// injected clock when it wakes).
+const WATCHDOG_PARK: Duration = Duration::from_millis(100);
+
 fn engine_main(q: Arc<QueueShared>) {
     let dev = q.device.clone();
     let ctx = EngineCtx { device: &dev };
     let mut regs = Registrations::default();
     let mut backoff = Duration::from_micros(50);
     let mut conds: Vec<WaitCondition> = Vec::new();
+    let mut watchdog = Watchdog::default();
+    let memory_ns = dev.desc.watchdog_timeout.as_nanos() as u64;
+    let fence_ns = dev.desc.fence_wait_timeout.map(|d| d.as_nanos() as u64);
     loop {
         if dev.is_removed() || dev.is_shut_down() {
             break;
@@ -107,6 +147,8 @@ fn engine_main(q: Arc<QueueShared>) {
         let mut launches: Vec<Launch> = Vec::new();
         let mut fault = None;
         let mut more = false;
+        let blocked;
+        let in_flight;
         conds.clear();
         {
             let mut e = lock(&q.engine);
@@ -155,16 +197,47 @@ fn engine_main(q: Arc<QueueShared>) {
                     break;
                 }
             }
+            blocked = e
+                .blocked_on()
+                .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
+            in_flight = e.dispatches_in_flight();
         }
         if !launches.is_empty() {
             dev.pool().submit(&q, launches);
         }
         if let Some(f) = fault {
-            dev.remove_with_fault(fault_reason(&f), Some(f));
+            dev.remove_with_fault(fault_reason(&f), Some((q.id, f)));
             break;
         }
         if more {
             continue;
+        }
+        // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck too long,
+        // or a dispatch group of this engine running too long.
+        let now = dev.now_ns();
+        let mut park_for: Option<u64> = watchdog.update(blocked, now, memory_ns, fence_ns);
+        if park_for == Some(0) {
+            dev.remove(RemovalReason::Hung);
+            break;
+        }
+        if in_flight > 0 {
+            if let Some(r) = dev.pool().oldest_group(q.id) {
+                let ran = now.saturating_sub(r.start_ns);
+                if ran > memory_ns {
+                    let f = Fault::EndlessKernel {
+                        site: r.site,
+                        op: r.op,
+                        kernel: r.kernel,
+                        group: r.group,
+                    };
+                    dev.remove_with_fault(RemovalReason::Hung, Some((q.id, f)));
+                    break;
+                }
+                let left = memory_ns - ran;
+                park_for = Some(park_for.map_or(left, |p| p.min(left)));
+            } else {
+                park_for = Some(park_for.map_or(memory_ns, |p| p.min(memory_ns)));
+            }
         }
         if regs.update(&q, &conds) {
             // Registered something new: re-check before sleeping.
@@ -177,12 +250,18 @@ fn engine_main(q: Arc<QueueShared>) {
             .iter()
             .any(|c| matches!(c, WaitCondition::Memory { .. }))
             && dev.views.load(Ordering::SeqCst) > 0;
+        let watchdog_park =
+            park_for.map(|ns| Duration::from_nanos(ns.max(1_000_000)).min(WATCHDOG_PARK));
         if polling {
-            std::thread::park_timeout(backoff);
+            let p = watchdog_park.map_or(backoff, |w| w.min(backoff));
+            std::thread::park_timeout(p);
             backoff = (backoff * 2).min(Duration::from_millis(4));
         } else {
             backoff = Duration::from_micros(50);
-            std::thread::park();
+            match watchdog_park {
+                Some(p) => std::thread::park_timeout(p),
+                None => std::thread::park(),
+            }
         }
     }
     regs.clear(&q);
@@ -203,6 +282,31 @@ pub(crate) struct Pool {
     jobs: Mutex<VecDeque<Arc<Job>>>,
     cv: Condvar,
     workers: usize,
+    /// The group each worker is running, for the endless-kernel watchdog.
+    running: Mutex<Vec<Option<RunningGroup>>>,
+}
+
+/// A group a worker is running.
+#[derive(Debug, Clone)]
+pub(crate) struct RunningGroup {
+    queue: u32,
+    site: Site,
+    op: &'static str,
+    kernel: String,
+    group: u32,
+    start_ns: u64,
+}
+
+impl Pool {
+    /// The longest-running group of queue `queue`'s dispatches.
+    pub(crate) fn oldest_group(&self, queue: u32) -> Option<RunningGroup> {
+        lock(&self.running)
+            .iter()
+            .flatten()
+            .filter(|r| r.queue == queue)
+            .min_by_key(|r| r.start_ns)
+            .cloned()
+    }
 }
 
 impl std::fmt::Debug for Job {
@@ -221,13 +325,14 @@ impl Pool {
             jobs: Mutex::new(VecDeque::new()),
             cv: Condvar::new(),
             workers,
+            running: Mutex::new(vec![None; workers]),
         });
         for i in 0..workers {
             let p = pool.clone();
             let d = Arc::downgrade(dev);
             let _ = std::thread::Builder::new()
                 .name(format!("{name_prefix}-w{i}"))
-                .spawn(move || worker_main(p, d));
+                .spawn(move || worker_main(p, d, i));
         }
         pool
     }
@@ -238,7 +343,8 @@ impl Pool {
             let mut jobs = lock(&self.jobs);
             for l in launches {
                 let per = (l.groups / (self.workers as u32 * 8).max(1)).clamp(1, 256);
-                let chunk = if matches!(l.kernel, Kernel::Spin { .. }) {
+                // Long-running kernels go one group at a time, so the watchdog sees each group.
+                let chunk = if matches!(l.kernel, Kernel::Spin { .. } | Kernel::User(_)) {
                     1
                 } else {
                     per
@@ -268,7 +374,7 @@ impl Pool {
     }
 }
 
-fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>) {
+fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize) {
     loop {
         let claim = {
             let mut jobs = lock(&pool.jobs);
@@ -299,15 +405,29 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>) {
         if devs.is_removed() {
             continue;
         }
-        if let Err(kf) = run_groups(&job.launch.kernel, devs, start..end, true) {
+        if let Some(slot) = lock(&pool.running).get_mut(index) {
+            *slot = Some(RunningGroup {
+                queue: q.id,
+                site: job.launch.site,
+                op: job.launch.op,
+                kernel: job.launch.kernel.name().to_string(),
+                group: start,
+                start_ns: devs.now_ns(),
+            });
+        }
+        let result = run_groups(&job.launch.kernel, devs, start..end, true);
+        if let Some(slot) = lock(&pool.running).get_mut(index) {
+            *slot = None;
+        }
+        if let Err(kf) = result {
             let f = Fault::PageFault {
                 address: kf.address,
                 access: kf.access,
-                site: job.launch.site.clone(),
+                site: job.launch.site,
                 op: job.launch.op,
                 why: kf.why,
             };
-            devs.remove_with_fault(fault_reason(&f), Some(f));
+            devs.remove_with_fault(fault_reason(&f), Some((q.id, f)));
             continue;
         }
         // Wake waiters on what the groups wrote (D8).

@@ -195,15 +195,6 @@ impl Kernel {
             Kernel::Spin { .. } | Kernel::User(_) => None,
         }
     }
-
-    /// The (virtual) cost of one group in nanoseconds (D4).
-    pub(crate) fn group_cost_ns(&self) -> u64 {
-        match self {
-            Kernel::Spin { ns } => *ns,
-            Kernel::User(k) => k.cost_ns,
-            _ => DEFAULT_GROUP_COST_NS,
-        }
-    }
 }
 
 /// A page fault raised by a kernel (M3).
@@ -404,8 +395,14 @@ pub(crate) fn run_groups(
             if real_time {
                 for _ in range {
                     let end = Instant::now() + Duration::from_nanos(*ns);
+                    let mut i: u32 = 0;
                     while Instant::now() < end {
                         std::hint::spin_loop();
+                        i = i.wrapping_add(1);
+                        // A removed device stops its workers (D7), even mid-group.
+                        if i % 1024 == 0 && device.is_removed() {
+                            return Ok(());
+                        }
                     }
                 }
             }

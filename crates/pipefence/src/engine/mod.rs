@@ -48,7 +48,6 @@ const PREFETCH_WORDS: usize = 256;
 pub(crate) struct ClosedList {
     pub(crate) id: u32,
     pub(crate) name: Arc<str>,
-    pub(crate) kind: QueueKind,
     pub(crate) device: Arc<DeviceShared>,
     pub(crate) stream: Arc<BufferCore>,
     pub(crate) words: usize,
@@ -62,30 +61,20 @@ impl Drop for ClosedList {
 }
 
 /// Where a packet came from: the queue's submission and, inside a list, the command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Site {
-    /// The queue's submission sequence number (0-based, in submission order).
+    /// The queue's submission sequence number (0-based, in submission order; the value
+    /// `execute_command_lists`, `signal` and `wait` return).
     pub submission: u64,
-    /// The list id and name, for commands of a list.
-    pub list: Option<(u32, Arc<str>)>,
+    /// The command list's id ([`CommandList::id`](crate::CommandList::id)), for commands of a list.
+    pub list: Option<u32>,
     /// The command index in the list.
     pub command: Option<u32>,
 }
 
 impl Site {
     fn writer(&self, queue: u32) -> Writer {
-        match (&self.list, self.command) {
-            (Some((id, _)), Some(c)) => Writer::Engine {
-                queue,
-                list: *id,
-                command: c,
-            },
-            _ => Writer::Engine {
-                queue,
-                list: u32::MAX,
-                command: self.submission as u32,
-            },
-        }
+        Writer::Engine { queue, site: *self }
     }
 }
 
@@ -95,7 +84,6 @@ pub(crate) enum Submission {
     Execute(Vec<Arc<ClosedList>>),
     Signal {
         fence: Arc<FenceCore>,
-        fence_id: u32,
         value: u64,
     },
     Wait {
@@ -208,9 +196,44 @@ pub enum Fault {
     NeverSatisfiable {
         /// The wait's site.
         site: Site,
+        /// The wait's name (`wait-value32`, `wait-value64`).
+        op: &'static str,
         /// The condition.
         condition: WaitCondition,
     },
+    /// A dispatch group that ran longer than the watchdog timeout (D6).
+    EndlessKernel {
+        /// The dispatch's site.
+        site: Site,
+        /// `dispatch` or `dispatch-indirect`.
+        op: &'static str,
+        /// The kernel's name.
+        kernel: String,
+        /// The group.
+        group: u32,
+    },
+}
+
+impl Fault {
+    /// Where the fault happened.
+    pub fn site(&self) -> Site {
+        match self {
+            Fault::PageFault { site, .. }
+            | Fault::MalformedPacket { site, .. }
+            | Fault::NeverSatisfiable { site, .. }
+            | Fault::EndlessKernel { site, .. } => *site,
+        }
+    }
+
+    /// The command's name (`packet` for a malformed packet).
+    pub fn op(&self) -> &'static str {
+        match self {
+            Fault::PageFault { op, .. }
+            | Fault::NeverSatisfiable { op, .. }
+            | Fault::EndlessKernel { op, .. } => op,
+            Fault::MalformedPacket { .. } => "packet",
+        }
+    }
 }
 
 /// The result of one step.
@@ -332,6 +355,7 @@ pub(crate) struct WriteRecord {
 /// A dispatch's destination range, for last-writer lookups.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeRecord {
+    pub(crate) op: &'static str,
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) site: Site,
@@ -362,12 +386,12 @@ pub(crate) struct Engine {
     launches: Vec<Launch>,
     /// Open `begin_event` labels at the ME (exact breadcrumbs, C10).
     labels: Vec<Arc<str>>,
-    /// The last command the ME completed.
+    /// The last command the ME (or, for its own waits, the PFP) completed.
     pub(crate) last_completed: Option<(Site, &'static str)>,
     /// Where the ME is: the packet it is executing or blocked in.
     me_site: Option<(Site, &'static str)>,
-    /// Where the PFP is blocked, if it is.
-    pfp_site: Option<(Site, &'static str)>,
+    /// Where the PFP is blocked on an external condition, if it is.
+    pfp_blocked: Option<(Site, &'static str, WaitCondition)>,
     /// Completed submissions (the queue's progress fence follows this).
     pub(crate) completed_submissions: u64,
     /// Last command-processor write per 8-byte word.
@@ -420,7 +444,7 @@ impl Engine {
             labels: Vec::new(),
             last_completed: None,
             me_site: None,
-            pfp_site: None,
+            pfp_blocked: None,
             completed_submissions: 0,
             writes: HashMap::new(),
             ranges: VecDeque::new(),
@@ -478,23 +502,106 @@ impl Engine {
         self.inflight.len()
     }
 
-    /// Open `begin_event` labels at the ME.
-    pub(crate) fn labels(&self) -> &[Arc<str>] {
-        &self.labels
+    /// The external condition the engine is stuck on, if any: the ME's memory wait first,
+    /// else the PFP's queue wait or memory wait. With the stage name.
+    pub(crate) fn blocked_on(&self) -> Option<(Stage, Site, &'static str, &WaitCondition)> {
+        if let Some(MeOp::Wait { site, cond }) = &self.me_op {
+            let op = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
+            return Some((Stage::Me, *site, op, cond));
+        }
+        self.pfp_blocked
+            .as_ref()
+            .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
     }
 
-    /// Where the ME is (the packet it executes or is blocked in), or where the PFP is blocked.
-    pub(crate) fn position(
-        &self,
-    ) -> (Option<&(Site, &'static str)>, Option<&(Site, &'static str)>) {
-        (self.me_site.as_ref(), self.pfp_site.as_ref())
-    }
-
-    /// The ME's current blocking condition, if it is blocked in a memory wait.
-    pub(crate) fn me_wait(&self) -> Option<(&Site, &WaitCondition)> {
-        match &self.me_op {
-            Some(MeOp::Wait { site, cond }) => Some((site, cond)),
-            _ => None,
+    /// A snapshot for diagnosis (D7).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let mut pending = Vec::new();
+        for r in &self.retire {
+            match &r.op {
+                RetireOp::Write {
+                    address,
+                    width,
+                    value,
+                    source,
+                    op,
+                } => pending.push(Pending::Write {
+                    address: *address,
+                    width: *width,
+                    value: (*source == WriteSource::Value).then_some(*value),
+                    site: r.site,
+                    op,
+                }),
+                RetireOp::Signal { fence, value } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: r.site,
+                }),
+                RetireOp::SubmissionEnd => {}
+            }
+        }
+        if let Some(MeOp::Copy {
+            site, dst, bytes, ..
+        }) = &self.me_op
+        {
+            pending.push(Pending::Range {
+                start: *dst,
+                end: dst.saturating_add(*bytes),
+                value: None,
+                site: *site,
+                op: "copy",
+            });
+        }
+        for p in &self.fifo {
+            match &p.op {
+                PacketOp::Command { cmd, .. } => pending_of(cmd, p.site, &mut pending),
+                PacketOp::Signal { fence, value } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: p.site,
+                }),
+                PacketOp::SubmissionEnd => {}
+            }
+        }
+        if let Some(cur) = &self.cursor {
+            for (li, list) in cur.lists.iter().enumerate().skip(cur.list) {
+                let (word, first) = if li == cur.list {
+                    (cur.word, cur.command)
+                } else {
+                    (0, 0)
+                };
+                scan_list(list, word, first, cur.submission, &mut pending);
+            }
+        }
+        for (seq, sub) in &self.ring {
+            match sub {
+                Submission::Execute(lists) => {
+                    for l in lists {
+                        scan_list(l, 0, 0, *seq, &mut pending);
+                    }
+                }
+                Submission::Signal { fence, value, .. } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: Site {
+                        submission: *seq,
+                        list: None,
+                        command: None,
+                    },
+                }),
+                Submission::Wait { .. } => {}
+            }
+        }
+        Snapshot {
+            idle: self.is_idle(),
+            blocked: self
+                .blocked_on()
+                .map(|(stage, site, op, cond)| (stage, site, op, cond.clone())),
+            me_at: self.me_site,
+            labels: self.labels.clone(),
+            last_completed: self.last_completed,
+            pending,
+            dispatches_in_flight: self.inflight.len() + self.launches.len(),
         }
     }
 
@@ -513,7 +620,7 @@ impl Engine {
         let fault = |why| Fault::PageFault {
             address,
             access,
-            site: site.clone(),
+            site: *site,
             op,
             why,
         };
@@ -562,7 +669,7 @@ impl Engine {
         self.writes.insert(
             address & !7,
             WriteRecord {
-                site: site.clone(),
+                site: *site,
                 op,
                 seq,
                 ns: ctx.device.coarse_now_ns(),
@@ -670,10 +777,10 @@ impl Engine {
                         fence_id: *fence_id,
                         value: *value,
                     };
-                    self.pfp_site = Some((site, "wait"));
+                    self.pfp_blocked = Some((site, "wait", cond.clone()));
                     return Step::Blocked(cond);
                 }
-                self.pfp_site = None;
+                self.pfp_blocked = None;
                 self.ring.pop_front();
                 // The wait completes its submission once everything before it has.
                 self.fifo.push_back(Packet {
@@ -743,7 +850,7 @@ impl Engine {
         let list = cur.lists[cur.list].clone();
         let site = Site {
             submission: cur.submission,
-            list: Some((list.id, list.name.clone())),
+            list: Some(list.id),
             command: Some(cur.command),
         };
         let (cmd, len) = match fetch_decode(cur, &list) {
@@ -771,17 +878,18 @@ impl Engine {
                 if cmp.never_satisfiable(*mask & width.mask(), *reference) {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
+                        op,
                         condition: cond,
                     });
                 }
                 match self.check_wait(ctx, &site, op, &cond) {
                     Err(f) => return Step::Faulted(f),
                     Ok(false) => {
-                        self.pfp_site = Some((site, op));
+                        self.pfp_blocked = Some((site, op, cond.clone()));
                         return Step::Blocked(cond);
                     }
                     Ok(true) => {
-                        self.pfp_site = None;
+                        self.pfp_blocked = None;
                         let cur = self.cursor.as_mut().map(|c| {
                             c.word += len;
                             c.command += 1;
@@ -803,7 +911,7 @@ impl Engine {
             Command::FlushPipeline { .. } => self.flush_hold = true,
             _ => {}
         }
-        self.pfp_site = None;
+        self.pfp_blocked = None;
         if let Some(c) = self.cursor.as_mut() {
             c.word += len;
             c.command += 1;
@@ -831,7 +939,7 @@ impl Engine {
             PacketOp::Signal { fence, value } => {
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
-                    site: site.clone(),
+                    site,
                     op: RetireOp::Signal { fence, value },
                 });
                 self.complete(site, "signal");
@@ -914,7 +1022,7 @@ impl Engine {
         let fault = |address, access, why| Fault::PageFault {
             address,
             access,
-            site: site.clone(),
+            site: *site,
             op: "copy",
             why,
         };
@@ -937,18 +1045,26 @@ impl Engine {
             db.store32(doff + i as u64 * 4, v);
         }
         ctx.device.watches.notify_range(dst, dst + bytes);
-        self.record_range(ctx, dst, dst + bytes, site);
+        self.record_range(ctx, dst, dst + bytes, site, "copy");
         Ok(())
     }
 
-    fn record_range(&mut self, ctx: &EngineCtx<'_>, start: u64, end: u64, site: &Site) {
+    fn record_range(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        start: u64,
+        end: u64,
+        site: &Site,
+        op: &'static str,
+    ) {
         if self.ranges.len() >= RANGE_RECORDS {
             self.ranges.pop_front();
         }
         self.ranges.push_back(RangeRecord {
+            op,
             start,
             end,
-            site: site.clone(),
+            site: *site,
             seq: ctx.device.next_write_seq(),
             ns: ctx.device.coarse_now_ns(),
         });
@@ -963,7 +1079,7 @@ impl Engine {
         list: &Arc<ClosedList>,
     ) -> Step {
         let op = cmd.name();
-        self.me_site = Some((site.clone(), op));
+        self.me_site = Some((site, op));
         match cmd {
             Command::WaitValue {
                 address,
@@ -977,6 +1093,7 @@ impl Engine {
                 if cmp.never_satisfiable(mask & width.mask(), reference) {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
+                        op,
                         condition: cond,
                     });
                 }
@@ -1004,7 +1121,7 @@ impl Engine {
             } => {
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
-                    site: site.clone(),
+                    site,
                     op: RetireOp::Write {
                         address,
                         width,
@@ -1033,7 +1150,7 @@ impl Engine {
                         }
                         ImmediateMode::MarkerOut => self.retire.push_back(Retire {
                             after: self.next_dispatch,
-                            site: site.clone(),
+                            site,
                             op: RetireOp::Write {
                                 address: w.address,
                                 width: Width::W32,
@@ -1101,7 +1218,8 @@ impl Engine {
             });
         };
         if let Some((start, end)) = kernel.write_range(0..groups) {
-            self.record_range(ctx, start, end, &site);
+            let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+            self.record_range(ctx, start, end, &site, op);
         }
         if groups > 0 {
             let index = self.next_dispatch;
@@ -1112,7 +1230,7 @@ impl Engine {
                 op: self.me_site.as_ref().map_or("dispatch", |(_, n)| *n),
                 kernel,
                 groups,
-                site: site.clone(),
+                site,
             });
         }
         let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
@@ -1171,6 +1289,160 @@ impl Engine {
         if let Some(p) = &self.progress {
             p.signal(self.completed_submissions, Writer::Never, 0);
         }
+    }
+}
+
+/// A write or signal an engine has not performed yet (for the wait-for graph, D7).
+#[derive(Debug, Clone)]
+pub(crate) enum Pending {
+    /// A queue signal.
+    Signal {
+        fence: Arc<FenceCore>,
+        value: u64,
+        site: Site,
+    },
+    /// A command-processor value write; `value` is `None` for timestamps.
+    Write {
+        address: u64,
+        width: Width,
+        value: Option<u64>,
+        site: Site,
+        op: &'static str,
+    },
+    /// Writes by a dispatch or copy to `[start, end)`; `value` is the u32 stored by `fill`.
+    Range {
+        start: u64,
+        end: u64,
+        value: Option<u32>,
+        site: Site,
+        op: &'static str,
+    },
+}
+
+impl Pending {
+    /// Where the write or signal is, and its operation's name.
+    pub(crate) fn site_op(&self) -> (Site, &'static str) {
+        match self {
+            Pending::Signal { site, .. } => (*site, "signal"),
+            Pending::Write { site, op, .. } | Pending::Range { site, op, .. } => (*site, op),
+        }
+    }
+}
+
+/// What diagnosis needs from one engine.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) idle: bool,
+    pub(crate) blocked: Option<(Stage, Site, &'static str, WaitCondition)>,
+    pub(crate) me_at: Option<(Site, &'static str)>,
+    pub(crate) labels: Vec<Arc<str>>,
+    pub(crate) last_completed: Option<(Site, &'static str)>,
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) dispatches_in_flight: usize,
+}
+
+fn pending_of(cmd: &Command, site: Site, out: &mut Vec<Pending>) {
+    let op = cmd.name();
+    match cmd {
+        Command::WriteValueTopOfPipe {
+            address,
+            width,
+            value,
+            source,
+        }
+        | Command::WriteValueBottomOfPipe {
+            address,
+            width,
+            value,
+            source,
+            ..
+        } => out.push(Pending::Write {
+            address: *address,
+            width: *width,
+            value: (*source == WriteSource::Value).then_some(*value),
+            site,
+            op,
+        }),
+        Command::WriteImmediate { writes } => {
+            for w in writes {
+                out.push(Pending::Write {
+                    address: w.address,
+                    width: Width::W32,
+                    value: Some(u64::from(w.value)),
+                    site,
+                    op,
+                });
+            }
+        }
+        Command::Dispatch { kernel, groups } => {
+            let range = |dst: u64| {
+                (
+                    dst,
+                    dst.saturating_add(u64::from(*groups) * kernels::GROUP_BYTES),
+                )
+            };
+            let (start, end, value) = match kernel {
+                KernelArgs::Fill { dst, value } => (range(*dst).0, range(*dst).1, Some(*value)),
+                KernelArgs::Add { dst, .. } => (range(*dst).0, range(*dst).1, None),
+                KernelArgs::Sum { dst, .. } => (*dst, dst.saturating_add(8), None),
+                KernelArgs::Spin { .. } => return,
+                // A user kernel may write anywhere.
+                KernelArgs::User { .. } => (0, u64::MAX, None),
+            };
+            out.push(Pending::Range {
+                start,
+                end,
+                value,
+                site,
+                op,
+            });
+        }
+        Command::DispatchIndirect { kernel, .. } => {
+            let start = match kernel {
+                KernelArgs::Fill { dst, .. }
+                | KernelArgs::Add { dst, .. }
+                | KernelArgs::Sum { dst, .. } => *dst,
+                KernelArgs::Spin { .. } => return,
+                KernelArgs::User { .. } => 0,
+            };
+            out.push(Pending::Range {
+                start,
+                end: u64::MAX,
+                value: None,
+                site,
+                op,
+            });
+        }
+        Command::Copy { dst, bytes, .. } => out.push(Pending::Range {
+            start: *dst,
+            end: dst.saturating_add(*bytes),
+            value: None,
+            site,
+            op,
+        }),
+        _ => {}
+    }
+}
+
+/// Decodes a list from `word` on and collects its pending writes.
+fn scan_list(list: &ClosedList, word: usize, first: u32, submission: u64, out: &mut Vec<Pending>) {
+    let words: Vec<u32> = (word..list.words)
+        .map(|w| list.stream.load32(w as u64 * 4).unwrap_or(0))
+        .collect();
+    let mut off = 0;
+    let mut index = first;
+    while off < words.len() {
+        let Ok((cmd, len)) = decode(&words, off) else {
+            break;
+        };
+        let site = Site {
+            submission,
+            list: Some(list.id),
+            command: Some(index),
+        };
+        pending_of(&cmd, site, out);
+        off += len;
+        index += 1;
     }
 }
 

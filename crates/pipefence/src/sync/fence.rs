@@ -31,15 +31,12 @@ pub(crate) enum Writer {
         /// The host id of the thread.
         host: u64,
     },
-    /// A queue's engine: `list` and `command` are `u32::MAX` for queue-level operations, whose
-    /// position is the queue's submission sequence number `command`.
+    /// A queue's engine, at a site (a command of a list, or a queue-level signal).
     Engine {
         /// Queue id.
         queue: u32,
-        /// List id, or `u32::MAX` for a queue-level signal.
-        list: u32,
-        /// Command index in the list, or the submission sequence number.
-        command: u32,
+        /// Where.
+        site: crate::engine::Site,
     },
 }
 
@@ -66,6 +63,7 @@ struct FenceState {
 
 /// The shared state of one fence (opaque: reached through [`Fence`](crate::Fence)).
 pub struct FenceCore {
+    name: std::sync::OnceLock<Arc<str>>,
     mirror: AtomicU64,
     removed: AtomicBool,
     state: Mutex<FenceState>,
@@ -102,6 +100,7 @@ const SPIN_NS: u64 = 20_000;
 impl FenceCore {
     pub(crate) fn new(initial: u64) -> Self {
         FenceCore {
+            name: std::sync::OnceLock::new(),
             mirror: AtomicU64::new(initial),
             removed: AtomicBool::new(false),
             state: Mutex::new(FenceState {
@@ -109,6 +108,16 @@ impl FenceCore {
                 ..FenceState::default()
             }),
         }
+    }
+
+    /// Names the fence (once, at creation).
+    pub(crate) fn set_name(&self, name: &str) {
+        let _ = self.name.set(name.into());
+    }
+
+    /// The fence's name.
+    pub fn name(&self) -> &str {
+        self.name.get().map_or("fence", |n| n)
     }
 
     /// The completed value (F4): what the last signal wrote, `u64::MAX` after removal.
@@ -176,11 +185,6 @@ impl FenceCore {
     /// fire), `false` if it already fired.
     pub(crate) fn deregister(&self, target: u64, key: u64) -> bool {
         lock(&self.state).waiters.remove(&(target, key)).is_some()
-    }
-
-    /// Number of pending registrations (for tests and benchmarks).
-    pub(crate) fn pending_waiters(&self) -> usize {
-        lock(&self.state).waiters.len()
     }
 
     /// Device removal (F10): the value reads `u64::MAX`, later signals fail, every waiter fires.

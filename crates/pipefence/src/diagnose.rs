@@ -1,0 +1,769 @@
+//! Diagnosis of a removed device (D6, D7): the removal report, the wait-for graph, and the
+//! classification of each stuck queue.
+//!
+//! The report is built from snapshots of every engine, taken one engine at a time before the
+//! fences are forced to `u64::MAX`. An edge `A -> B` means a pending signal or write on queue `B`
+//! (including one queued behind `B`'s own waits) would satisfy `A`'s condition with its value.
+//! Writes whose value is unknown until they happen (timestamps, kernels other than `fill`,
+//! copies) count as possibly satisfying.
+
+use crate::api::{DeviceShared, QueueShared};
+use crate::command::{Comparison, Width};
+use crate::engine::{Fault, Pending, Site, Snapshot, Stage, WaitCondition};
+use crate::error::RemovalReason;
+use crate::sync::shim::lock;
+use crate::sync::Writer;
+use serde::Serialize;
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a queue (or the device) is stuck (D7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Classification {
+    /// A GPU page fault (M3).
+    PageFault,
+    /// A command stream the decoder rejected (D2).
+    MalformedPacket,
+    /// A wait no value can satisfy (D6).
+    NeverSatisfiable,
+    /// A dispatch group running longer than the watchdog timeout (D6).
+    EndlessKernel,
+    /// On a cycle of waits between queues, or every path leads into one.
+    Deadlock,
+    /// Waiting for something only the host can do.
+    WaitingOnHost,
+    /// Still running when another queue faulted (per queue only).
+    Running,
+}
+
+impl Classification {
+    /// The kebab-case name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Classification::PageFault => "page-fault",
+            Classification::MalformedPacket => "malformed-packet",
+            Classification::NeverSatisfiable => "never-satisfiable",
+            Classification::EndlessKernel => "endless-kernel",
+            Classification::Deadlock => "deadlock",
+            Classification::WaitingOnHost => "waiting-on-host",
+            Classification::Running => "running",
+        }
+    }
+}
+
+impl fmt::Display for Classification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A place in a queue's work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SiteReport {
+    /// The queue's name.
+    pub queue: String,
+    /// The queue's id.
+    pub queue_id: u32,
+    /// The submission's sequence number on the queue.
+    pub submission: u64,
+    /// The command list's name, for commands of a list.
+    pub list: Option<String>,
+    /// The command list's id.
+    pub list_id: Option<u32>,
+    /// The command index in the list.
+    pub command: Option<u32>,
+    /// The operation (`wait-value64`, `signal`, `wait`, ...).
+    pub op: String,
+}
+
+impl fmt::Display for SiteReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.list, self.command) {
+            (Some(l), Some(c)) => write!(
+                f,
+                "queue {}, list {l}, command {c} ({})",
+                self.queue, self.op
+            ),
+            _ => write!(
+                f,
+                "queue {}, {} (submission {})",
+                self.queue, self.op, self.submission
+            ),
+        }
+    }
+}
+
+/// Who last wrote an address or a fence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum WriterReport {
+    /// Never written since creation.
+    Never,
+    /// A host thread.
+    Host {
+        /// The host thread's name.
+        host: String,
+        /// The host id.
+        host_id: u64,
+        /// Clock nanoseconds of the write.
+        ns: u64,
+    },
+    /// A queue.
+    Queue {
+        /// Where.
+        site: SiteReport,
+        /// Clock nanoseconds of the write.
+        ns: u64,
+    },
+}
+
+impl fmt::Display for WriterReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriterReport::Never => f.write_str("never written"),
+            WriterReport::Host { host, .. } => write!(f, "host {host}"),
+            WriterReport::Queue { site, .. } => write!(f, "{site}"),
+        }
+    }
+}
+
+/// One queue with work left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueReport {
+    /// The queue's name.
+    pub queue: String,
+    /// The queue's id.
+    pub queue_id: u32,
+    /// Its classification (D7).
+    pub class: Classification,
+    /// Where it is stuck (or where its ME is), if anywhere.
+    pub at: Option<SiteReport>,
+    /// The stage that is stuck: `me` or `pfp`.
+    pub stage: Option<String>,
+    /// The condition in words (`flags+8 (u64) & 0xff >= 1`, `fence frame >= 3`).
+    pub waiting_for: Option<String>,
+    /// The current value of what it waits for.
+    pub current: Option<u64>,
+    /// Who last wrote it.
+    pub last_writer: Option<WriterReport>,
+    /// The last command it completed.
+    pub last_completed: Option<SiteReport>,
+    /// Open `begin_event` labels (breadcrumbs).
+    pub events: Vec<String>,
+    /// Queues with a pending signal or write that would satisfy it (wait-for graph edges).
+    pub waits_on: Vec<String>,
+    /// For each of those queues, the first pending command that would satisfy it.
+    pub satisfiers: Vec<SiteReport>,
+    /// Dispatches still in flight on it.
+    pub dispatches_in_flight: usize,
+}
+
+/// The fault that removed the device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FaultReport {
+    /// `page-fault`, `malformed-packet`, `never-satisfiable` or `endless-kernel`.
+    pub kind: Classification,
+    /// The faulting address (page faults), as `0x...`.
+    pub address: Option<String>,
+    /// `read` or `write` (page faults).
+    pub access: Option<String>,
+    /// Why (page faults: `unmapped`, `write to upload memory`).
+    pub why: Option<String>,
+    /// The buffer nearest to the address (page faults).
+    pub buffer: Option<String>,
+    /// The command.
+    pub at: SiteReport,
+    /// Word offset of the bad packet in its list (malformed packets).
+    pub packet_offset: Option<usize>,
+    /// Details.
+    pub message: String,
+}
+
+/// What [`Device::removed_reason`](crate::Device::removed_reason) explains: why the device was
+/// removed, each stuck queue, the cycle if there is one, and the fault (D7). Serializes to the
+/// shape of SCENARIO.md's removal report (less scenario line numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovalReport {
+    /// Why.
+    pub reason: RemovalReason,
+    /// The reason's HRESULT, as `0x887A0006`.
+    pub hresult: String,
+    /// The overall classification (`None` for a requested removal with nothing stuck).
+    pub classification: Option<Classification>,
+    /// The cycle of waits containing the earliest-created queue on any cycle, from that queue
+    /// along the edges; empty if none.
+    pub cycle: Vec<String>,
+    /// Every queue with work left, in creation order.
+    pub queues: Vec<QueueReport>,
+    /// The fault, for faults.
+    pub fault: Option<FaultReport>,
+}
+
+impl fmt::Display for RemovalReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "device removed: {} ({})", self.reason, self.hresult)?;
+        if let Some(c) = self.classification {
+            write!(f, ", {c}")?;
+        }
+        writeln!(f)?;
+        if !self.cycle.is_empty() {
+            writeln!(
+                f,
+                "  cycle: {} -> {}",
+                self.cycle.join(" -> "),
+                self.cycle[0]
+            )?;
+        }
+        if let Some(fault) = &self.fault {
+            write!(f, "  fault: {} at {}", fault.kind, fault.at)?;
+            if let Some(a) = &fault.address {
+                write!(
+                    f,
+                    ", {} of {a}",
+                    fault.access.as_deref().unwrap_or("access")
+                )?;
+            }
+            if let Some(b) = &fault.buffer {
+                write!(f, " (nearest buffer {b})")?;
+            }
+            writeln!(f, ": {}", fault.message)?;
+        }
+        for q in &self.queues {
+            write!(f, "  queue {} [{}]", q.queue, q.class)?;
+            if let Some(at) = &q.at {
+                write!(f, " at {at}")?;
+            }
+            writeln!(f)?;
+            if let Some(w) = &q.waiting_for {
+                write!(f, "    waiting for {w}")?;
+                if let Some(c) = q.current {
+                    write!(f, " (current {c})")?;
+                }
+                writeln!(f)?;
+            }
+            if let Some(w) = &q.last_writer {
+                writeln!(f, "    last writer: {w}")?;
+            }
+            if let Some(l) = &q.last_completed {
+                writeln!(f, "    last completed: {l}")?;
+            }
+            if !q.events.is_empty() {
+                writeln!(f, "    events: {}", q.events.join(" > "))?;
+            }
+            if !q.waits_on.is_empty() {
+                writeln!(f, "    waits on: {}", q.waits_on.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fault's classification.
+pub(crate) fn fault_class(f: &Fault) -> Classification {
+    match f {
+        Fault::PageFault { .. } => Classification::PageFault,
+        Fault::MalformedPacket { .. } => Classification::MalformedPacket,
+        Fault::NeverSatisfiable { .. } => Classification::NeverSatisfiable,
+        Fault::EndlessKernel { .. } => Classification::EndlessKernel,
+    }
+}
+
+struct Node {
+    q: Arc<QueueShared>,
+    snap: Snapshot,
+}
+
+fn site_report(
+    dev: &DeviceShared,
+    queues: &[Node],
+    queue: u32,
+    site: Site,
+    op: &str,
+) -> SiteReport {
+    let qname = queues
+        .iter()
+        .find(|n| n.q.id == queue)
+        .map(|n| n.q.name.to_string())
+        .unwrap_or_else(|| format!("queue#{queue}"));
+    SiteReport {
+        queue: qname,
+        queue_id: queue,
+        submission: site.submission,
+        list: site.list.map(|id| dev.list_name(id)),
+        list_id: site.list,
+        command: site.command,
+        op: op.to_string(),
+    }
+}
+
+/// Text for an address: `buffer+offset`, or hex when unmapped.
+pub(crate) fn address_text(dev: &DeviceShared, address: u64) -> String {
+    match dev.memory.resolve(address, 1) {
+        Some((b, 0)) => b.name.to_string(),
+        Some((b, off)) => format!("{}+{off}", b.name),
+        None => format!("{address:#x}"),
+    }
+}
+
+fn condition_text(dev: &DeviceShared, cond: &WaitCondition) -> String {
+    match cond {
+        WaitCondition::Fence { fence, value, .. } => format!("fence {} >= {value}", fence.name()),
+        WaitCondition::Memory {
+            address,
+            width,
+            cmp,
+            reference,
+            mask,
+        } => {
+            let m = if *mask & width.mask() == width.mask() {
+                String::new()
+            } else {
+                format!(" & {mask:#x}")
+            };
+            format!(
+                "{} ({}){m} {} {reference}",
+                address_text(dev, *address),
+                width.type_name(),
+                cmp.symbol()
+            )
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn current_value(dev: &DeviceShared, cond: &WaitCondition) -> Option<u64> {
+    match cond {
+        WaitCondition::Fence { fence, .. } => Some(fence.value_before_removal()),
+        WaitCondition::Memory { address, width, .. } => {
+            let (b, off) = dev.memory.resolve(*address, width.bytes())?;
+            match width {
+                Width::W32 => b.load32(off).map(u64::from),
+                Width::W64 => b.load64(off),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn satisfies(cond: &WaitCondition, p: &Pending) -> bool {
+    match (cond, p) {
+        (
+            WaitCondition::Fence {
+                fence: f, value: v, ..
+            },
+            Pending::Signal { fence, value, .. },
+        ) => Arc::ptr_eq(f, fence) && *value >= *v,
+        (
+            WaitCondition::Memory {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+            },
+            p,
+        ) => {
+            let (lo, hi) = (*address, address + width.bytes());
+            let holds = |v: u64| cmp_holds(*cmp, v & width.mask(), *mask, *reference);
+            match p {
+                Pending::Write {
+                    address: a,
+                    width: w,
+                    value,
+                    ..
+                } => {
+                    if *a + w.bytes() <= lo || *a >= hi {
+                        return false;
+                    }
+                    match value {
+                        Some(v) if *a == *address && w == width => holds(*v),
+                        _ => true,
+                    }
+                }
+                Pending::Range {
+                    start, end, value, ..
+                } => {
+                    if *end <= lo || *start >= hi {
+                        return false;
+                    }
+                    match value {
+                        Some(v) => holds((u64::from(*v) << 32) | u64::from(*v)),
+                        None => true,
+                    }
+                }
+                Pending::Signal { .. } => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+fn cmp_holds(cmp: Comparison, v: u64, mask: u64, reference: u64) -> bool {
+    cmp.holds(v, mask, reference)
+}
+
+fn writer_report(dev: &DeviceShared, nodes: &[Node], w: Writer, op: &str, ns: u64) -> WriterReport {
+    match w {
+        Writer::Never => WriterReport::Never,
+        Writer::Host { host } => WriterReport::Host {
+            host: crate::host::name_of(host),
+            host_id: host,
+            ns,
+        },
+        Writer::Engine { queue, site } => WriterReport::Queue {
+            site: site_report(dev, nodes, queue, site, op),
+            ns,
+        },
+    }
+}
+
+fn last_writer(dev: &DeviceShared, nodes: &[Node], cond: &WaitCondition) -> Option<WriterReport> {
+    match cond {
+        WaitCondition::Fence { fence, .. } => {
+            let (w, ns) = fence.last_writer();
+            Some(writer_report(dev, nodes, w, "signal", ns))
+        }
+        WaitCondition::Memory { address, width, .. } => {
+            let word = address & !7;
+            let end = address + width.bytes();
+            // (seq, writer, op, ns): the newest wins.
+            let mut best: Option<(u64, Writer, &'static str, u64)> = None;
+            let mut consider = |seq: u64, w: Writer, op: &'static str, ns: u64| {
+                if best.is_none_or(|b| seq >= b.0) {
+                    best = Some((seq, w, op, ns));
+                }
+            };
+            if let Some(h) = lock(&dev.host_writes).get(&word) {
+                consider(h.seq, h.writer, "cpu-write", h.ns);
+            }
+            for n in nodes {
+                let e = lock(&n.q.engine);
+                if let Some(r) = e.writes.get(&word) {
+                    consider(
+                        r.seq,
+                        Writer::Engine {
+                            queue: n.q.id,
+                            site: r.site,
+                        },
+                        r.op,
+                        r.ns,
+                    );
+                }
+                for r in e
+                    .ranges
+                    .iter()
+                    .filter(|r| r.start < end && r.end > *address)
+                {
+                    consider(
+                        r.seq,
+                        Writer::Engine {
+                            queue: n.q.id,
+                            site: r.site,
+                        },
+                        r.op,
+                        r.ns,
+                    );
+                }
+            }
+            Some(match best {
+                None => WriterReport::Never,
+                Some((_, w, op, ns)) => writer_report(dev, nodes, w, op, ns),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The wait-for graph and what is known of each node.
+struct Graph<'a> {
+    nodes: &'a [Node],
+    blocked: &'a [Option<&'a WaitCondition>],
+    edges: &'a [BTreeSet<usize>],
+    on_cycle: &'a [bool],
+    fault_queue: Option<(u32, Classification)>,
+}
+
+impl Graph<'_> {
+    /// The class of queue `a` (D7): its own fault; running when not blocked; deadlock on a
+    /// cycle; waiting-on-host without edges; else what its successors agree on (the host wins
+    /// a disagreement, since it can still release the queue).
+    fn resolve(
+        &self,
+        a: usize,
+        class: &mut Vec<Option<Classification>>,
+        visiting: &mut Vec<bool>,
+    ) -> Classification {
+        if let Some(c) = class[a] {
+            return c;
+        }
+        let c = if let Some((_, c)) = self.fault_queue.filter(|(q, _)| *q == self.nodes[a].q.id) {
+            c
+        } else if self.blocked[a].is_none() {
+            Classification::Running
+        } else if self.on_cycle[a] || visiting[a] {
+            Classification::Deadlock
+        } else if self.edges[a].is_empty() {
+            Classification::WaitingOnHost
+        } else {
+            visiting[a] = true;
+            let succ: Vec<Classification> = self.edges[a]
+                .iter()
+                .map(|&b| self.resolve(b, class, visiting))
+                .collect();
+            visiting[a] = false;
+            if succ.iter().all(|c| *c == succ[0]) {
+                succ[0]
+            } else if succ.contains(&Classification::WaitingOnHost) {
+                Classification::WaitingOnHost
+            } else if succ.contains(&Classification::Running) {
+                Classification::Running
+            } else {
+                succ.iter()
+                    .copied()
+                    .min()
+                    .unwrap_or(Classification::WaitingOnHost)
+            }
+        };
+        class[a] = Some(c);
+        c
+    }
+}
+
+/// Builds the removal report (D7). `fault` is the faulting queue's id and the fault.
+pub(crate) fn build_report(
+    dev: &DeviceShared,
+    reason: RemovalReason,
+    fault: Option<&(u32, Fault)>,
+) -> RemovalReport {
+    let nodes: Vec<Node> = dev
+        .live_queues()
+        .into_iter()
+        .map(|q| {
+            let snap = lock(&q.engine).snapshot();
+            Node { q, snap }
+        })
+        .collect();
+    let n = nodes.len();
+    // Base state of each queue.
+    let fault_queue = fault.map(|(q, f)| (*q, fault_class(f)));
+    let blocked: Vec<Option<&WaitCondition>> = nodes
+        .iter()
+        .map(|nd| {
+            nd.snap
+                .blocked
+                .as_ref()
+                .map(|(_, _, _, c)| c)
+                .filter(|c| c.is_external())
+        })
+        .collect();
+    // Edges, with the first pending command behind each.
+    let mut edges: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    let mut satisfiers: Vec<Vec<SiteReport>> = vec![Vec::new(); n];
+    for (a, cond) in blocked.iter().enumerate() {
+        let Some(cond) = cond else { continue };
+        for (b, nb) in nodes.iter().enumerate() {
+            if let Some(p) = nb.snap.pending.iter().find(|p| satisfies(cond, p)) {
+                edges[a].insert(b);
+                let (site, op) = p.site_op();
+                satisfiers[a].push(site_report(dev, &nodes, nb.q.id, site, op));
+            }
+        }
+    }
+    let reaches = |from: usize, to: usize| -> bool {
+        let mut seen = vec![false; n];
+        let mut stack: Vec<usize> = edges[from].iter().copied().collect();
+        while let Some(x) = stack.pop() {
+            if x == to {
+                return true;
+            }
+            if !std::mem::replace(&mut seen[x], true) {
+                stack.extend(edges[x].iter().copied());
+            }
+        }
+        false
+    };
+    let on_cycle: Vec<bool> = (0..n).map(|a| reaches(a, a)).collect();
+    // Classes, resolved along the edges.
+    let graph = Graph {
+        nodes: &nodes,
+        blocked: &blocked,
+        edges: &edges,
+        on_cycle: &on_cycle,
+        fault_queue,
+    };
+    let mut class: Vec<Option<Classification>> = vec![None; n];
+    let mut visiting = vec![false; n];
+    for a in 0..n {
+        graph.resolve(a, &mut class, &mut visiting);
+    }
+    // The cycle through the earliest-created queue on any cycle, by the shortest path.
+    let mut cycle = Vec::new();
+    if let Some(q0) = (0..n).find(|&a| on_cycle[a]) {
+        let mut prev = vec![usize::MAX; n];
+        let mut queue = VecDeque::new();
+        let mut found = false;
+        for &b in &edges[q0] {
+            if b == q0 {
+                found = true;
+                break;
+            }
+            if prev[b] == usize::MAX {
+                prev[b] = q0;
+                queue.push_back(b);
+            }
+        }
+        let mut last = q0;
+        while !found {
+            let Some(x) = queue.pop_front() else { break };
+            for &b in &edges[x] {
+                if b == q0 {
+                    found = true;
+                    last = x;
+                    break;
+                }
+                if prev[b] == usize::MAX {
+                    prev[b] = x;
+                    queue.push_back(b);
+                }
+            }
+        }
+        let mut path = Vec::new();
+        let mut x = last;
+        while x != q0 {
+            path.push(x);
+            x = prev[x];
+        }
+        path.push(q0);
+        path.reverse();
+        cycle = path.iter().map(|&i| nodes[i].q.name.to_string()).collect();
+    }
+    // Queue reports.
+    let mut queues = Vec::new();
+    for (i, nd) in nodes.iter().enumerate() {
+        let is_fault_queue = fault_queue.is_some_and(|(q, _)| q == nd.q.id);
+        if nd.snap.idle && !is_fault_queue {
+            continue;
+        }
+        let c = class[i].unwrap_or(Classification::Running);
+        let (stage, at, cond) = match &nd.snap.blocked {
+            Some((stage, site, op, cond)) => (
+                Some(match stage {
+                    Stage::Me => "me",
+                    Stage::Pfp => "pfp",
+                }),
+                Some(site_report(dev, &nodes, nd.q.id, *site, op)),
+                Some(cond),
+            ),
+            None => (
+                None,
+                nd.snap
+                    .me_at
+                    .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
+                None,
+            ),
+        };
+        let at = match (is_fault_queue, fault) {
+            (true, Some((_, f))) => Some(site_report(dev, &nodes, nd.q.id, f.site(), f.op())),
+            _ => at,
+        };
+        queues.push(QueueReport {
+            queue: nd.q.name.to_string(),
+            queue_id: nd.q.id,
+            class: c,
+            at,
+            stage: stage.map(str::to_string),
+            waiting_for: cond.map(|c| condition_text(dev, c)),
+            current: cond.and_then(|c| current_value(dev, c)),
+            last_writer: cond.and_then(|c| last_writer(dev, &nodes, c)),
+            last_completed: nd
+                .snap
+                .last_completed
+                .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
+            events: nd.snap.labels.iter().map(|l| l.to_string()).collect(),
+            waits_on: edges[i]
+                .iter()
+                .map(|&b| nodes[b].q.name.to_string())
+                .collect(),
+            satisfiers: satisfiers[i].clone(),
+            dispatches_in_flight: nd.snap.dispatches_in_flight,
+        });
+    }
+    const ORDER: [Classification; 6] = [
+        Classification::PageFault,
+        Classification::MalformedPacket,
+        Classification::NeverSatisfiable,
+        Classification::EndlessKernel,
+        Classification::Deadlock,
+        Classification::WaitingOnHost,
+    ];
+    let classification = ORDER.into_iter().find(|c| {
+        queues.iter().any(|q| q.class == *c) || fault_queue.is_some_and(|(_, f)| f == *c)
+    });
+    let fault = fault.map(|(q, f)| fault_report(dev, &nodes, *q, f));
+    RemovalReport {
+        reason,
+        hresult: format!("0x{:08X}", reason.hresult()),
+        classification,
+        cycle,
+        queues,
+        fault,
+    }
+}
+
+fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> FaultReport {
+    let at = site_report(dev, nodes, queue, f.site(), f.op());
+    match f {
+        Fault::PageFault {
+            address,
+            access,
+            why,
+            ..
+        } => FaultReport {
+            kind: Classification::PageFault,
+            address: Some(format!("{address:#x}")),
+            access: Some(access.name().to_string()),
+            why: Some(why.to_string()),
+            buffer: dev.memory.nearest(*address).map(|b| b.name.to_string()),
+            message: format!("{} {} {address:#x} ({why})", f.op(), access.name()),
+            at,
+            packet_offset: None,
+        },
+        Fault::MalformedPacket {
+            offset, message, ..
+        } => FaultReport {
+            kind: Classification::MalformedPacket,
+            address: None,
+            access: None,
+            why: None,
+            buffer: None,
+            at,
+            packet_offset: Some(*offset),
+            message: message.clone(),
+        },
+        Fault::NeverSatisfiable { condition, .. } => FaultReport {
+            kind: Classification::NeverSatisfiable,
+            address: None,
+            access: None,
+            why: None,
+            buffer: None,
+            at,
+            packet_offset: None,
+            message: format!("{} can never hold", condition_text(dev, condition)),
+        },
+        Fault::EndlessKernel { kernel, group, .. } => FaultReport {
+            kind: Classification::EndlessKernel,
+            address: None,
+            access: None,
+            why: None,
+            buffer: None,
+            at,
+            packet_offset: None,
+            message: format!(
+                "group {group} of kernel `{kernel}` ran longer than the watchdog timeout ({:?})",
+                dev.desc.watchdog_timeout
+            ),
+        },
+    }
+}

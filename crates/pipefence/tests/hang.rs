@@ -1,0 +1,544 @@
+//! Hang detection and removal reports: D6, D7, H1, E4 (SEMANTICS.md).
+
+use pipefence::diagnose::{Classification, WriterReport};
+use pipefence::*;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(10);
+
+fn device_tdr(ms: u64) -> Device {
+    Device::new(DeviceDesc {
+        workers: 2,
+        watchdog_timeout: Duration::from_millis(ms),
+        ..DeviceDesc::default()
+    })
+    .unwrap()
+}
+
+fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
+    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
+}
+
+fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
+    let mut l = d.create_command_list(kind, name).unwrap();
+    f(&mut l);
+    l.close().unwrap();
+    l
+}
+
+fn shared(d: &Device, name: &str, size: u64) -> Buffer {
+    d.create_buffer(&BufferDesc::new(size, Heap::Shared).named(name))
+        .unwrap()
+}
+
+fn wait_removed(d: &Device, within: Duration) -> Arc<RemovalReport> {
+    let start = Instant::now();
+    while !d.is_removed() {
+        assert!(
+            start.elapsed() < within,
+            "device not removed within {within:?}"
+        );
+        thread::sleep(Duration::from_millis(2));
+    }
+    d.removal_report().expect("report")
+}
+
+/// Waits until every queue has reached the condition it blocks on (nothing progresses).
+fn settle() {
+    thread::sleep(Duration::from_millis(50));
+}
+
+#[test]
+fn d7_fence_deadlock_declared_hung_reports_cycle_and_fields() {
+    let d = device_tdr(2000);
+    let a = d.create_named_fence("a", 0).unwrap();
+    let b = d.create_named_fence("b", 0).unwrap();
+    let q1 = queue(&d, QueueKind::Compute, "q1");
+    let q2 = queue(&d, QueueKind::Compute, "q2");
+    q1.wait(&b, 1).unwrap();
+    q1.signal(&a, 1).unwrap();
+    q2.wait(&a, 1).unwrap();
+    q2.signal(&b, 1).unwrap();
+    settle();
+    assert!(!d.is_removed(), "a fence wait is not a GPU hang by default");
+    let r = d.declare_hung();
+    assert_eq!(d.removed_reason(), Some(RemovalReason::Hung));
+    assert_eq!(r.hresult, "0x887A0006");
+    assert_eq!(r.classification, Some(Classification::Deadlock));
+    assert_eq!(r.cycle, vec!["q1", "q2"]);
+    assert_eq!(r.queues.len(), 2);
+    let (r1, r2) = (&r.queues[0], &r.queues[1]);
+    assert_eq!(r1.queue, "q1");
+    assert_eq!(r1.class, Classification::Deadlock);
+    assert_eq!(r1.waiting_for.as_deref(), Some("fence b >= 1"));
+    assert_eq!(r1.current, Some(0));
+    assert_eq!(r1.last_writer, Some(WriterReport::Never));
+    assert_eq!(
+        r1.at
+            .as_ref()
+            .map(|s| (s.op.as_str(), s.submission, s.list.clone())),
+        Some(("wait", 0, None))
+    );
+    assert_eq!(r1.waits_on, vec!["q2"]);
+    assert_eq!(r2.waiting_for.as_deref(), Some("fence a >= 1"));
+    assert_eq!(r2.at.as_ref().map(|s| s.submission), Some(0));
+    // Report values were taken before the fences were forced to u64::MAX.
+    assert_eq!(a.completed_value(), u64::MAX);
+    let json = serde_json::to_value(&*r).unwrap();
+    assert_eq!(json["classification"], "deadlock");
+    assert_eq!(json["reason"], "hung");
+    assert_eq!(json["cycle"][1], "q2");
+}
+
+#[test]
+fn d6_fence_wait_timeout_is_opt_in() {
+    let d = Device::new(DeviceDesc {
+        workers: 1,
+        watchdog_timeout: Duration::from_millis(100),
+        fence_wait_timeout: Some(Duration::from_millis(100)),
+        ..DeviceDesc::default()
+    })
+    .unwrap();
+    let f = d.create_named_fence("never", 0).unwrap();
+    let q = queue(&d, QueueKind::Direct, "gfx");
+    q.wait(&f, 1).unwrap();
+    let r = wait_removed(&d, T);
+    assert_eq!(r.classification, Some(Classification::WaitingOnHost));
+    assert_eq!(r.queues[0].waiting_for.as_deref(), Some("fence never >= 1"));
+}
+
+#[test]
+fn d6_memory_wait_deadlock_removed_by_watchdog_with_cycle_order() {
+    let d = device_tdr(200);
+    let m = shared(&d, "m", 64);
+    // Created in this order: c, a, b. Edges: c -> b (b writes m+8), b -> a, a -> c; the
+    // cycle is listed from c, the earliest-created queue on it.
+    let qc = queue(&d, QueueKind::Compute, "c");
+    let qa = queue(&d, QueueKind::Compute, "a");
+    let qb = queue(&d, QueueKind::Direct, "b");
+    let la = list(&d, QueueKind::Compute, "la", |l| {
+        l.wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me)
+            .write_value32_top_of_pipe(m.address(4), 1, WriteSource::Value);
+    });
+    let lb = list(&d, QueueKind::Direct, "lb", |l| {
+        l.wait_value32(
+            m.address(4),
+            Comparison::GreaterEqual,
+            1,
+            u32::MAX,
+            WaitEngine::Pfp,
+        )
+        .write_value32_bottom_of_pipe(m.address(8), 7, Flush::NONE, WriteSource::Value);
+    });
+    let lc = list(&d, QueueKind::Compute, "lc", |l| {
+        l.wait_value64(m.address(8), Comparison::Equal, 7, 0xff, WaitEngine::Me)
+            .write_value32_top_of_pipe(m.address(0), 1, WriteSource::Value);
+    });
+    qa.execute_command_lists(&[&la]).unwrap();
+    qb.execute_command_lists(&[&lb]).unwrap();
+    qc.execute_command_lists(&[&lc]).unwrap();
+    let start = Instant::now();
+    let r = wait_removed(&d, T);
+    assert!(
+        start.elapsed() >= Duration::from_millis(150),
+        "removed before the watchdog timeout"
+    );
+    assert_eq!(r.reason, RemovalReason::Hung);
+    assert_eq!(r.classification, Some(Classification::Deadlock));
+    assert_eq!(r.cycle, vec!["c", "b", "a"]);
+    let c = r.queues.iter().find(|q| q.queue == "c").unwrap();
+    assert_eq!(c.waiting_for.as_deref(), Some("m+8 (u64) & 0xff == 7"));
+    assert_eq!(c.stage.as_deref(), Some("me"));
+    let b = r.queues.iter().find(|q| q.queue == "b").unwrap();
+    assert_eq!(b.stage.as_deref(), Some("pfp"));
+    assert_eq!(b.waiting_for.as_deref(), Some("m+4 (u32) >= 1"));
+    let at = b.at.clone().unwrap();
+    assert_eq!(
+        (at.list.as_deref(), at.command, at.op.as_str()),
+        (Some("lb"), Some(0), "wait-value32")
+    );
+}
+
+#[test]
+fn d7_waiting_on_host_names_last_host_writer() {
+    let d = device_tdr(150);
+    let m = shared(&d, "flags", 64);
+    thread::Builder::new()
+        .name("poker".into())
+        .spawn({
+            let m = m.clone();
+            move || {
+                pipefence::host::set_current_name("poker");
+                m.write_u32(16, 5).unwrap();
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let q = queue(&d, QueueKind::Compute, "async");
+    let l = list(&d, QueueKind::Compute, "consume", |l| {
+        l.begin_event("frame")
+            .begin_event("wait-flag")
+            .set_marker("x")
+            .wait_value32(
+                m.address(16),
+                Comparison::Equal,
+                6,
+                u32::MAX,
+                WaitEngine::Me,
+            )
+            .end_event()
+            .end_event();
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let r = wait_removed(&d, T);
+    assert_eq!(r.classification, Some(Classification::WaitingOnHost));
+    assert!(r.cycle.is_empty());
+    let qr = &r.queues[0];
+    assert_eq!(qr.events, vec!["frame", "wait-flag"], "breadcrumbs");
+    assert_eq!(
+        qr.at.as_ref().and_then(|s| s.command),
+        Some(3),
+        "the exact command"
+    );
+    assert_eq!(qr.current, Some(5));
+    match &qr.last_writer {
+        Some(WriterReport::Host { host, .. }) => assert_eq!(host, "poker"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(qr.last_completed.as_ref().and_then(|s| s.command), Some(2));
+}
+
+#[test]
+fn d7_last_writer_names_queue_list_and_command() {
+    let d = device_tdr(150);
+    let m = shared(&d, "m", 64);
+    let w = queue(&d, QueueKind::Direct, "gfx");
+    let lw = list(&d, QueueKind::Direct, "produce", |l| {
+        l.set_marker("a")
+            .set_marker("b")
+            .write_value64_bottom_of_pipe(m.address(8), 2, Flush::L2_WRITEBACK, WriteSource::Value);
+    });
+    w.execute_command_lists(&[&lw]).unwrap();
+    w.wait_idle(T).unwrap();
+    let q = queue(&d, QueueKind::Compute, "async");
+    let l = list(&d, QueueKind::Compute, "consume", |l| {
+        l.wait_value64(
+            m.address(8),
+            Comparison::GreaterEqual,
+            3,
+            u64::MAX,
+            WaitEngine::Pfp,
+        );
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let r = wait_removed(&d, T);
+    let qr = r.queues.iter().find(|q| q.queue == "async").unwrap();
+    match &qr.last_writer {
+        Some(WriterReport::Queue { site, .. }) => {
+            assert_eq!(site.queue, "gfx");
+            assert_eq!(site.list.as_deref(), Some("produce"));
+            assert_eq!(site.command, Some(2));
+            assert_eq!(site.op, "write-value64-bop");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        qr.last_writer.as_ref().unwrap().to_string(),
+        "queue gfx, list produce, command 2 (write-value64-bop)"
+    );
+}
+
+/// Every row of the D6 table, with its boundaries.
+#[test]
+fn d6_never_satisfiable_table_every_row() {
+    use Comparison::*;
+    let cases: &[(Comparison, u64, u64, bool)] = &[
+        (Never, u64::MAX, 0, true),
+        (Less, u64::MAX, 0, true),
+        (Less, u64::MAX, 1, false),
+        (Equal, 0x0f, 0x10, true),
+        (Equal, 0x0f, 0x0f, false),
+        (NotEqual, 0, 0, true),
+        (NotEqual, 0, 1, false),
+        (NotEqual, 1, 0, false),
+        (Greater, 0xff, 0xff, true),
+        (Greater, 0xff, 0xfe, false),
+        (Greater, 0, 0, true),
+        (GreaterEqual, 0xff, 0x100, true),
+        (GreaterEqual, 0xff, 0xff, false),
+        (LessEqual, 0, 0, false),
+        (Always, 0, 0, false),
+    ];
+    for &(cmp, mask, r, ns) in cases {
+        assert_eq!(
+            cmp.never_satisfiable(mask, r),
+            ns,
+            "{cmp:?} mask {mask:#x} ref {r:#x}"
+        );
+    }
+}
+
+#[test]
+fn d6_never_satisfiable_wait_removes_at_once() {
+    // A long watchdog: removal must not wait for it.
+    let cases: &[(Comparison, u32, u32)] = &[
+        (Comparison::Never, u32::MAX, 0),
+        (Comparison::Less, u32::MAX, 0),
+        (Comparison::Equal, 0x0f, 0x10),
+        (Comparison::NotEqual, 0, 0),
+        (Comparison::Greater, 0xff, 0xff),
+        (Comparison::GreaterEqual, 0xff, 0x100),
+    ];
+    for &(cmp, mask, r) in cases {
+        let d = device_tdr(60_000);
+        let m = shared(&d, "m", 64);
+        let q = queue(&d, QueueKind::Compute, "q");
+        let l = list(&d, QueueKind::Compute, "l", |l| {
+            l.set_marker("a")
+                .wait_value32(m.address(0), cmp, r, mask, WaitEngine::Me);
+        });
+        q.execute_command_lists(&[&l]).unwrap();
+        let rep = wait_removed(&d, Duration::from_secs(5));
+        assert_eq!(
+            rep.classification,
+            Some(Classification::NeverSatisfiable),
+            "{cmp:?}"
+        );
+        let f = rep.fault.as_ref().unwrap();
+        assert_eq!(f.at.command, Some(1));
+        assert!(f.message.contains("can never hold"), "{}", f.message);
+    }
+    // On the PFP too (64-bit, GreaterEqual above the mask).
+    let d = device_tdr(60_000);
+    let m = shared(&d, "m", 64);
+    let q = queue(&d, QueueKind::Direct, "q");
+    let l = list(&d, QueueKind::Direct, "l", |l| {
+        l.wait_value64(
+            m.address(8),
+            Comparison::GreaterEqual,
+            0x1_0000,
+            0xffff,
+            WaitEngine::Pfp,
+        );
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let rep = wait_removed(&d, Duration::from_secs(5));
+    assert_eq!(rep.classification, Some(Classification::NeverSatisfiable));
+}
+
+#[test]
+fn d7_queue_whose_path_ends_at_never_satisfiable_takes_that_class() {
+    let d = device_tdr(60_000);
+    let m = shared(&d, "m", 64);
+    let f = d.create_named_fence("f", 0).unwrap();
+    let waiter = queue(&d, QueueKind::Compute, "waiter");
+    let culprit = queue(&d, QueueKind::Compute, "culprit");
+    waiter.wait(&f, 1).unwrap();
+    settle();
+    let l = list(&d, QueueKind::Compute, "bad", |l| {
+        l.wait_value32(m.address(0), Comparison::Less, 0, u32::MAX, WaitEngine::Me);
+    });
+    let gate = d.create_fence(0).unwrap();
+    culprit.wait(&gate, 1).unwrap();
+    culprit.execute_command_lists(&[&l]).unwrap();
+    culprit.signal(&f, 1).unwrap();
+    gate.signal(1).unwrap();
+    let r = wait_removed(&d, Duration::from_secs(5));
+    assert_eq!(r.classification, Some(Classification::NeverSatisfiable));
+    let w = r.queues.iter().find(|q| q.queue == "waiter").unwrap();
+    assert_eq!(w.class, Classification::NeverSatisfiable);
+    assert_eq!(w.waits_on, vec!["culprit"]);
+}
+
+#[test]
+fn d6_endless_kernel_removed_while_other_work_completes() {
+    let d = device_tdr(200);
+    let q = queue(&d, QueueKind::Compute, "spinner");
+    let other = queue(&d, QueueKind::Direct, "busy");
+    let m = shared(&d, "m", 64);
+    let l = list(&d, QueueKind::Compute, "endless", |l| {
+        l.begin_event("loop")
+            .dispatch(&Kernel::spin(30_000_000_000), 1)
+            .end_event();
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let tick = list(&d, QueueKind::Direct, "tick", |l| {
+        l.write_value32_top_of_pipe(m.address(0), 1, WriteSource::Value);
+    });
+    let start = Instant::now();
+    while !d.is_removed() && start.elapsed() < T {
+        let _ = other.execute_command_lists(&[&tick]);
+        thread::sleep(Duration::from_millis(5));
+    }
+    let r = wait_removed(&d, T);
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.classification, Some(Classification::EndlessKernel));
+    let f = r.fault.as_ref().unwrap();
+    assert_eq!(
+        (f.at.queue.as_str(), f.at.command, f.at.op.as_str()),
+        ("spinner", Some(1), "dispatch")
+    );
+    assert!(f.message.contains("spin"), "{}", f.message);
+}
+
+#[test]
+fn d6_watchdog_never_fires_on_long_progressing_workload() {
+    let d = device_tdr(100);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let m = shared(&d, "m", 64);
+    // 40 short waits, each satisfied by a write 5 ms later: 200 ms in total > 100 ms.
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        for i in 1..=40u32 {
+            l.wait_value32(
+                m.address(0),
+                Comparison::GreaterEqual,
+                i,
+                u32::MAX,
+                WaitEngine::Me,
+            )
+            .dispatch(&Kernel::spin(1_000_000), 1);
+        }
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    for i in 1..=40u32 {
+        thread::sleep(Duration::from_millis(5));
+        m.write_u32(0, i).unwrap();
+    }
+    q.wait_idle(T).unwrap();
+    assert!(!d.is_removed(), "{:?}", d.removal_report());
+}
+
+#[test]
+fn d7_page_fault_report_and_other_queue_running() {
+    let d = device_tdr(2000);
+    let up = d
+        .create_buffer(&BufferDesc::new(64, Heap::Upload).named("up"))
+        .unwrap();
+    let m = shared(&d, "m", 64);
+    let busy = queue(&d, QueueKind::Compute, "busy");
+    let spin = list(&d, QueueKind::Compute, "spin", |l| {
+        l.dispatch(&Kernel::spin(300_000_000), 1);
+    });
+    busy.execute_command_lists(&[&spin]).unwrap();
+    settle();
+    let q = queue(&d, QueueKind::Direct, "gfx");
+    let l = list(&d, QueueKind::Direct, "bad", |l| {
+        l.write_value32_top_of_pipe(m.address(0), 1, WriteSource::Value)
+            .write_value32_bottom_of_pipe(up.address(4), 1, Flush::NONE, WriteSource::Value);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let r = wait_removed(&d, T);
+    assert_eq!(r.reason, RemovalReason::PageFault);
+    assert_eq!(r.classification, Some(Classification::PageFault));
+    let f = r.fault.as_ref().unwrap();
+    assert_eq!(
+        f.address.as_deref(),
+        Some(format!("{:#x}", up.address(4)).as_str())
+    );
+    assert_eq!(f.access.as_deref(), Some("write"));
+    assert_eq!(f.buffer.as_deref(), Some("up"));
+    assert_eq!(
+        (f.at.op.as_str(), f.at.command),
+        ("write-value32-bop", Some(1))
+    );
+    let b = r.queues.iter().find(|q| q.queue == "busy").unwrap();
+    assert_eq!(b.class, Classification::Running);
+    // CPU reads still work after removal.
+    assert_eq!(m.read_u32(0).unwrap(), 1);
+}
+
+#[test]
+fn d7_malformed_packet_reports_offset() {
+    let d = device_tdr(2000);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let victim = list(&d, QueueKind::Compute, "victim", |l| {
+        l.set_marker("ok").set_marker("also ok");
+    });
+    let (addr, _) = victim.stream_address().unwrap();
+    // Corrupt the second packet's header: find it by the length of the first.
+    let first_len = pipefence::command::encode(&victim.commands()[..1]).len() as u64;
+    let target = addr + first_len * 4;
+    let vandal = list(&d, QueueKind::Compute, "vandal", |l| {
+        l.dispatch(
+            &Kernel::User(UserKernel::new("scribble", move |ctx| {
+                ctx.write_u32(target, 0x00FF_00FF)
+            })),
+            1,
+        );
+    });
+    q.execute_command_lists(&[&vandal]).unwrap();
+    q.execute_command_lists(&[&victim]).unwrap();
+    let r = wait_removed(&d, T);
+    assert_eq!(r.reason, RemovalReason::Hung);
+    assert_eq!(r.classification, Some(Classification::MalformedPacket));
+    let f = r.fault.as_ref().unwrap();
+    assert_eq!(f.packet_offset, Some(first_len as usize));
+    assert_eq!(f.at.command, Some(1));
+    assert_eq!(f.at.list.as_deref(), Some("victim"));
+}
+
+#[test]
+fn d7_removal_is_idempotent_first_reason_wins() {
+    let d = device_tdr(2000);
+    let m = shared(&d, "m", 64);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        l.write_value32_top_of_pipe(m.address(64), 1, WriteSource::Value);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    let r = wait_removed(&d, T);
+    d.remove();
+    let again = d.declare_hung();
+    assert_eq!(d.removed_reason(), Some(RemovalReason::PageFault));
+    assert!(Arc::ptr_eq(&r, &again));
+}
+
+#[test]
+fn d7_hang_in_one_device_leaves_another_working() {
+    let bad = device_tdr(100);
+    let good = device_tdr(2000);
+    let m = shared(&bad, "m", 64);
+    let q = queue(&bad, QueueKind::Compute, "q");
+    let l = list(&bad, QueueKind::Compute, "l", |l| {
+        l.wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    wait_removed(&bad, T);
+    let g = good.create_fence(0).unwrap();
+    let gq = queue(&good, QueueKind::Direct, "gq");
+    gq.signal(&g, 3).unwrap();
+    g.wait(3, T).unwrap();
+    assert!(!good.is_removed());
+}
+
+#[test]
+fn f10_removal_releases_cpu_waiters_of_a_hung_device() {
+    let d = device_tdr(100);
+    let m = shared(&d, "m", 64);
+    let f = d.create_fence(0).unwrap();
+    let q = queue(&d, QueueKind::Compute, "q");
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        l.wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    q.signal(&f, 1).unwrap();
+    let e = f.wait(1, T).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceRemoved {
+                reason: RemovalReason::Hung,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(f.completed_value(), u64::MAX);
+    let e2 = m
+        .wait_u32(0, Comparison::Equal, 1, u32::MAX, T)
+        .unwrap_err();
+    assert!(e2.is_device_removed());
+}
