@@ -144,6 +144,14 @@ pub struct QueueReport {
     pub stage: Option<String>,
     /// The condition in words (`flags+8 (u64) & 0xff >= 1`, `fence frame >= 3`).
     pub waiting_for: Option<String>,
+    /// The fence it waits on, for queue waits.
+    pub fence: Option<String>,
+    /// The buffer it waits on, for memory-value waits.
+    pub buffer: Option<String>,
+    /// The byte offset in that buffer.
+    pub offset: Option<u64>,
+    /// The GPU address it waits on, for memory-value waits.
+    pub address: Option<u64>,
     /// The current value of what it waits for.
     pub current: Option<u64>,
     /// Who last wrote it.
@@ -330,6 +338,16 @@ fn condition_text(dev: &DeviceShared, cond: &WaitCondition) -> String {
             )
         }
         other => format!("{other:?}"),
+    }
+}
+
+fn cond_buffer(dev: &DeviceShared, cond: &WaitCondition) -> Option<(String, u64)> {
+    match cond {
+        WaitCondition::Memory { address, .. } => dev
+            .memory
+            .resolve(*address, 1)
+            .map(|(b, off)| (b.name.to_string(), off)),
+        _ => None,
     }
 }
 
@@ -675,6 +693,16 @@ pub(crate) fn build_report(
             at,
             stage: stage.map(str::to_string),
             waiting_for: cond.map(|c| condition_text(dev, c)),
+            fence: match cond {
+                Some(WaitCondition::Fence { fence, .. }) => Some(fence.name().to_string()),
+                _ => None,
+            },
+            buffer: cond.and_then(|c| cond_buffer(dev, c)).map(|(b, _)| b),
+            offset: cond.and_then(|c| cond_buffer(dev, c)).map(|(_, o)| o),
+            address: match cond {
+                Some(WaitCondition::Memory { address, .. }) => Some(*address),
+                _ => None,
+            },
             current: cond.and_then(|c| current_value(dev, c)),
             last_writer: cond.and_then(|c| last_writer(dev, &nodes, c)),
             last_completed: nd

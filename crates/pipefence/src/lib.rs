@@ -57,7 +57,7 @@ pub mod sync;
 
 pub use api::{
     AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Fence, FenceWait, Queue,
-    QueueDesc,
+    QueueDesc, QueueStats,
 };
 pub use clock::{Clock, RealClock};
 pub use command::{

@@ -238,6 +238,29 @@ impl BufferCore {
         Some(())
     }
 
+    /// Appends the u32 words `[first, first + n)` (u32 indices) to `out`; stops at the end of
+    /// the buffer.
+    pub(crate) fn read_words32(&self, first: usize, n: usize, out: &mut Vec<u32>) {
+        let last = first.saturating_add(n).min((self.size / 4) as usize);
+        let mut i = first;
+        while i < last {
+            let Some(w) = self.words.get(i / 2) else {
+                return;
+            };
+            let w = w.load(Ordering::Acquire);
+            if i % 2 == 0 {
+                out.push(w as u32);
+                if i + 1 < last {
+                    out.push((w >> 32) as u32);
+                }
+                i += 2;
+            } else {
+                out.push((w >> 32) as u32);
+                i += 1;
+            }
+        }
+    }
+
     /// The words `[first, last)` (word indices), for kernels.
     #[inline]
     pub(crate) fn words(&self, first: usize, last: usize) -> Option<&[AtomicU64]> {
@@ -249,6 +272,7 @@ impl BufferCore {
 #[derive(Debug)]
 pub(crate) struct AddressSpace {
     inner: RwLock<Space>,
+    generation: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -268,6 +292,7 @@ pub(crate) enum AllocError {
 impl AddressSpace {
     pub(crate) fn new() -> Self {
         AddressSpace {
+            generation: AtomicU64::new(0),
             inner: RwLock::new(Space {
                 next_base: FIRST_BASE,
                 next_id: 0,
@@ -337,6 +362,14 @@ impl AddressSpace {
     /// Unmaps the buffer at `base` (its storage lives on while accesses in flight hold it).
     pub(crate) fn unmap(&self, base: u64) {
         self.write(|s| s.by_base.remove(&base));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Bumped by every unmap: a buffer found while the generation was `g` is still mapped while
+    /// it is `g`.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// The live buffer containing `[address, address + len)`, and the offset in it.

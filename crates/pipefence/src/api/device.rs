@@ -382,6 +382,8 @@ impl Device {
             )),
             waker: Arc::new(EngineWaker::default()),
             progress,
+            busy_ns: AtomicU64::new(0),
+            blocked_ns: AtomicU64::new(0),
         });
         spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
             Error::OutOfMemory(format!(
@@ -405,6 +407,36 @@ impl Device {
             .check_live(|| format!("create_command_list `{name}`"))?;
         lock(&self.shared.list_names).insert(id, name.clone());
         Ok(CommandList::new(self.shared.clone(), id, name, kind))
+    }
+
+    /// A number that grows whenever any engine completes a command or a submission (for
+    /// tools that watch for progress, like the scenario runner's hang detection, H1).
+    pub fn progress(&self) -> u64 {
+        self.shared
+            .live_queues()
+            .iter()
+            .map(|q| {
+                let e = lock(&q.engine);
+                e.commands_completed + e.completed_submissions
+            })
+            .sum()
+    }
+
+    /// Whether any queue has work left (submitted and not completed).
+    pub fn has_work(&self) -> bool {
+        self.shared
+            .live_queues()
+            .iter()
+            .any(|q| !lock(&q.engine).is_idle())
+    }
+
+    /// The device's queues, in creation order.
+    pub fn queues(&self) -> Vec<Queue> {
+        self.shared
+            .live_queues()
+            .into_iter()
+            .map(|q| Queue::new(q, self.clone()))
+            .collect()
     }
 
     /// Blocks until every queue has drained (H2), up to `timeout`. Errors: Timeout naming the

@@ -15,4 +15,4 @@ pub use device::{Device, DeviceDesc};
 pub use fence::{Fence, FenceWait};
 pub use list::CommandList;
 pub(crate) use queue::QueueShared;
-pub use queue::{Queue, QueueDesc};
+pub use queue::{Queue, QueueDesc, QueueStats};

@@ -7,7 +7,7 @@ use crate::clock::ticks;
 use crate::command::QueueKind;
 use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Result};
-use crate::sync::shim::{lock, Mutex};
+use crate::sync::shim::{lock, AtomicU64, Mutex, Ordering};
 use crate::sync::{FenceCore, WaitOutcome};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +41,25 @@ pub(crate) struct QueueShared {
     pub(crate) engine: Mutex<Engine>,
     pub(crate) waker: Arc<crate::driver::EngineWaker>,
     pub(crate) progress: Arc<FenceCore>,
+    /// Nanoseconds the engine had work and could run.
+    pub(crate) busy_ns: AtomicU64,
+    /// Nanoseconds the engine had work but was stuck in a wait.
+    pub(crate) blocked_ns: AtomicU64,
+}
+
+/// What a queue has done so far ([`Queue::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    /// Commands the engine completed (list commands and queue signals and waits).
+    pub commands: u64,
+    /// Submissions completed.
+    pub submissions: u64,
+    /// Submissions made.
+    pub submitted: u64,
+    /// Nanoseconds it had work and could run (threaded driver: real time).
+    pub busy_ns: u64,
+    /// Nanoseconds it had work but was stuck in a fence or memory-value wait.
+    pub blocked_ns: u64,
 }
 
 /// A command queue (`ID3D12CommandQueue`): an engine that executes submissions in order (Q2).
@@ -183,6 +202,18 @@ impl Queue {
                 value,
             },
         )
+    }
+
+    /// What the queue has done so far.
+    pub fn stats(&self) -> QueueStats {
+        let e = lock(&self.shared.engine);
+        QueueStats {
+            commands: e.commands_completed,
+            submissions: e.completed_submissions,
+            submitted: e.submitted(),
+            busy_ns: self.shared.busy_ns.load(Ordering::Relaxed),
+            blocked_ns: self.shared.blocked_ns.load(Ordering::Relaxed),
+        }
     }
 
     /// GPU timestamp ticks per second (C12; default 100 MHz).

@@ -132,12 +132,15 @@ const WATCHDOG_PARK: Duration = Duration::from_millis(100);
 
 fn engine_main(q: Arc<QueueShared>) {
     let dev = q.device.clone();
-    let ctx = EngineCtx { device: &dev };
+    let ctx = EngineCtx::new(&dev);
     let mut regs = Registrations::default();
     let mut backoff = Duration::from_micros(50);
     let mut conds: Vec<WaitCondition> = Vec::new();
     let mut watchdog = Watchdog::default();
     let memory_ns = dev.desc.watchdog_timeout.as_nanos() as u64;
+    // Busy/blocked accounting: what the engine was doing since `since`.
+    let mut state_since = std::time::Instant::now();
+    let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
     let fence_ns = dev.desc.fence_wait_timeout.map(|d| d.as_nanos() as u64);
     loop {
         if dev.is_removed() || dev.is_shut_down() {
@@ -150,9 +153,15 @@ fn engine_main(q: Arc<QueueShared>) {
         let blocked;
         let in_flight;
         conds.clear();
+        ctx.refresh();
         {
             let mut e = lock(&q.engine);
+            let mut rounds: u32 = 0;
             loop {
+                rounds = rounds.wrapping_add(1);
+                if rounds % 256 == 0 {
+                    ctx.refresh();
+                }
                 conds.clear();
                 let mut progressed = false;
                 if q.kind.has_pfp() {
@@ -171,11 +180,17 @@ fn engine_main(q: Arc<QueueShared>) {
                         }
                     }
                 }
-                if fault.is_none() {
+                // The ME drains what the PFP parsed (a bounded batch, then the PFP refills).
+                let mut me_steps = 0;
+                while fault.is_none() && me_steps < 64 {
+                    me_steps += 1;
                     match e.step(Stage::Me, &ctx) {
                         Step::Progressed => progressed = true,
-                        Step::Blocked(c) => conds.push(c),
-                        Step::Idle => {}
+                        Step::Blocked(c) => {
+                            conds.push(c);
+                            break;
+                        }
+                        Step::Idle => break,
                         Step::Faulted(f) => fault = Some(f),
                     }
                 }
@@ -201,6 +216,18 @@ fn engine_main(q: Arc<QueueShared>) {
                 .blocked_on()
                 .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
             in_flight = e.dispatches_in_flight();
+            let new_state = (!e.is_idle()).then_some(blocked.is_some());
+            if new_state != state {
+                let now = std::time::Instant::now();
+                let ns = now.duration_since(state_since).as_nanos() as u64;
+                match state {
+                    Some(true) => q.blocked_ns.fetch_add(ns, Ordering::Relaxed),
+                    Some(false) => q.busy_ns.fetch_add(ns, Ordering::Relaxed),
+                    None => 0,
+                };
+                state = new_state;
+                state_since = now;
+            }
         }
         if !launches.is_empty() {
             dev.pool().submit(&q, launches);

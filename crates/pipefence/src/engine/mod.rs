@@ -31,7 +31,9 @@ use crate::command::{
 };
 use crate::memory::BufferCore;
 use crate::sync::{FenceCore, Writer};
+use rustc_hash::FxHasher;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 pub use kernels::{Kernel, KernelContext, KernelFault, UserKernel};
@@ -262,11 +264,31 @@ pub(crate) struct Launch {
 /// What the engine needs from the device.
 pub(crate) struct EngineCtx<'a> {
     pub(crate) device: &'a DeviceShared,
+    /// A recent clock reading for bookkeeping (last-writer records), refreshed by the driver
+    /// between batches of steps; timestamps read the clock itself.
+    pub(crate) coarse_ns: std::cell::Cell<u64>,
 }
 
-impl EngineCtx<'_> {
+impl<'a> EngineCtx<'a> {
+    pub(crate) fn new(device: &'a DeviceShared) -> Self {
+        EngineCtx {
+            device,
+            coarse_ns: std::cell::Cell::new(device.now_ns()),
+        }
+    }
+
     fn now_ns(&self) -> u64 {
         self.device.now_ns()
+    }
+
+    /// Refreshes the bookkeeping clock.
+    pub(crate) fn refresh(&self) {
+        self.coarse_ns.set(self.device.now_ns());
+    }
+
+    #[inline]
+    fn coarse_ns(&self) -> u64 {
+        self.coarse_ns.get()
     }
 }
 
@@ -275,7 +297,8 @@ enum PacketOp {
     Command {
         cmd: Command,
         indirect_groups: Option<u32>,
-        list: Arc<ClosedList>,
+        /// The list, for dispatches (its user-kernel table).
+        list: Option<Arc<ClosedList>>,
     },
     Signal {
         fence: Arc<FenceCore>,
@@ -395,7 +418,9 @@ pub(crate) struct Engine {
     /// Completed submissions (the queue's progress fence follows this).
     pub(crate) completed_submissions: u64,
     /// Last command-processor write per 8-byte word.
-    pub(crate) writes: HashMap<u64, WriteRecord>,
+    pub(crate) writes: HashMap<u64, WriteRecord, BuildHasherDefault<FxHasher>>,
+    /// The buffer of the last CP access, with the address-space generation it is valid for.
+    buffer_cache: Option<(u64, Arc<BufferCore>)>,
     /// Recent dispatch destination ranges.
     pub(crate) ranges: VecDeque<RangeRecord>,
     /// Commands completed by the ME (statistics).
@@ -446,7 +471,8 @@ impl Engine {
             me_site: None,
             pfp_blocked: None,
             completed_submissions: 0,
-            writes: HashMap::new(),
+            writes: HashMap::default(),
+            buffer_cache: None,
             ranges: VecDeque::new(),
             commands_completed: 0,
             progress,
@@ -608,45 +634,72 @@ impl Engine {
     // ----------------------------------------------------------------------------------------
     // Memory access by the command processor
 
+    /// Makes the buffer cache hold the buffer of `[address, address + width)` and returns the
+    /// offset in it. The cache is valid while the address space's generation (bumped by every
+    /// unmap) is unchanged, so a hit costs no lock and no reference count.
+    #[inline]
     fn resolve(
-        &self,
+        &mut self,
         ctx: &EngineCtx<'_>,
         address: u64,
         width: Width,
         access: Access,
         site: &Site,
         op: &'static str,
-    ) -> Result<(Arc<BufferCore>, u64), Fault> {
-        let fault = |why| Fault::PageFault {
-            address,
-            access,
-            site: *site,
-            op,
-            why,
-        };
-        let (buf, off) = ctx
-            .device
-            .memory
-            .resolve(address, width.bytes())
-            .ok_or_else(|| fault("unmapped"))?;
-        if access == Access::Write && !buf.heap.gpu_writable() {
-            return Err(fault("write to upload memory"));
+    ) -> Result<u64, Fault> {
+        let generation = ctx.device.memory.generation();
+        let hit = matches!(&self.buffer_cache, Some((g, b))
+            if *g == generation
+                && address >= b.base
+                && b.contains(address - b.base, width.bytes()));
+        if !hit {
+            match ctx.device.memory.resolve(address, width.bytes()) {
+                Some((b, _)) => self.buffer_cache = Some((generation, b)),
+                None => {
+                    return Err(Fault::PageFault {
+                        address,
+                        access,
+                        site: *site,
+                        op,
+                        why: "unmapped",
+                    })
+                }
+            }
         }
-        Ok((buf, off))
+        let Some((_, buf)) = &self.buffer_cache else {
+            unreachable!("filled above")
+        };
+        if access == Access::Write && !buf.heap.gpu_writable() {
+            return Err(Fault::PageFault {
+                address,
+                access,
+                site: *site,
+                op,
+                why: "write to upload memory",
+            });
+        }
+        Ok(address - buf.base)
+    }
+
+    /// The cached buffer (after a successful [`resolve`](Self::resolve)).
+    #[inline]
+    fn cached(&self) -> Option<&BufferCore> {
+        self.buffer_cache.as_ref().map(|(_, b)| &**b)
     }
 
     fn read(
-        &self,
+        &mut self,
         ctx: &EngineCtx<'_>,
         address: u64,
         width: Width,
         site: &Site,
         op: &'static str,
     ) -> Result<u64, Fault> {
-        let (buf, off) = self.resolve(ctx, address, width, Access::Read, site, op)?;
+        let off = self.resolve(ctx, address, width, Access::Read, site, op)?;
+        let buf = self.cached();
         Ok(match width {
-            Width::W32 => u64::from(buf.load32(off).unwrap_or(0)),
-            Width::W64 => buf.load64(off).unwrap_or(0),
+            Width::W32 => buf.and_then(|b| b.load32(off)).map_or(0, u64::from),
+            Width::W64 => buf.and_then(|b| b.load64(off)).unwrap_or(0),
         })
     }
 
@@ -659,11 +712,13 @@ impl Engine {
         site: &Site,
         op: &'static str,
     ) -> Result<(), Fault> {
-        let (buf, off) = self.resolve(ctx, address, width, Access::Write, site, op)?;
-        match width {
-            Width::W32 => buf.store32(off, value as u32),
-            Width::W64 => buf.store64(off, value),
-        };
+        let off = self.resolve(ctx, address, width, Access::Write, site, op)?;
+        if let Some(buf) = self.cached() {
+            match width {
+                Width::W32 => buf.store32(off, value as u32),
+                Width::W64 => buf.store64(off, value),
+            };
+        }
         ctx.device.watches.notify_word(address);
         let seq = ctx.device.next_write_seq();
         self.writes.insert(
@@ -672,7 +727,7 @@ impl Engine {
                 site: *site,
                 op,
                 seq,
-                ns: ctx.device.coarse_now_ns(),
+                ns: ctx.coarse_ns(),
             },
         );
         Ok(())
@@ -688,7 +743,7 @@ impl Engine {
     }
 
     fn check_wait(
-        &self,
+        &mut self,
         ctx: &EngineCtx<'_>,
         site: &Site,
         op: &'static str,
@@ -847,13 +902,13 @@ impl Engine {
             });
             return Step::Progressed;
         }
-        let list = cur.lists[cur.list].clone();
+        let li = cur.list;
         let site = Site {
             submission: cur.submission,
-            list: Some(list.id),
+            list: Some(cur.lists[li].id),
             command: Some(cur.command),
         };
-        let (cmd, len) = match fetch_decode(cur, &list) {
+        let (cmd, len) = match fetch_decode(cur, li) {
             Ok(x) => x,
             Err(e) => {
                 return Step::Faulted(Fault::MalformedPacket {
@@ -916,6 +971,13 @@ impl Engine {
             c.word += len;
             c.command += 1;
         }
+        // Only dispatches need their list (for its user-kernel table).
+        let list = match (&cmd, self.cursor.as_ref()) {
+            (Command::Dispatch { .. } | Command::DispatchIndirect { .. }, Some(c)) => {
+                c.lists.get(li).cloned()
+            }
+            _ => None,
+        };
         self.fifo.push_back(Packet {
             site,
             op: PacketOp::Command {
@@ -957,7 +1019,7 @@ impl Engine {
                 cmd,
                 indirect_groups,
                 list,
-            } => self.me_command(ctx, site, cmd, indirect_groups, &list),
+            } => self.me_command(ctx, site, cmd, indirect_groups, list.as_ref()),
         }
     }
 
@@ -1066,7 +1128,7 @@ impl Engine {
             end,
             site: *site,
             seq: ctx.device.next_write_seq(),
-            ns: ctx.device.coarse_now_ns(),
+            ns: ctx.coarse_ns(),
         });
     }
 
@@ -1076,7 +1138,7 @@ impl Engine {
         site: Site,
         cmd: Command,
         indirect_groups: Option<u32>,
-        list: &Arc<ClosedList>,
+        list: Option<&Arc<ClosedList>>,
     ) -> Step {
         let op = cmd.name();
         self.me_site = Some((site, op));
@@ -1204,16 +1266,17 @@ impl Engine {
         site: Site,
         args: &KernelArgs,
         groups: u32,
-        list: &Arc<ClosedList>,
+        list: Option<&Arc<ClosedList>>,
     ) -> Step {
-        let Some(kernel) = Kernel::from_args(args, &list.kernels) else {
+        let table: &[UserKernel] = list.map_or(&[], |l| &l.kernels);
+        let Some(kernel) = Kernel::from_args(args, table) else {
             return Step::Faulted(Fault::MalformedPacket {
                 site,
                 offset: 0,
                 message: format!(
                     "dispatch of user kernel {args:?}: no such kernel in list `{}` ({} kernels)",
-                    list.name,
-                    list.kernels.len()
+                    list.map_or("?", |l| &*l.name),
+                    table.len()
                 ),
             });
         };
@@ -1447,40 +1510,50 @@ fn scan_list(list: &ClosedList, word: usize, first: u32, submission: u64, out: &
 }
 
 /// Fetches (through the PFP's prefetch cache) and decodes the packet at the cursor.
-fn fetch_decode(cur: &mut Cursor, list: &ClosedList) -> Result<(Command, usize), DecodeError> {
+fn fetch_decode(cur: &mut Cursor, li: usize) -> Result<(Command, usize), DecodeError> {
+    let Cursor {
+        lists,
+        word,
+        cache,
+        cache_start,
+        ..
+    } = cur;
+    let list = &lists[li];
+    let word = *word;
     loop {
-        let in_cache = cur.word >= cur.cache_start && cur.word < cur.cache_start + cur.cache.len();
+        let in_cache = word >= *cache_start && word < *cache_start + cache.len();
         if !in_cache {
-            refill(cur, list, PREFETCH_WORDS);
+            refill(cache, cache_start, word, list, PREFETCH_WORDS);
         }
-        let rel = cur.word - cur.cache_start;
-        match decode(&cur.cache, rel) {
+        match decode(cache, word - *cache_start) {
             Ok((cmd, len)) => return Ok((cmd, len)),
             Err(e) => {
-                let cached_end = cur.cache_start + cur.cache.len();
+                let cached_end = *cache_start + cache.len();
                 if cached_end < list.words {
                     // The packet may continue past the prefetched words: fetch more.
-                    let want = (cur.cache.len() * 2).max(PREFETCH_WORDS);
-                    refill(cur, list, want);
-                    if cur.cache_start + cur.cache.len() > cached_end {
+                    let want = (cache.len() * 2).max(PREFETCH_WORDS);
+                    refill(cache, cache_start, word, list, want);
+                    if *cache_start + cache.len() > cached_end {
                         continue;
                     }
                 }
-                return Err(DecodeError {
-                    offset: cur.word,
-                    ..e
-                });
+                return Err(DecodeError { offset: word, ..e });
             }
         }
     }
 }
 
-fn refill(cur: &mut Cursor, list: &ClosedList, words: usize) {
-    let end = (cur.word + words).min(list.words);
-    cur.cache.clear();
-    cur.cache_start = cur.word;
-    for w in cur.word..end {
-        cur.cache
-            .push(list.stream.load32(w as u64 * 4).unwrap_or(0));
-    }
+/// Reads `words` words of `list`'s stream from device memory, starting at `word`.
+fn refill(
+    cache: &mut Vec<u32>,
+    cache_start: &mut usize,
+    word: usize,
+    list: &ClosedList,
+    words: usize,
+) {
+    let end = (word + words).min(list.words);
+    cache.clear();
+    *cache_start = word;
+    list.stream
+        .read_words32(word, end.saturating_sub(word), cache);
 }
