@@ -1,1 +1,285 @@
-fn main() {}
+//! `pipefence`: the command line. Thin by design: arguments, then the scenario crate and the
+//! library, then printing. Exit status (SCENARIO.md): 0 passed, 1 failed, 2 invalid scenario or
+//! command line, 3 device removed unexpectedly.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions, Status};
+use pipefence_scenario::{parse, render_diagnostics};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pipefence",
+    version,
+    about = "Run GPU multi-engine synchronization scenarios on the strictest legal software GPU",
+    long_about = "pipefence executes Xbox D3D12 multi-engine synchronization (fences, queue waits and \
+signals, masked memory-value waits on the ME or the PFP, top/bottom-of-pipe writes) on a software \
+GPU and, when a program hangs, says why: which queue waits on what, who last wrote it, and the \
+cycle between queues.\n\nExit status: 0 passed, 1 an expectation failed (or a host wait timed \
+out), 2 invalid scenario or command line, 3 the device was removed unexpectedly."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Driver {
+    /// Real threads, real time.
+    Threaded,
+    /// One thread, virtual time, a seeded schedule.
+    Deterministic,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario once.
+    Run {
+        /// The scenario file (KDL).
+        file: PathBuf,
+        /// The driver.
+        #[arg(long, value_enum, default_value_t = Driver::Threaded)]
+        driver: Driver,
+        /// The deterministic driver's schedule seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Strict mode: the weakest legal GPU (implies the deterministic driver).
+        #[arg(long)]
+        strict: bool,
+        /// Hazard detection as a validation layer on the threaded driver.
+        #[arg(long)]
+        validate: bool,
+        /// Print exactly one JSON object on stdout (summaries go to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Write a Chrome/Perfetto trace.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Write an SVG timeline.
+        #[arg(long, value_name = "FILE")]
+        timeline: Option<PathBuf>,
+    },
+    /// Run a scenario under many deterministic schedules.
+    Check {
+        /// The scenario file (KDL).
+        file: PathBuf,
+        /// Number of schedules.
+        #[arg(long, default_value_t = 100)]
+        schedules: u64,
+        /// First seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Strict mode.
+        #[arg(long)]
+        strict: bool,
+        /// Print exactly one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("pipefence: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            file,
+            driver,
+            seed,
+            strict,
+            validate,
+            json,
+            trace,
+            timeline,
+        } => {
+            if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
+                return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
+            }
+            if strict || driver == Driver::Deterministic {
+                return usage_error("the deterministic driver and --strict are not available yet");
+            }
+            if validate {
+                return usage_error("--validate (hazard detection) is not available yet");
+            }
+            if trace.is_some() || timeline.is_some() {
+                return usage_error("--trace and --timeline are not available yet");
+            }
+            run_command(&file, json, seed)
+        }
+        Command::Check { .. } => {
+            usage_error("`pipefence check` (schedule exploration) is not available yet")
+        }
+    }
+}
+
+fn run_command(file: &std::path::Path, json: bool, seed: u64) -> ExitCode {
+    let name = file.display().to_string();
+    let source = match std::fs::read_to_string(file) {
+        Ok(s) => s,
+        Err(e) => {
+            if json {
+                let v = serde_json::json!({
+                    "version": 1,
+                    "status": "invalid",
+                    "errors": [{"line": 0, "column": 0, "message": format!("{name}: cannot read: {e}")}],
+                });
+                println!("{v}");
+            }
+            return usage_error(&format!("{name}: cannot read: {e}"));
+        }
+    };
+    let scenario = match parse(&name, &source) {
+        Ok(s) => s,
+        Err(diags) => {
+            eprint!("{}", render_diagnostics(&name, &source, &diags));
+            if json {
+                let errors: Vec<serde_json::Value> = diags
+                    .iter()
+                    .map(|d| {
+                        serde_json::json!({
+                            "line": d.pos.line,
+                            "column": d.pos.column,
+                            "message": format!("{name}:{}:{}: {}", d.pos.line, d.pos.column, d.message),
+                        })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({"version": 1, "status": "invalid", "errors": errors})
+                );
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let opts = RunOptions {
+        driver: DriverKind::Threaded,
+        seed,
+        ..RunOptions::default()
+    };
+    let outcome = run(&scenario, &opts);
+    let summary = human_summary(&name, &outcome);
+    if json {
+        eprint!("{summary}");
+        match serde_json::to_string_pretty(&outcome) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return usage_error(&format!("cannot serialize the outcome: {e}")),
+        }
+    } else {
+        print!("{summary}");
+    }
+    let _ = std::io::stdout().flush();
+    ExitCode::from(outcome.exit_code() as u8)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
+
+fn human_summary(name: &str, o: &Outcome) -> String {
+    let mut s = String::new();
+    let status = match o.status {
+        Status::Passed => "passed",
+        Status::Failed => "FAILED",
+        Status::Removed => "DEVICE REMOVED",
+    };
+    s += &format!("{name}: {status} in {}\n", ms(o.elapsed_ns));
+    if !o.queues.is_empty() {
+        s += "queues:\n";
+        let w = o.queues.iter().map(|q| q.queue.len()).max().unwrap_or(0);
+        for q in &o.queues {
+            s += &format!(
+                "  {:w$}  {:8} {:>6} commands  busy {:>9}  blocked {:>9}\n",
+                q.queue,
+                q.kind,
+                q.commands,
+                ms(q.busy_ns),
+                ms(q.blocked_ns)
+            );
+        }
+    }
+    if !o.expectations.is_empty() {
+        s += "expectations:\n";
+        for e in &o.expectations {
+            let mark = match e.passed {
+                Some(true) => "ok  ",
+                Some(false) => "FAIL",
+                None => "--  ",
+            };
+            let nr = if e.passed.is_none() {
+                " (not reached)"
+            } else {
+                ""
+            };
+            s += &format!("  line {:>4}  {mark}  {}{nr}\n", e.line, e.detail);
+        }
+    }
+    if !o.host_errors.is_empty() {
+        s += "host errors:\n";
+        for e in &o.host_errors {
+            s += &format!("  line {:>4}  host {}: {}\n", e.line, e.host, e.message);
+        }
+    }
+    if let Some(r) = &o.removed {
+        s += &format!("device removed: {} ({})", r.reason, r.hresult);
+        if let Some(c) = &r.classification {
+            s += &format!(", {c}");
+        }
+        s += "\n";
+        if !r.cycle.is_empty() {
+            s += &format!("  cycle: {} -> {}\n", r.cycle.join(" -> "), r.cycle[0]);
+        }
+        if let Some(f) = &r.fault {
+            s += &format!("  fault: {}", f.kind);
+            if let (Some(a), Some(acc)) = (&f.address, &f.access) {
+                s += &format!(", {acc} of {a}");
+            }
+            if let Some(b) = &f.buffer {
+                s += &format!(" (nearest buffer {b})");
+            }
+            s += &format!(" by {}", f.op);
+            if let Some(l) = f.line {
+                s += &format!(" at line {l}");
+            }
+            s += &format!(": {}\n", f.message);
+        }
+        for q in &r.queues {
+            s += &format!("  queue {} [{}]", q.queue, q.class);
+            if let Some(op) = &q.op {
+                s += &format!(" stuck in {op}");
+            }
+            if let (Some(l), Some(c)) = (&q.list, q.command) {
+                s += &format!(" (list {l}, command {c})");
+            }
+            if let Some(line) = q.line {
+                s += &format!(" at line {line}");
+            }
+            s += "\n";
+            if let Some(w) = &q.waiting_for {
+                s += &format!("      waiting for {w}");
+                if let Some(c) = q.current {
+                    s += &format!(", current value {c}");
+                }
+                s += "\n";
+            }
+            if let Some(w) = &q.last_writer {
+                s += &format!("      last writer: {w}\n");
+            }
+            if let Some(l) = &q.last_completed {
+                s += &format!("      last completed: {l}\n");
+            }
+            if !q.events.is_empty() {
+                s += &format!("      events: {}\n", q.events.join(" > "));
+            }
+            if !q.waits_on.is_empty() {
+                s += &format!("      released only by: {}\n", q.waits_on.join(", "));
+            }
+        }
+    }
+    s
+}

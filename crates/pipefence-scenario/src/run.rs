@@ -1,0 +1,986 @@
+//! Running a validated scenario on a device (threaded driver), and its [`Outcome`]: the
+//! expectations, the final fence values, the removal report with scenario line numbers, and the
+//! exit status (SCENARIO.md).
+//!
+//! Host threads: the main program runs on the calling thread, each `host NAME { }` on a thread of
+//! its own. A monitor thread declares a hang (`Device::declare_hung`, SEMANTICS D6/H1) when some
+//! engine has work left, every host thread has ended or is blocked on the device, and no engine
+//! has progressed for the watchdog timeout.
+
+use crate::plan::{Action, ActionKind, Addr, Check, KernelDecl, ListCommand, Pos, Scenario};
+use pipefence::diagnose::{SiteReport, WriterReport};
+use pipefence::{
+    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, ImmediateWrite, Kernel,
+    MultipleFenceWaitFlags, Queue, QueueDesc, RemovalReason, Width,
+};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Which driver runs the scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DriverKind {
+    /// Real threads, real time (the default).
+    #[default]
+    Threaded,
+    /// One thread, virtual time, a seeded schedule.
+    Deterministic,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The driver.
+    pub driver: DriverKind,
+    /// The deterministic driver's seed.
+    pub seed: u64,
+    /// Strict mode (deterministic driver).
+    pub strict: bool,
+    /// Hazard detection on the threaded driver.
+    pub validate: bool,
+}
+
+/// The run's status (SCENARIO.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Everything held (exit 0).
+    Passed,
+    /// An expectation failed, a host wait timed out, a hazard was reported under strict or
+    /// validate, or an `expect-removed` was not met (exit 1).
+    Failed,
+    /// The device was removed and the scenario did not expect it, or expected another reason
+    /// (exit 3).
+    Removed,
+}
+
+impl Status {
+    /// The process exit status.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Passed => 0,
+            Status::Failed => 1,
+            Status::Removed => 3,
+        }
+    }
+}
+
+/// One `expect`, `expect-fence` or `expect-removed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExpectationResult {
+    /// Its line.
+    pub line: usize,
+    /// `true`/`false`, or `None` if never reached.
+    pub passed: Option<bool>,
+    /// What was checked (and what was found, on failure).
+    pub detail: String,
+}
+
+/// A host action that failed (a wait that timed out, an API error).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostError {
+    /// The host thread.
+    pub host: String,
+    /// The action's line.
+    pub line: usize,
+    /// What happened.
+    pub message: String,
+}
+
+/// Per-queue summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueSummary {
+    /// Name.
+    pub queue: String,
+    /// Kind.
+    pub kind: String,
+    /// Commands completed.
+    pub commands: u64,
+    /// Nanoseconds with work it could run.
+    pub busy_ns: u64,
+    /// Nanoseconds stuck in a wait.
+    pub blocked_ns: u64,
+}
+
+/// A stuck queue in the removal report, with scenario lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovedQueue {
+    /// Queue name.
+    pub queue: String,
+    /// The list, for a command of a list.
+    pub list: Option<String>,
+    /// The command index, for a command of a list.
+    pub command: Option<u32>,
+    /// The operation (`wait`, `wait-value64`, ...).
+    pub op: Option<String>,
+    /// The command's (or queue action's) line.
+    pub line: Option<usize>,
+    /// The condition in words.
+    pub waiting_for: Option<String>,
+    /// Its current value.
+    pub current: Option<u64>,
+    /// Who last wrote it, with the line.
+    pub last_writer: Option<String>,
+    /// The last command it completed, with the line.
+    pub last_completed: Option<String>,
+    /// Open `begin-event` labels.
+    pub events: Vec<String>,
+    /// Its classification.
+    pub class: String,
+    /// The stuck stage (`me`, `pfp`).
+    pub stage: Option<String>,
+    /// Queues whose pending work would release it.
+    pub waits_on: Vec<String>,
+}
+
+/// The fault, with scenario lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemovedFault {
+    /// `page-fault`, `malformed-packet`, `never-satisfiable`, `endless-kernel`.
+    pub kind: String,
+    /// The address (`0x...`) for page faults.
+    pub address: Option<String>,
+    /// `read`/`write` for page faults.
+    pub access: Option<String>,
+    /// The command's name.
+    pub op: String,
+    /// The nearest buffer for page faults.
+    pub buffer: Option<String>,
+    /// The queue.
+    pub queue: String,
+    /// The list.
+    pub list: Option<String>,
+    /// The command index.
+    pub command: Option<u32>,
+    /// The command's line.
+    pub line: Option<usize>,
+    /// Details.
+    pub message: String,
+}
+
+/// The removal report with scenario lines (SCENARIO.md "A removal report").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Removed {
+    /// `hung`, `page-fault`, `requested`.
+    pub reason: String,
+    /// `0x887A0006` or `0x887A0005`.
+    pub hresult: String,
+    /// The overall classification.
+    pub classification: Option<String>,
+    /// The cycle of waits, from the earliest-created queue on it.
+    pub cycle: Vec<String>,
+    /// Stuck queues.
+    pub queues: Vec<RemovedQueue>,
+    /// The fault.
+    pub fault: Option<RemovedFault>,
+}
+
+/// The result of a run: serializes to the documented `--json` object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// Always 1.
+    pub version: u32,
+    /// `passed`, `failed`, `removed`.
+    pub status: Status,
+    /// Every expectation, in line order.
+    pub expectations: Vec<ExpectationResult>,
+    /// Final fence values.
+    pub fences: BTreeMap<String, u64>,
+    /// Hazards (strict mode and validation; empty on the threaded driver without `--validate`).
+    pub hazards: Vec<serde_json::Value>,
+    /// The removal report, if the device was removed.
+    pub removed: Option<Removed>,
+    /// Wall-clock nanoseconds of the run.
+    pub elapsed_ns: u64,
+    /// Host actions that failed (timed-out waits, API errors).
+    pub host_errors: Vec<HostError>,
+    /// Per-queue summary.
+    pub queues: Vec<QueueSummary>,
+}
+
+impl Outcome {
+    /// The process exit status for this outcome.
+    pub fn exit_code(&self) -> i32 {
+        self.status.exit_code()
+    }
+}
+
+const RUNNING: u8 = 0;
+const BLOCKED: u8 = 1;
+const DONE: u8 = 2;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+struct Ctx<'s> {
+    sc: &'s Scenario,
+    device: Device,
+    buffers: Vec<Buffer>,
+    fences: Vec<Fence>,
+    queues: Vec<Queue>,
+    lists: Vec<CommandList>,
+    /// (queue index, submission) -> line of the queue action.
+    submissions: Mutex<HashMap<(usize, u64), usize>>,
+    /// (buffer index, word offset) -> (host, line) of the last host write.
+    host_writes: Mutex<HashMap<(usize, u64), (String, usize)>>,
+    /// fence index -> (host, line) of the last CPU signal.
+    host_signals: Mutex<HashMap<usize, (String, usize)>>,
+    /// line -> result.
+    expectations: Mutex<BTreeMap<usize, ExpectationResult>>,
+    errors: Mutex<Vec<HostError>>,
+    /// Host thread states, main first.
+    states: Vec<AtomicU8>,
+}
+
+fn addr_text(sc: &Scenario, a: Addr) -> String {
+    let name = &sc.buffers[a.buffer].name;
+    if a.offset == 0 {
+        name.clone()
+    } else {
+        format!("{name}+{}", a.offset)
+    }
+}
+
+fn width_name(w: Width) -> &'static str {
+    w.type_name()
+}
+
+fn check_text(c: &Check, width: Width, other: impl Fn(Addr) -> String) -> String {
+    match c {
+        Check::Equals(v) => format!("== {v}"),
+        Check::Compare {
+            cmp,
+            reference,
+            mask,
+        } => {
+            let m = if *mask == width.mask() {
+                String::new()
+            } else {
+                format!("& {mask:#x} ")
+            };
+            format!("{m}{} {reference}", cmp.symbol())
+        }
+        Check::CompareAt {
+            cmp,
+            other: o,
+            mask,
+        } => {
+            let m = if *mask == width.mask() {
+                String::new()
+            } else {
+                format!("& {mask:#x} ")
+            };
+            format!("{m}{} {}", cmp.symbol(), other(*o))
+        }
+    }
+}
+
+/// The text of an expectation before it is evaluated.
+fn expectation_text(sc: &Scenario, a: &ActionKind) -> Option<String> {
+    match a {
+        ActionKind::Expect {
+            addr,
+            width,
+            count,
+            check,
+        } => {
+            let n = if *count > 1 {
+                format!(" x{count}")
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "{} ({}){n} {}",
+                addr_text(sc, *addr),
+                width_name(*width),
+                check_text(check, *width, |o| format!(
+                    "{} ({})",
+                    addr_text(sc, o),
+                    width_name(*width)
+                ))
+            ))
+        }
+        ActionKind::ExpectFence { fence, check } => Some(format!(
+            "fence {} {}",
+            sc.fences[*fence].name,
+            check_text(check, Width::W64, |_| String::new())
+        )),
+        _ => None,
+    }
+}
+
+fn collect_expectations(sc: &Scenario) -> BTreeMap<usize, ExpectationResult> {
+    let mut m = BTreeMap::new();
+    let all = sc
+        .main
+        .iter()
+        .chain(sc.hosts.iter().flat_map(|h| h.actions.iter()));
+    for a in all {
+        if let Some(detail) = expectation_text(sc, &a.kind) {
+            m.insert(
+                a.pos.line,
+                ExpectationResult {
+                    line: a.pos.line,
+                    passed: None,
+                    detail,
+                },
+            );
+        }
+    }
+    if let Some((reason, pos)) = sc.expect_removed {
+        m.insert(
+            pos.line,
+            ExpectationResult {
+                line: pos.line,
+                passed: None,
+                detail: format!("device removed ({reason})"),
+            },
+        );
+    }
+    m
+}
+
+fn record(l: &mut CommandList, sc: &Scenario, buffers: &[Buffer], cmd: &ListCommand) {
+    let a = |x: Addr| buffers[x.buffer].address(x.offset);
+    let kernel = |k: &KernelDecl| match k {
+        KernelDecl::Fill { dst, value } => Kernel::fill(a(*dst), *value),
+        KernelDecl::Add { dst, src, value } => Kernel::add(a(*dst), a(*src), *value),
+        KernelDecl::Sum { dst, src } => Kernel::sum(a(*dst), a(*src)),
+        KernelDecl::Spin { ns } => Kernel::spin(*ns),
+    };
+    let _ = sc;
+    match cmd {
+        ListCommand::WaitValue {
+            addr,
+            width,
+            cmp,
+            reference,
+            mask,
+            engine,
+        } => match width {
+            Width::W32 => l.wait_value32(a(*addr), *cmp, *reference as u32, *mask as u32, *engine),
+            Width::W64 => l.wait_value64(a(*addr), *cmp, *reference, *mask, *engine),
+        },
+        ListCommand::WriteBottomOfPipe {
+            addr,
+            width,
+            value,
+            flush,
+            source,
+        } => match width {
+            Width::W32 => l.write_value32_bottom_of_pipe(a(*addr), *value as u32, *flush, *source),
+            Width::W64 => l.write_value64_bottom_of_pipe(a(*addr), *value, *flush, *source),
+        },
+        ListCommand::WriteTopOfPipe {
+            addr,
+            width,
+            value,
+            source,
+        } => match width {
+            Width::W32 => l.write_value32_top_of_pipe(a(*addr), *value as u32, *source),
+            Width::W64 => l.write_value64_top_of_pipe(a(*addr), *value, *source),
+        },
+        ListCommand::WriteImmediate { addr, value, mode } => {
+            l.write_buffer_immediate(&[ImmediateWrite {
+                address: a(*addr),
+                value: *value,
+                mode: *mode,
+            }])
+        }
+        ListCommand::FlushPipeline { flush } => l.flush_pipeline(*flush),
+        ListCommand::Dispatch { kernel: k, groups } => l.dispatch(&kernel(k), *groups),
+        ListCommand::DispatchIndirect { kernel: k, args } => {
+            l.dispatch_indirect(&kernel(k), a(*args))
+        }
+        ListCommand::Copy { dst, src, bytes } => l.copy_buffer_region(a(*dst), a(*src), *bytes),
+        ListCommand::Marker(t) => l.set_marker(t),
+        ListCommand::BeginEvent(t) => l.begin_event(t),
+        ListCommand::EndEvent => l.end_event(),
+    };
+}
+
+/// Runs a validated scenario. Only the threaded driver exists yet; the caller rejects the other
+/// options before calling.
+pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
+    let start = Instant::now();
+    let mut setup_errors = Vec::new();
+    let desc = DeviceDesc {
+        watchdog_timeout: Duration::from_millis(sc.device.tdr_ms.max(1)),
+        workers: sc.device.workers.unwrap_or(0),
+        fifo_depth: sc.device.fifo_depth,
+        timestamp_frequency: sc.device.timestamp_hz,
+        ..DeviceDesc::default()
+    };
+    let device = match Device::new(desc) {
+        Ok(d) => d,
+        Err(e) => {
+            return Outcome {
+                version: 1,
+                status: Status::Failed,
+                expectations: collect_expectations(sc).into_values().collect(),
+                fences: BTreeMap::new(),
+                hazards: Vec::new(),
+                removed: None,
+                elapsed_ns: start.elapsed().as_nanos() as u64,
+                host_errors: vec![HostError {
+                    host: "main".into(),
+                    line: 1,
+                    message: format!("device: {e}"),
+                }],
+                queues: Vec::new(),
+            }
+        }
+    };
+    let mut buffers = Vec::new();
+    for b in &sc.buffers {
+        match device.create_buffer(
+            &BufferDesc::new(b.size, b.heap)
+                .named(&b.name)
+                .with_init(b.init),
+        ) {
+            Ok(buf) => buffers.push(buf),
+            Err(e) => {
+                setup_errors.push((b.pos, e.to_string()));
+                // Keep indices aligned with a minimal stand-in.
+                match device.create_buffer(&BufferDesc::new(4, b.heap).named(&b.name)) {
+                    Ok(buf) => buffers.push(buf),
+                    Err(_) => return early_failure(sc, start, b.pos, e.to_string()),
+                }
+            }
+        }
+    }
+    let mut fences = Vec::new();
+    for f in &sc.fences {
+        match device.create_named_fence(&f.name, f.initial) {
+            Ok(x) => fences.push(x),
+            Err(e) => return early_failure(sc, start, f.pos, e.to_string()),
+        }
+    }
+    let mut queues = Vec::new();
+    for q in &sc.queues {
+        match device.create_queue(&QueueDesc::new(q.kind, &q.name)) {
+            Ok(x) => queues.push(x),
+            Err(e) => return early_failure(sc, start, q.pos, e.to_string()),
+        }
+    }
+    let mut lists = Vec::new();
+    let mut list_index = HashMap::new();
+    for l in &sc.lists {
+        let mut cl = match device.create_command_list(l.kind, &l.name) {
+            Ok(x) => x,
+            Err(e) => return early_failure(sc, start, l.pos, e.to_string()),
+        };
+        for c in &l.commands {
+            record(&mut cl, sc, &buffers, &c.cmd);
+        }
+        if let Err(e) = cl.close() {
+            setup_errors.push((l.pos, e.to_string()));
+        }
+        list_index.insert(cl.id(), lists.len());
+        lists.push(cl);
+    }
+    let ctx = Ctx {
+        sc,
+        device: device.clone(),
+        buffers,
+        fences,
+        queues,
+        lists,
+        submissions: Mutex::new(HashMap::new()),
+        host_writes: Mutex::new(HashMap::new()),
+        host_signals: Mutex::new(HashMap::new()),
+        expectations: Mutex::new(collect_expectations(sc)),
+        errors: Mutex::new(
+            setup_errors
+                .into_iter()
+                .map(|(pos, message)| HostError {
+                    host: "main".into(),
+                    line: pos.line,
+                    message,
+                })
+                .collect(),
+        ),
+        states: (0..=sc.hosts.len())
+            .map(|_| AtomicU8::new(RUNNING))
+            .collect(),
+    };
+    let finished = AtomicBool::new(false);
+    thread::scope(|s| {
+        let monitor = s.spawn(|| monitor(&ctx, &finished));
+        pipefence::host::set_current_name("main");
+        let mut handles = Vec::new();
+        run_actions(&ctx, s, 0, "main", &sc.main, &mut handles);
+        // The main program ended: wait for the host threads, then for the queues (the monitor
+        // declares a hang if nothing progresses).
+        ctx.states[0].store(BLOCKED, Ordering::SeqCst);
+        for h in handles {
+            let _ = h.join();
+        }
+        if !device.is_removed() {
+            let _ = device.wait_idle(Duration::from_secs(24 * 3600));
+        }
+        ctx.states[0].store(DONE, Ordering::SeqCst);
+        finished.store(true, Ordering::SeqCst);
+        let _ = monitor.join();
+    });
+    finish(&ctx, &list_index, start)
+}
+
+fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Outcome {
+    Outcome {
+        version: 1,
+        status: Status::Failed,
+        expectations: collect_expectations(sc).into_values().collect(),
+        fences: BTreeMap::new(),
+        hazards: Vec::new(),
+        removed: None,
+        elapsed_ns: start.elapsed().as_nanos() as u64,
+        host_errors: vec![HostError {
+            host: "main".into(),
+            line: pos.line,
+            message,
+        }],
+        queues: Vec::new(),
+    }
+}
+
+/// Declares a hang when every host thread has ended or is blocked on the device, some engine
+/// has work left, and nothing progressed for the watchdog timeout (D6).
+fn monitor(ctx: &Ctx<'_>, finished: &AtomicBool) {
+    let tdr = Duration::from_millis(ctx.sc.device.tdr_ms.max(1));
+    let mut last = (ctx.device.progress(), Instant::now());
+    while !finished.load(Ordering::SeqCst) && !ctx.device.is_removed() {
+        thread::sleep(
+            Duration::from_millis(10)
+                .min(tdr / 4)
+                .max(Duration::from_millis(1)),
+        );
+        let all_stuck = ctx
+            .states
+            .iter()
+            .all(|s| s.load(Ordering::SeqCst) != RUNNING);
+        let p = ctx.device.progress();
+        if p != last.0 || !all_stuck || !ctx.device.has_work() {
+            last = (p, Instant::now());
+            continue;
+        }
+        if last.1.elapsed() >= tdr {
+            ctx.device.declare_hung();
+            return;
+        }
+    }
+}
+
+fn run_actions<'scope, 'env>(
+    ctx: &'env Ctx<'env>,
+    s: &'scope thread::Scope<'scope, 'env>,
+    me: usize,
+    host: &str,
+    actions: &'env [Action],
+    handles: &mut Vec<thread::ScopedJoinHandle<'scope, ()>>,
+) {
+    for a in actions {
+        if ctx.device.is_removed() {
+            return;
+        }
+        if let ActionKind::StartHost(h) = a.kind {
+            let decl = &ctx.sc.hosts[h];
+            let name = decl.name.clone();
+            let handle = thread::Builder::new()
+                .name(format!("host {name}"))
+                .spawn_scoped(s, move || {
+                    pipefence::host::set_current_name(&name);
+                    let mut none = Vec::new();
+                    run_actions(ctx, s, h + 1, &name, &decl.actions, &mut none);
+                    ctx.states[h + 1].store(DONE, Ordering::SeqCst);
+                });
+            match handle {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    lock(&ctx.errors).push(HostError {
+                        host: host.into(),
+                        line: a.pos.line,
+                        message: format!("cannot start host `{}`: {e}", decl.name),
+                    });
+                    ctx.states[h + 1].store(DONE, Ordering::SeqCst);
+                }
+            }
+            continue;
+        }
+        if let Err(message) = act(ctx, me, host, a) {
+            if !ctx.device.is_removed() {
+                lock(&ctx.errors).push(HostError {
+                    host: host.into(),
+                    line: a.pos.line,
+                    message,
+                });
+            }
+            return;
+        }
+    }
+}
+
+fn blocking<T>(ctx: &Ctx<'_>, me: usize, f: impl FnOnce() -> T) -> T {
+    ctx.states[me].store(BLOCKED, Ordering::SeqCst);
+    let r = f();
+    ctx.states[me].store(RUNNING, Ordering::SeqCst);
+    r
+}
+
+fn read(b: &Buffer, off: u64, w: Width) -> u64 {
+    match w {
+        Width::W32 => b.debug_read_u32(off).map(u64::from).unwrap_or(0),
+        Width::W64 => b.debug_read_u64(off).unwrap_or(0),
+    }
+}
+
+fn eval(check: &Check, v: u64, width: Width, other: impl Fn(Addr) -> u64) -> bool {
+    match check {
+        Check::Equals(x) => v == *x,
+        Check::Compare {
+            cmp,
+            reference,
+            mask,
+        } => cmp.holds(v, *mask, *reference),
+        Check::CompareAt {
+            cmp,
+            other: o,
+            mask,
+        } => {
+            let r = other(*o) & mask & width.mask();
+            cmp.holds(v, *mask, r)
+        }
+    }
+}
+
+fn act(ctx: &Ctx<'_>, me: usize, host: &str, a: &Action) -> Result<(), String> {
+    let sc = ctx.sc;
+    let line = a.pos.line;
+    let removed_ok = |e: pipefence::Error| -> Result<(), String> {
+        if e.is_device_removed() {
+            Ok(())
+        } else {
+            Err(e.to_string())
+        }
+    };
+    match &a.kind {
+        ActionKind::Execute { queue, lists } => {
+            let ls: Vec<&CommandList> = lists.iter().map(|&i| &ctx.lists[i]).collect();
+            match ctx.queues[*queue].execute_command_lists(&ls) {
+                Ok(seq) => {
+                    lock(&ctx.submissions).insert((*queue, seq), line);
+                }
+                Err(e) => return removed_ok(e),
+            }
+        }
+        ActionKind::Signal {
+            queue,
+            fence,
+            value,
+        } => match ctx.queues[*queue].signal(&ctx.fences[*fence], *value) {
+            Ok(seq) => {
+                lock(&ctx.submissions).insert((*queue, seq), line);
+            }
+            Err(e) => return removed_ok(e),
+        },
+        ActionKind::Wait {
+            queue,
+            fence,
+            value,
+        } => match ctx.queues[*queue].wait(&ctx.fences[*fence], *value) {
+            Ok(seq) => {
+                lock(&ctx.submissions).insert((*queue, seq), line);
+            }
+            Err(e) => return removed_ok(e),
+        },
+        ActionKind::CpuSignal { fence, value } => {
+            lock(&ctx.host_signals).insert(*fence, (host.to_string(), line));
+            ctx.fences[*fence].signal(*value).or_else(removed_ok)?;
+        }
+        ActionKind::CpuWait {
+            fence,
+            value,
+            timeout_ms,
+        } => {
+            let f = &ctx.fences[*fence];
+            blocking(ctx, me, || {
+                f.wait(*value, Duration::from_millis(*timeout_ms))
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        ActionKind::CpuWaitMultiple {
+            fences,
+            any,
+            timeout_ms,
+        } => {
+            let fs: Vec<&Fence> = fences.iter().map(|(f, _)| &ctx.fences[*f]).collect();
+            let vs: Vec<u64> = fences.iter().map(|(_, v)| *v).collect();
+            let flags = if *any {
+                MultipleFenceWaitFlags::ANY
+            } else {
+                MultipleFenceWaitFlags::ALL
+            };
+            blocking(ctx, me, || {
+                ctx.device
+                    .wait_multiple(&fs, &vs, flags, Duration::from_millis(*timeout_ms))
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        ActionKind::CpuWrite { addr, width, value } => {
+            let b = &ctx.buffers[addr.buffer];
+            lock(&ctx.host_writes)
+                .insert((addr.buffer, addr.offset & !7), (host.to_string(), line));
+            let r = match width {
+                Width::W32 => b.write_u32(addr.offset, *value as u32),
+                Width::W64 => b.write_u64(addr.offset, *value),
+            };
+            r.map_err(|e| e.to_string())?;
+        }
+        ActionKind::CpuPoll {
+            addr,
+            width,
+            cmp,
+            reference,
+            mask,
+            timeout_ms,
+        } => {
+            let b = &ctx.buffers[addr.buffer];
+            let t = Duration::from_millis(*timeout_ms);
+            blocking(ctx, me, || match width {
+                Width::W32 => b.wait_u32(addr.offset, *cmp, *reference as u32, *mask as u32, t),
+                Width::W64 => b.wait_u64(addr.offset, *cmp, *reference, *mask, t),
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        ActionKind::Sleep { ms } => thread::sleep(Duration::from_millis(*ms)),
+        ActionKind::WaitIdle { timeout_ms } => {
+            blocking(ctx, me, || {
+                ctx.device.wait_idle(Duration::from_millis(*timeout_ms))
+            })
+            .map_err(|e| e.to_string())?;
+        }
+        ActionKind::RemoveDevice => ctx.device.remove(),
+        ActionKind::Expect {
+            addr,
+            width,
+            count,
+            check,
+        } => {
+            let b = &ctx.buffers[addr.buffer];
+            let other = |o: Addr| read(&ctx.buffers[o.buffer], o.offset, *width);
+            let mut failure = None;
+            for i in 0..*count {
+                let off = addr.offset + i * width.bytes();
+                let v = read(b, off, *width);
+                if !eval(check, v, *width, other) {
+                    let extra = match check {
+                        Check::CompareAt { other: o, .. } => {
+                            format!(" ({} is {})", addr_text(sc, *o), other(*o))
+                        }
+                        _ => String::new(),
+                    };
+                    failure = Some(if *count > 1 {
+                        format!(
+                            "element {i} ({}) is {v}{extra}",
+                            addr_text(
+                                sc,
+                                Addr {
+                                    buffer: addr.buffer,
+                                    offset: off
+                                }
+                            )
+                        )
+                    } else {
+                        format!("got {v}{extra}")
+                    });
+                    break;
+                }
+            }
+            set_expectation(ctx, line, failure);
+        }
+        ActionKind::ExpectFence { fence, check } => {
+            let v = ctx.fences[*fence].completed_value();
+            let ok = eval(check, v, Width::W64, |_| 0);
+            set_expectation(ctx, line, (!ok).then(|| format!("got {v}")));
+        }
+        ActionKind::StartHost(_) => {}
+    }
+    let _ = Comparison::Always;
+    Ok(())
+}
+
+fn set_expectation(ctx: &Ctx<'_>, line: usize, failure: Option<String>) {
+    let mut m = lock(&ctx.expectations);
+    if let Some(e) = m.get_mut(&line) {
+        e.passed = Some(failure.is_none());
+        if let Some(f) = failure {
+            e.detail = format!("{}, {f}", e.detail);
+        }
+    }
+}
+
+fn site_line(ctx: &Ctx<'_>, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Option<usize> {
+    match (s.list_id, s.command) {
+        (Some(id), Some(c)) => {
+            let li = *list_index.get(&id)?;
+            ctx.sc.lists[li]
+                .commands
+                .get(c as usize)
+                .map(|c| c.pos.line)
+        }
+        _ => {
+            let qi = ctx.sc.queues.iter().position(|q| q.name == s.queue)?;
+            lock(&ctx.submissions).get(&(qi, s.submission)).copied()
+        }
+    }
+}
+
+fn site_text(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, s: &SiteReport) -> String {
+    let line = site_line(ctx, li, s)
+        .map(|l| format!(", line {l}"))
+        .unwrap_or_default();
+    match (&s.list, s.command) {
+        (Some(l), Some(c)) => format!("queue {}, list {l}, command {c} ({}){line}", s.queue, s.op),
+        _ => format!("queue {}, {}{line}", s.queue, s.op),
+    }
+}
+
+fn finish(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, start: Instant) -> Outcome {
+    let sc = ctx.sc;
+    let report = ctx.device.removal_report();
+    let removed = report.as_ref().map(|r| {
+        let queues = r
+            .queues
+            .iter()
+            .map(|q| {
+                let last_writer = q.last_writer.as_ref().map(|w| match w {
+                    WriterReport::Never => "never written".to_string(),
+                    WriterReport::Host { host, .. } => {
+                        let line = if let Some(f) = &q.fence {
+                            sc.fences
+                                .iter()
+                                .position(|x| &x.name == f)
+                                .and_then(|fi| lock(&ctx.host_signals).get(&fi).map(|x| x.1))
+                        } else {
+                            let bi = q
+                                .buffer
+                                .as_ref()
+                                .and_then(|b| sc.buffers.iter().position(|x| &x.name == b));
+                            bi.and_then(|bi| {
+                                lock(&ctx.host_writes)
+                                    .get(&(bi, q.offset.unwrap_or(0) & !7))
+                                    .map(|x| x.1)
+                            })
+                        };
+                        match line {
+                            Some(l) => format!("host {host}, line {l}"),
+                            None => format!("host {host}"),
+                        }
+                    }
+                    WriterReport::Queue { site, .. } => site_text(ctx, li, site),
+                });
+                RemovedQueue {
+                    queue: q.queue.clone(),
+                    list: q.at.as_ref().and_then(|s| s.list.clone()),
+                    command: q.at.as_ref().and_then(|s| s.command),
+                    op: q.at.as_ref().map(|s| s.op.clone()),
+                    line: q.at.as_ref().and_then(|s| site_line(ctx, li, s)),
+                    waiting_for: q.waiting_for.clone(),
+                    current: q.current,
+                    last_writer,
+                    last_completed: q.last_completed.as_ref().map(|s| site_text(ctx, li, s)),
+                    events: q.events.clone(),
+                    class: q.class.name().to_string(),
+                    stage: q.stage.clone(),
+                    waits_on: q.waits_on.clone(),
+                }
+            })
+            .collect();
+        Removed {
+            reason: r.reason.name().to_string(),
+            hresult: r.hresult.clone(),
+            classification: r.classification.map(|c| c.name().to_string()),
+            cycle: r.cycle.clone(),
+            queues,
+            fault: r.fault.as_ref().map(|f| RemovedFault {
+                kind: f.kind.name().to_string(),
+                address: f.address.clone(),
+                access: f.access.clone(),
+                op: f.at.op.clone(),
+                buffer: f.buffer.clone(),
+                queue: f.at.queue.clone(),
+                list: f.at.list.clone(),
+                command: f.at.command,
+                line: site_line(ctx, li, &f.at),
+                message: f.message.clone(),
+            }),
+        }
+    });
+    let reason = ctx.device.removed_reason();
+    let mut expectations = std::mem::take(&mut *lock(&ctx.expectations));
+    let mut removal_ok = true;
+    if let Some((want, pos)) = sc.expect_removed {
+        let met = reason == Some(want);
+        if let Some(e) = expectations.get_mut(&pos.line) {
+            e.passed = Some(met);
+            if !met {
+                e.detail = match reason {
+                    Some(r) => format!("{}, got {r}", e.detail),
+                    None => format!("{}, the device was not removed", e.detail),
+                };
+            }
+        }
+        removal_ok = met || reason.is_none();
+        let _: RemovalReason = want;
+    } else {
+        removal_ok = removal_ok && reason.is_none();
+    }
+    let errors = std::mem::take(&mut *lock(&ctx.errors));
+    let failed = expectations.values().any(|e| e.passed == Some(false)) || !errors.is_empty();
+    let status = if !removal_ok {
+        Status::Removed
+    } else if failed {
+        Status::Failed
+    } else {
+        Status::Passed
+    };
+    let fences = sc
+        .fences
+        .iter()
+        .zip(&ctx.fences)
+        .map(|(d, f)| (d.name.clone(), f.completed_value()))
+        .collect();
+    let queues = sc
+        .queues
+        .iter()
+        .zip(&ctx.queues)
+        .map(|(d, q)| {
+            let st = q.stats();
+            QueueSummary {
+                queue: d.name.clone(),
+                kind: d.kind.name().to_string(),
+                commands: st.commands,
+                busy_ns: st.busy_ns,
+                blocked_ns: st.blocked_ns,
+            }
+        })
+        .collect();
+    Outcome {
+        version: 1,
+        status,
+        expectations: expectations.into_values().collect(),
+        fences,
+        hazards: Vec::new(),
+        removed,
+        elapsed_ns: start.elapsed().as_nanos() as u64,
+        host_errors: errors,
+        queues,
+    }
+}
