@@ -31,7 +31,13 @@ fn main() -> pipefence::Result<()> {
 
     let mut consume = device.create_command_list(QueueKind::Compute, "consume")?;
     consume
-        .wait_value64(flags.address(0), Comparison::GreaterEqual, 1, u64::MAX, WaitEngine::Pfp)
+        .wait_value64(
+            flags.address(0),
+            Comparison::GreaterEqual,
+            1,
+            u64::MAX,
+            WaitEngine::Pfp,
+        )
         .dispatch(&Kernel::sum(flags.address(8), data.gpu_address()), 64);
     consume.close()?;
 
@@ -41,7 +47,10 @@ fn main() -> pipefence::Result<()> {
     done.wait(1, Duration::from_secs(5))?;
 
     let sum = flags.read_u64(8)?;
-    println!("sum = {sum} (expected 28672), fence done = {}", done.completed_value());
+    println!(
+        "sum = {sum} (expected 28672), fence done = {}",
+        done.completed_value()
+    );
     assert_eq!(sum, 28672);
     Ok(())
 }

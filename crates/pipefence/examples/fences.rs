@@ -24,7 +24,10 @@ fn main() -> pipefence::Result<()> {
     let start = Instant::now();
     frame.wait(100, Duration::from_secs(10))?;
     producer.join().expect("producer thread")?;
-    println!("waited for 100 signals from another thread in {:?}", start.elapsed());
+    println!(
+        "waited for 100 signals from another thread in {:?}",
+        start.elapsed()
+    );
 
     // An event fires once, on crossing.
     let event = Event::new();
@@ -44,7 +47,10 @@ fn main() -> pipefence::Result<()> {
         go.signal(i)?;
         back.wait(i, Duration::from_secs(10))?;
     }
-    println!("1000 CPU -> queue -> CPU round trips in {:?}", start.elapsed());
+    println!(
+        "1000 CPU -> queue -> CPU round trips in {:?}",
+        start.elapsed()
+    );
 
     // Device removal releases every waiter (F10).
     let waiter = {
@@ -53,6 +59,9 @@ fn main() -> pipefence::Result<()> {
     };
     device.remove();
     let r = waiter.join().expect("waiter thread");
-    println!("after remove(): waiter returned {r:?}, fence reads {:#x}", back.completed_value());
+    println!(
+        "after remove(): waiter returned {r:?}, fence reads {:#x}",
+        back.completed_value()
+    );
     Ok(())
 }

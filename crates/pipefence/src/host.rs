@@ -45,3 +45,113 @@ pub fn name_of(id: u64) -> String {
         .cloned()
         .unwrap_or_else(|| format!("thread#{id}"))
 }
+
+/// A host thread spawned with [`spawn`].
+#[derive(Debug)]
+pub struct HostHandle<T> {
+    thread: std::thread::JoinHandle<T>,
+    /// On the deterministic driver: the device and the host's index.
+    det: Option<(std::sync::Arc<crate::api::DeviceShared>, usize)>,
+}
+
+impl<T> HostHandle<T> {
+    /// Waits for the host thread to finish (a scheduling point on the deterministic driver) and
+    /// returns its result (`Err` with the panic payload if it panicked).
+    pub fn join(self) -> std::thread::Result<T> {
+        if let Some((dev, idx)) = &self.det {
+            let _ = dev.det_block(crate::driver::deterministic::Cond::HostDone(*idx));
+        }
+        self.thread.join()
+    }
+}
+
+/// Marks a deterministic host thread done when it ends, even by a panic, so the others go on.
+struct DoneGuard {
+    dev: std::sync::Arc<crate::api::DeviceShared>,
+    idx: usize,
+}
+
+impl Drop for DoneGuard {
+    fn drop(&mut self) {
+        if let Some(s) = self.dev.sched.as_deref() {
+            s.schedule(
+                &self.dev,
+                self.idx,
+                crate::driver::deterministic::Yield::Done,
+            );
+        }
+        crate::driver::deterministic::unregister_current(self.dev.id);
+    }
+}
+
+/// Spawns a host thread named `name` that runs `f`.
+///
+/// On the threaded driver this is `std::thread::spawn` with a name. On the deterministic driver
+/// (D4) the thread joins the schedule: it starts when the scheduler picks it, runs only while it
+/// holds the turn, and every pipefence call it makes is a scheduling point. Threads started any
+/// other way are outside the model.
+///
+/// ```
+/// use pipefence::{Device, DeviceDesc};
+/// use std::time::Duration;
+/// let device = Device::new(DeviceDesc::default())?;
+/// let fence = device.create_fence(0)?;
+/// let f = fence.clone();
+/// let h = pipefence::host::spawn(&device, "producer", move || f.signal(1)).unwrap();
+/// fence.wait(1, Duration::from_secs(10))?;
+/// h.join().unwrap()?;
+/// # Ok::<(), pipefence::Error>(())
+/// ```
+pub fn spawn<F, T>(device: &crate::Device, name: &str, f: F) -> std::io::Result<HostHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let shared = device.shared.clone();
+    let thread_name = format!("host {name}");
+    let name = name.to_string();
+    match shared.sched.clone() {
+        None => {
+            let thread = std::thread::Builder::new()
+                .name(thread_name)
+                .spawn(move || {
+                    set_current_name(&name);
+                    f()
+                })?;
+            Ok(HostHandle { thread, det: None })
+        }
+        Some(s) => {
+            let idx = s.add_host(&name);
+            let dev = shared.clone();
+            let thread = std::thread::Builder::new()
+                .name(thread_name)
+                .spawn(move || {
+                    s.enter_host(&dev, idx);
+                    let _done = DoneGuard {
+                        dev: dev.clone(),
+                        idx,
+                    };
+                    f()
+                })?;
+            Ok(HostHandle {
+                thread,
+                det: Some((shared, idx)),
+            })
+        }
+    }
+}
+
+/// Sleeps for `duration`: real time on the threaded driver; virtual time, as a scheduling point,
+/// on the deterministic driver (the scenario's `sleep`).
+pub fn sleep(device: &crate::Device, duration: std::time::Duration) {
+    match device.shared.det_host() {
+        Some((s, h)) => {
+            s.schedule(
+                &device.shared,
+                h,
+                crate::driver::deterministic::Yield::Sleep(duration.as_nanos() as u64),
+            );
+        }
+        None => std::thread::sleep(duration),
+    }
+}

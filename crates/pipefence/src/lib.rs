@@ -51,19 +51,21 @@ pub mod diagnose;
 pub(crate) mod driver;
 pub mod engine;
 pub mod error;
+pub mod explore;
 pub mod host;
 pub(crate) mod memory;
 pub mod sync;
 
 pub use api::{
-    AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Fence, FenceWait, Queue,
-    QueueDesc, QueueStats,
+    AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Fence, FenceWait,
+    Queue, QueueDesc, QueueStats,
 };
 pub use clock::{Clock, RealClock};
 pub use command::{
     Comparison, Flush, ImmediateMode, ImmediateWrite, QueueKind, WaitEngine, Width, WriteSource,
 };
 pub use diagnose::{Classification, RemovalReport};
+pub use driver::{Strategy, COPY_NS_PER_KIB};
 pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
 pub use error::{Error, RemovalReason, Result};
 pub use memory::Heap;

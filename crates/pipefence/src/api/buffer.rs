@@ -3,6 +3,7 @@
 
 use super::device::DeviceShared;
 use crate::command::{Comparison, Width};
+use crate::driver::deterministic::{Cond, Wake};
 use crate::error::{Error, Result};
 use crate::memory::{BufferCore, Heap};
 use crate::sync::shim::{AtomicU64, Ordering};
@@ -161,12 +162,14 @@ impl Buffer {
     /// InvalidArg for a misaligned or out-of-range offset. Works after removal (M4).
     pub fn read_u32(&self, offset: u64) -> Result<u32> {
         self.check("read_u32", offset, Width::W32, Access::Read)?;
+        self.inner.device.yield_point();
         Ok(self.inner.core.load32(offset).unwrap_or(0))
     }
 
     /// Reads the u64 at `offset` (8-byte aligned). Errors as [`read_u32`](Self::read_u32).
     pub fn read_u64(&self, offset: u64) -> Result<u64> {
         self.check("read_u64", offset, Width::W64, Access::Read)?;
+        self.inner.device.yield_point();
         Ok(self.inner.core.load64(offset).unwrap_or(0))
     }
 
@@ -174,6 +177,7 @@ impl Buffer {
     /// on DeviceLocal or Readback memory, InvalidArg for a misaligned or out-of-range offset.
     pub fn write_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.check("write_u32", offset, Width::W32, Access::Write)?;
+        self.inner.device.yield_point();
         self.inner.core.store32(offset, value);
         self.record_host_write(offset);
         Ok(())
@@ -182,6 +186,7 @@ impl Buffer {
     /// Writes the u64 at `offset` (8-byte aligned) and wakes waiters on it (M4).
     pub fn write_u64(&self, offset: u64, value: u64) -> Result<()> {
         self.check("write_u64", offset, Width::W64, Access::Write)?;
+        self.inner.device.yield_point();
         self.inner.core.store64(offset, value);
         self.record_host_write(offset);
         Ok(())
@@ -267,6 +272,24 @@ impl Buffer {
                 "wait_{}: comparison none is invalid",
                 width.type_name()
             )));
+        }
+        if let Some(w) = dev.det_block(Cond::Memory {
+            buffer: core.clone(),
+            offset,
+            width,
+            cmp,
+            reference,
+            mask,
+        }) {
+            return match w {
+                Wake::Ok => Ok(()),
+                Wake::Removed => Err(dev.removed_error(format!("wait for {}", what()))),
+                Wake::TimedOut => Err(Error::Timeout(format!(
+                    "wait for {}: nothing can run and nothing else will write it (value {:#x})",
+                    what(),
+                    self.load(offset, width)
+                ))),
+            };
         }
         let deadline = Instant::now().checked_add(timeout);
         let holds = || cmp.holds(self.load(offset, width), mask, reference);

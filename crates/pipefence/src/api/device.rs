@@ -7,8 +7,9 @@ use super::queue::{Queue, QueueDesc, QueueShared};
 use crate::clock::{Clock, RealClock};
 use crate::command::QueueKind;
 use crate::diagnose::{build_report, RemovalReport};
+use crate::driver::deterministic::{Cond, Scheduler, Wake, Yield};
 use crate::driver::threaded::{spawn_engine, Pool};
-use crate::driver::EngineWaker;
+use crate::driver::{EngineWaker, Strategy};
 use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
 use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
@@ -38,8 +39,29 @@ pub struct DeviceDesc {
     pub fifo_depth: usize,
     /// GPU timestamp frequency in Hz (C12). Default 100 MHz.
     pub timestamp_frequency: u64,
-    /// The clock the watchdog, timeouts and timestamps read; `None` for real time.
+    /// The clock the watchdog, timeouts and timestamps read; `None` for real time (ignored by
+    /// the deterministic driver, which has its own virtual clock).
     pub clock: Option<Arc<dyn Clock>>,
+    /// Who steps the engines (D4). Default: [`Driver::Threaded`].
+    pub driver: Driver,
+}
+
+/// The driver that steps a device's engines (D4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Driver {
+    /// One thread per engine plus a shader worker pool, real time (the default).
+    #[default]
+    Threaded,
+    /// One thread at a time, virtual time, a schedule chosen by `strategy` from `seed`: same
+    /// seed, same result. Host code must run on the thread that created the device or on
+    /// threads spawned with [`host::spawn`](crate::host::spawn); other OS threads are outside
+    /// the model.
+    Deterministic {
+        /// The schedule's seed.
+        seed: u64,
+        /// How enabled actions are picked.
+        strategy: Strategy,
+    },
 }
 
 impl Default for DeviceDesc {
@@ -51,6 +73,7 @@ impl Default for DeviceDesc {
             fifo_depth: 16,
             timestamp_frequency: 100_000_000,
             clock: None,
+            driver: Driver::Threaded,
         }
     }
 }
@@ -101,6 +124,8 @@ pub(crate) struct DeviceShared {
     /// Last host write per 8-byte word.
     pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
     list_names: Mutex<HashMap<u32, Arc<str>>>,
+    /// The deterministic driver's scheduler (`None` on the threaded driver).
+    pub(crate) sched: Option<Arc<Scheduler>>,
 }
 
 impl DeviceShared {
@@ -240,6 +265,28 @@ impl DeviceShared {
             .collect()
     }
 
+    /// The calling host thread's index, when this device runs on the deterministic driver and
+    /// the thread is one of its host threads.
+    pub(crate) fn det_host(&self) -> Option<(&Scheduler, usize)> {
+        let s = self.sched.as_deref()?;
+        s.current_host(self).map(|h| (s, h))
+    }
+
+    /// A scheduling point for a non-blocking call (deterministic driver only).
+    #[inline]
+    pub(crate) fn yield_point(&self) {
+        if let Some((s, h)) = self.det_host() {
+            s.schedule(self, h, Yield::Yield);
+        }
+    }
+
+    /// A blocking host wait on the deterministic driver: `None` on the threaded driver (the
+    /// caller blocks as usual).
+    pub(crate) fn det_block(&self, cond: Cond) -> Option<Wake> {
+        self.det_host()
+            .map(|(s, h)| s.schedule(self, h, Yield::Block(cond)))
+    }
+
     /// Wakes every engine and worker so they notice removal or shutdown and exit.
     fn stop_threads(&self) {
         for q in self.live_queues() {
@@ -260,6 +307,7 @@ struct DeviceOwner {
 
 impl Drop for DeviceOwner {
     fn drop(&mut self) {
+        crate::driver::deterministic::unregister_current(self.shared.id);
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.stop_threads();
     }
@@ -320,9 +368,17 @@ impl Device {
         } else {
             desc.workers
         };
-        let clock: Arc<dyn Clock> = match &desc.clock {
-            Some(c) => c.clone(),
-            None => Arc::new(RealClock::new()),
+        let id = NEXT_DEVICE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sched = match desc.driver {
+            Driver::Threaded => None,
+            Driver::Deterministic { seed, strategy } => {
+                Some(Arc::new(Scheduler::new(id, seed, strategy)))
+            }
+        };
+        let clock: Arc<dyn Clock> = match (&sched, &desc.clock) {
+            (Some(s), _) => s.clock.clone(),
+            (None, Some(c)) => c.clone(),
+            (None, None) => Arc::new(RealClock::new()),
         };
         let shared = Arc::new(DeviceShared {
             desc,
@@ -335,7 +391,7 @@ impl Device {
             next_fence: AtomicUsize::new(0),
             removed: AtomicBool::new(false),
             removal: Mutex::new(None),
-            id: NEXT_DEVICE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id,
             shutdown: AtomicBool::new(false),
             queues: Mutex::new(Vec::new()),
             pool: OnceLock::new(),
@@ -343,6 +399,7 @@ impl Device {
             next_list: AtomicUsize::new(0),
             host_writes: Mutex::new(HashMap::new()),
             list_names: Mutex::new(HashMap::new()),
+            sched,
         });
         Ok(Device {
             _owner: Arc::new(DeviceOwner {
@@ -364,9 +421,11 @@ impl Device {
             desc.name.as_str().into()
         };
         sh.check_live(|| format!("create_queue `{name}`"))?;
-        let _ = sh
-            .pool
-            .get_or_init(|| Pool::start(sh, sh.workers, &format!("pf{}", sh.id)));
+        if sh.sched.is_none() {
+            let _ = sh
+                .pool
+                .get_or_init(|| Pool::start(sh, sh.workers, &format!("pf{}", sh.id)));
+        }
         let progress = Arc::new(FenceCore::new(0));
         lock(&sh.fences).push(Arc::downgrade(&progress));
         let q = Arc::new(QueueShared {
@@ -385,11 +444,13 @@ impl Device {
             busy_ns: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
         });
-        spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
-            Error::OutOfMemory(format!(
-                "create_queue `{name}`: cannot start its engine thread: {e}"
-            ))
-        })?;
+        if sh.sched.is_none() {
+            spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
+                Error::OutOfMemory(format!(
+                    "create_queue `{name}`: cannot start its engine thread: {e}"
+                ))
+            })?;
+        }
         queues.push(Arc::downgrade(&q));
         Ok(Queue::new(q, self.clone()))
     }
@@ -439,9 +500,33 @@ impl Device {
             .collect()
     }
 
+    /// Runs until every other host thread has finished and every queue is idle, or the device
+    /// is removed (on the deterministic driver a hang is then detected at once, D6). Returns
+    /// whether it settled without removal. On the threaded driver: `wait_idle` with `timeout`.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        match self.shared.det_host() {
+            Some((s, h)) => {
+                s.schedule(&self.shared, h, Yield::Block(Cond::Settled(h)));
+            }
+            None => {
+                let _ = self.wait_idle(timeout);
+            }
+        }
+        !self.is_removed()
+    }
+
     /// Blocks until every queue has drained (H2), up to `timeout`. Errors: Timeout naming the
     /// first queue still busy, DeviceRemoved.
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        if let Some(w) = self.shared.det_block(Cond::Idle) {
+            return match w {
+                Wake::Ok => Ok(()),
+                Wake::Removed => Err(self.shared.removed_error("wait_idle")),
+                Wake::TimedOut => Err(Error::Timeout(
+                    "wait_idle: nothing can run and the queues are not idle".into(),
+                )),
+            };
+        }
         let deadline = Instant::now().checked_add(timeout);
         for q in self.shared.live_queues() {
             Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
@@ -557,6 +642,7 @@ impl Device {
     /// a device already removed keeps its first reason.
     #[doc(alias = "RemoveDevice")]
     pub fn remove(&self) {
+        self.shared.yield_point();
         self.shared.remove(RemovalReason::Requested);
     }
 
@@ -636,7 +722,13 @@ impl Device {
                 Ok(())
             }
             None => {
-                wait_multiple(&pairs, any, None);
+                if self
+                    .shared
+                    .det_block(Cond::Multi(pairs.clone(), any))
+                    .is_none()
+                {
+                    wait_multiple(&pairs, any, None);
+                }
                 Ok(())
             }
         }
@@ -654,7 +746,11 @@ impl Device {
     ) -> Result<()> {
         let (pairs, any) = self.multi_args("wait_multiple", fences, values, flags)?;
         let deadline = Instant::now().checked_add(timeout);
-        match wait_multiple(&pairs, any, deadline) {
+        let outcome = match self.shared.det_block(Cond::Multi(pairs.clone(), any)) {
+            Some(w) => wake_outcome(w),
+            None => wait_multiple(&pairs, any, deadline),
+        };
+        match outcome {
             WaitOutcome::Reached => Ok(()),
             WaitOutcome::Removed => {
                 Err(self
@@ -671,6 +767,15 @@ impl Device {
 
 /// Fences with the value each waits for.
 type FencePairs = Vec<(Arc<FenceCore>, u64)>;
+
+/// The fence-wait outcome of a deterministic host wait.
+pub(crate) fn wake_outcome(w: Wake) -> WaitOutcome {
+    match w {
+        Wake::Ok => WaitOutcome::Reached,
+        Wake::Removed => WaitOutcome::Removed,
+        Wake::TimedOut => WaitOutcome::TimedOut,
+    }
+}
 
 fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
     let parts: Vec<String> = fences

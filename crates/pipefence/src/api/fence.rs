@@ -1,6 +1,7 @@
 //! Fences (F1-F10): `ID3D12Fence` with CPU signals, events, blocking and async waits.
 
-use super::device::DeviceShared;
+use super::device::{wake_outcome, DeviceShared};
+use crate::driver::deterministic::Cond;
 use crate::error::{Error, Result};
 use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
 use std::future::Future;
@@ -86,6 +87,7 @@ impl Fence {
     /// it satisfies. Errors: DeviceRemoved after removal.
     #[doc(alias = "Signal")]
     pub fn signal(&self, value: u64) -> Result<()> {
+        self.inner.device.yield_point();
         let now = self.inner.device.now_ns();
         let writer = Writer::Host {
             host: crate::host::current_id(),
@@ -110,7 +112,14 @@ impl Fence {
                 let _ = self.inner.core.register(value, e.notifier());
             }
             None => {
-                let _ = self.inner.core.wait_until(value, None);
+                if self
+                    .inner
+                    .device
+                    .det_block(Cond::Fence(self.inner.core.clone(), value))
+                    .is_none()
+                {
+                    let _ = self.inner.core.wait_until(value, None);
+                }
             }
         }
         Ok(())
@@ -121,16 +130,28 @@ impl Fence {
     /// (also at once when the device is already removed, F10).
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
         let deadline = Instant::now().checked_add(timeout);
-        self.outcome(
-            value,
-            self.inner.core.wait_until(value, deadline),
-            Some(timeout),
-        )
+        let o = match self
+            .inner
+            .device
+            .det_block(Cond::Fence(self.inner.core.clone(), value))
+        {
+            Some(w) => wake_outcome(w),
+            None => self.inner.core.wait_until(value, deadline),
+        };
+        self.outcome(value, o, Some(timeout))
     }
 
     /// Blocks until the value is `>= value` with no timeout. Errors: DeviceRemoved.
     pub fn wait_forever(&self, value: u64) -> Result<()> {
-        self.outcome(value, self.inner.core.wait_until(value, None), None)
+        let o = match self
+            .inner
+            .device
+            .det_block(Cond::Fence(self.inner.core.clone(), value))
+        {
+            Some(w) => wake_outcome(w),
+            None => self.inner.core.wait_until(value, None),
+        };
+        self.outcome(value, o, None)
     }
 
     /// A future that completes when the value is `>= value` (F7). It is woken by the signalling

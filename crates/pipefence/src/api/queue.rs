@@ -5,6 +5,7 @@ use super::fence::Fence;
 use super::list::CommandList;
 use crate::clock::ticks;
 use crate::command::QueueKind;
+use crate::driver::deterministic::Cond;
 use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Result};
 use crate::sync::shim::{lock, AtomicU64, Mutex, Ordering};
@@ -98,6 +99,7 @@ impl Queue {
 
     fn submit(&self, what: impl FnOnce() -> String, s: Submission) -> Result<u64> {
         let dev = &self.shared.device;
+        dev.yield_point();
         dev.check_live(what)?;
         let seq = lock(&self.shared.engine).submit(s);
         self.shared.waker.wake();
@@ -252,7 +254,15 @@ impl Queue {
         timeout: Duration,
     ) -> Result<()> {
         let target = lock(&self.shared.engine).submitted();
-        match self.shared.progress.wait_until(target, deadline) {
+        let o = match self
+            .shared
+            .device
+            .det_block(Cond::Fence(self.shared.progress.clone(), target))
+        {
+            Some(w) => crate::api::wake_outcome(w),
+            None => self.shared.progress.wait_until(target, deadline),
+        };
+        match o {
             WaitOutcome::Reached => Ok(()),
             WaitOutcome::Removed => Err(self
                 .shared

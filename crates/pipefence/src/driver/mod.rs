@@ -5,7 +5,10 @@
 //! for (D8). The engine state machine itself is in [`crate::engine`]; drivers only decide who
 //! steps when.
 
+pub(crate) mod deterministic;
 pub(crate) mod threaded;
+
+pub use deterministic::{Strategy, COPY_NS_PER_KIB};
 
 use crate::sync::shim::{AtomicBool, Ordering};
 use crate::sync::Notify;

@@ -184,6 +184,16 @@ impl Kernel {
         }
     }
 
+    /// The (virtual) cost of one group in nanoseconds (D4): `spin`'s `ns`, a user kernel's
+    /// declared cost, [`DEFAULT_GROUP_COST_NS`] for the other built-ins.
+    pub(crate) fn group_cost_ns(&self) -> u64 {
+        match self {
+            Kernel::Spin { ns } => *ns,
+            Kernel::User(k) => k.cost_ns,
+            _ => DEFAULT_GROUP_COST_NS,
+        }
+    }
+
     /// The byte range groups `groups` write, for built-ins that declare one.
     pub(crate) fn write_range(&self, groups: Range<u32>) -> Option<(u64, u64)> {
         match self {

@@ -497,6 +497,15 @@ impl Engine {
         self.completed_submissions == self.next_submission
     }
 
+    /// The byte count of a copy the ME started and has not finished (its completion is the
+    /// next ME step; the deterministic driver gives it a cost).
+    pub(crate) fn copy_pending(&self) -> Option<u64> {
+        match &self.me_op {
+            Some(MeOp::Copy { bytes, .. }) => Some(*bytes),
+            _ => None,
+        }
+    }
+
     /// Takes the dispatches launched since the last call.
     pub(crate) fn take_launches(&mut self) -> Vec<Launch> {
         std::mem::take(&mut self.launches)

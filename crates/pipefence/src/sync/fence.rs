@@ -8,12 +8,13 @@
 //! target is `<= value` (they fire after the lock is released); removal sets `removed` and takes
 //! every waiter. Both need the lock. A registration for a value already reached fires at once.
 //!
-//! Waiters live in a `BTreeMap` keyed by `(target, sequence)`, so a signal releasing `k` of `n`
-//! waiters costs `O(k + log n)` and a timed-out waiter removes itself in `O(log n)`.
+//! Waiters live in a [`Waiters`] set ordered by `(target, sequence)`: a signal releasing `k` of
+//! `n` waiters costs `O(k + log n)` (lowest first, nothing proportional to the waiters left
+//! behind) and a timed-out waiter removes itself in `O(log n)` (amortized).
 
 use super::notify::{spin_until, Notify, Parker};
 use super::shim::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -56,7 +57,7 @@ struct FenceState {
     value: u64,
     removed: bool,
     next_key: u64,
-    waiters: BTreeMap<(u64, u64), Arc<dyn Notify>>,
+    waiters: Waiters,
     last_writer: Writer,
     last_write_ns: u64,
 }
@@ -155,9 +156,9 @@ impl FenceCore {
             s.last_writer = writer;
             s.last_write_ns = now_ns;
             self.mirror.store(value, Ordering::Release);
-            take_reached(&mut s.waiters, value)
+            s.waiters.take_reached(value)
         };
-        fire(fired);
+        fired.fire();
         true
     }
 
@@ -173,7 +174,7 @@ impl FenceCore {
             if skip_recheck || !(s.removed || s.value >= target) {
                 let key = s.next_key;
                 s.next_key += 1;
-                s.waiters.insert((target, key), notify);
+                s.waiters.insert(target, key, notify);
                 return Registration::Pending(key);
             }
         }
@@ -184,12 +185,14 @@ impl FenceCore {
     /// Removes a pending registration. Returns `true` if it was still pending (it will not
     /// fire), `false` if it already fired.
     pub(crate) fn deregister(&self, target: u64, key: u64) -> bool {
-        lock(&self.state).waiters.remove(&(target, key)).is_some()
+        let (pending, dropped) = lock(&self.state).waiters.remove(target, key);
+        drop(dropped);
+        pending
     }
 
     /// Device removal (F10): the value reads `u64::MAX`, later signals fail, every waiter fires.
     pub(crate) fn remove(&self) {
-        let fired = {
+        let mut fired = {
             let mut s = lock(&self.state);
             if s.removed {
                 return;
@@ -199,7 +202,7 @@ impl FenceCore {
             self.mirror.store(u64::MAX, Ordering::Release);
             std::mem::take(&mut s.waiters)
         };
-        fire(fired.into_values());
+        fired.take_reached(u64::MAX).fire();
     }
 
     /// Blocks until the value is `>= target`, the device is removed, or `deadline` passes
@@ -261,25 +264,158 @@ impl FenceCore {
     }
 }
 
-/// Takes every waiter whose target is `<= value`, lowest first: `O(k log n)` for `k` taken,
-/// with no work proportional to the waiters left behind.
-fn take_reached(
-    waiters: &mut BTreeMap<(u64, u64), Arc<dyn Notify>>,
-    value: u64,
-) -> Vec<Arc<dyn Notify>> {
-    let mut fired = Vec::new();
-    while let Some(e) = waiters.first_entry() {
-        if e.key().0 > value {
-            break;
-        }
-        fired.push(e.remove());
-    }
-    fired
+/// A pending registration in [`Waiters::queue`]; `notify` is `None` once withdrawn.
+struct Slot {
+    target: u64,
+    key: u64,
+    notify: Option<Arc<dyn Notify>>,
 }
 
-fn fire(fired: impl IntoIterator<Item = Arc<dyn Notify>>) {
-    for n in fired {
-        n.notify();
+/// Queue capacity (in slots) above which an emptied queue hands its buffer back.
+const SHRINK_ABOVE: usize = 1024;
+
+/// The pending registrations of a fence, ordered by `(target, key)` (keys grow with each
+/// registration, so a target's waiters fire in registration order).
+///
+/// Fences count up, so registrations normally arrive in target order: those go to the back of
+/// `queue`, a ring buffer sorted by `(target, key)`, and a signal pops its front, which costs
+/// `O(1)` per released waiter and touches only the slots it releases (a B-tree pops its
+/// minimum in `O(1)` amortized too, but rebalances leaves as it goes, reading and moving
+/// neighbouring waiters: several times the cost per waiter). A registration whose target is
+/// below the queue's last goes to `others`, a `BTreeMap`. A signal takes the reached waiters of
+/// both, merged lowest first.
+///
+/// Withdrawing a registration (a timed-out wait, a dropped future) from `others` is a B-tree
+/// removal; from `queue` it finds the slot by binary search and leaves a tombstone, popped
+/// at once from either end and otherwise when a signal reaches it, or when tombstones make up
+/// more than half of the queue (then the queue is compacted: `O(n)` after at least `n / 2`
+/// withdrawals, so `O(log n)` amortized per withdrawal). The queue's buffer shrinks when it is
+/// a quarter full, so memory stays proportional to the waiters pending.
+#[derive(Default)]
+struct Waiters {
+    queue: VecDeque<Slot>,
+    /// Tombstones in `queue`.
+    withdrawn: usize,
+    others: BTreeMap<(u64, u64), Arc<dyn Notify>>,
+}
+
+impl Waiters {
+    fn insert(&mut self, target: u64, key: u64, notify: Arc<dyn Notify>) {
+        if self.queue.back().is_none_or(|b| b.target <= target) {
+            self.queue.push_back(Slot {
+                target,
+                key,
+                notify: Some(notify),
+            });
+        } else {
+            self.others.insert((target, key), notify);
+        }
+    }
+
+    /// Withdraws a registration: whether it was pending, and what to drop after the lock is
+    /// released (the notifier, and a buffer given back).
+    fn remove(&mut self, target: u64, key: u64) -> (bool, Fired) {
+        let mut dropped = Fired::default();
+        if !self.others.is_empty() {
+            if let Some(n) = self.others.remove(&(target, key)) {
+                dropped.push(n);
+                return (true, dropped);
+            }
+        }
+        let Ok(i) = self
+            .queue
+            .binary_search_by(|s| (s.target, s.key).cmp(&(target, key)))
+        else {
+            return (false, dropped);
+        };
+        let Some(n) = self.queue[i].notify.take() else {
+            return (false, dropped);
+        };
+        dropped.push(n);
+        self.withdrawn += 1;
+        while self.queue.back().is_some_and(|s| s.notify.is_none()) {
+            self.queue.pop_back();
+            self.withdrawn -= 1;
+        }
+        while self.queue.front().is_some_and(|s| s.notify.is_none()) {
+            self.queue.pop_front();
+            self.withdrawn -= 1;
+        }
+        if self.withdrawn > self.queue.len() / 2 {
+            self.queue.retain(|s| s.notify.is_some());
+            self.withdrawn = 0;
+        }
+        self.shrink(&mut dropped);
+        (true, dropped)
+    }
+
+    /// Takes every waiter whose target is `<= value`, lowest first: `O(k + log n)` for `k`
+    /// taken, with no work proportional to the waiters left behind.
+    fn take_reached(&mut self, value: u64) -> Fired {
+        let mut fired = Fired::default();
+        loop {
+            let q = self.queue.front().filter(|s| s.target <= value);
+            let o = match self.others.first_key_value() {
+                Some((&(t, k), _)) if t <= value => Some((t, k)),
+                _ => None,
+            };
+            let from_queue = match (q, o) {
+                (None, None) => break,
+                (Some(s), Some(o)) => (s.target, s.key) < o,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+            };
+            if from_queue {
+                if let Some(n) = self.queue.pop_front().and_then(|s| s.notify) {
+                    fired.push(n);
+                } else {
+                    self.withdrawn -= 1;
+                }
+            } else if let Some((_, n)) = self.others.pop_first() {
+                fired.push(n);
+            }
+        }
+        self.shrink(&mut fired);
+        fired
+    }
+
+    /// Gives back a large queue buffer that is at most a quarter full (into `out`, which drops
+    /// it after the lock is released): `O(len)`, after at least `3 len` pops.
+    fn shrink(&mut self, out: &mut Fired) {
+        let cap = self.queue.capacity();
+        if cap > SHRINK_ABOVE && self.queue.len() <= cap / 4 {
+            let mut smaller = VecDeque::with_capacity(self.queue.len() * 2);
+            smaller.extend(self.queue.drain(..));
+            out.buffer = std::mem::replace(&mut self.queue, smaller);
+        }
+    }
+}
+
+/// Waiters taken from a fence, to fire (or drop) after its lock is released. The first one is
+/// held inline, so releasing one waiter allocates nothing.
+#[derive(Default)]
+struct Fired {
+    first: Option<Arc<dyn Notify>>,
+    rest: Vec<Arc<dyn Notify>>,
+    /// A queue buffer given back by [`Waiters::shrink`] (freed outside the lock).
+    buffer: VecDeque<Slot>,
+}
+
+impl Fired {
+    #[inline]
+    fn push(&mut self, n: Arc<dyn Notify>) {
+        if self.first.is_none() {
+            self.first = Some(n);
+        } else {
+            self.rest.push(n);
+        }
+    }
+
+    /// Fires them, lowest target first.
+    fn fire(self) {
+        for n in self.first.into_iter().chain(self.rest) {
+            n.notify();
+        }
     }
 }
 
@@ -355,5 +491,141 @@ impl Drop for FenceWaitFuture {
         if let Some((key, _)) = self.slot.take() {
             self.core.deregister(self.target, key);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+
+    /// A notifier that records its id in a shared log when fired.
+    struct Rec(u64, Arc<StdMutex<Vec<u64>>>);
+
+    impl Notify for Rec {
+        fn notify(&self) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+
+    fn fired_ids(w: &mut Waiters, value: u64, log: &Arc<StdMutex<Vec<u64>>>) -> Vec<u64> {
+        w.take_reached(value).fire();
+        std::mem::take(&mut *log.lock().unwrap())
+    }
+
+    /// Registrations in and out of target order are released lowest first (by target, then
+    /// registration order), each once, and only when reached.
+    #[test]
+    fn waiters_release_lowest_first_across_queue_and_tree() {
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let mut w = Waiters::default();
+        // (target, id); keys are the registration order.
+        let regs = [
+            (5, 0),
+            (7, 1),
+            (3, 2),
+            (7, 3),
+            (9, 4),
+            (1, 5),
+            (5, 6),
+            (12, 7),
+        ];
+        for (key, &(t, id)) in regs.iter().enumerate() {
+            w.insert(t, key as u64, Arc::new(Rec(id, log.clone())));
+        }
+        assert!(!w.others.is_empty() && !w.queue.is_empty());
+        assert_eq!(fired_ids(&mut w, 0, &log), Vec::<u64>::new());
+        assert_eq!(fired_ids(&mut w, 5, &log), [5, 2, 0, 6]);
+        assert_eq!(fired_ids(&mut w, 5, &log), Vec::<u64>::new());
+        assert_eq!(fired_ids(&mut w, 8, &log), [1, 3]);
+        assert_eq!(fired_ids(&mut w, u64::MAX, &log), [4, 7]);
+        assert!(w.queue.is_empty() && w.others.is_empty() && w.withdrawn == 0);
+    }
+
+    /// A withdrawn registration never fires; withdrawing twice, or after it fired, says so.
+    #[test]
+    fn withdrawn_waiters_do_not_fire() {
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let mut w = Waiters::default();
+        for key in 0..10u64 {
+            w.insert(key + 1, key, Arc::new(Rec(key, log.clone())));
+        }
+        w.insert(2, 10, Arc::new(Rec(10, log.clone()))); // out of order: in the tree
+        assert!(w.remove(4, 3).0);
+        assert!(!w.remove(4, 3).0);
+        assert!(w.remove(2, 10).0);
+        assert!(!w.remove(2, 10).0);
+        assert!(!w.remove(4, 99).0);
+        assert!(w.remove(10, 9).0); // the last: popped at once
+        assert_eq!(w.queue.len(), 9);
+        assert_eq!(fired_ids(&mut w, 5, &log), [0, 1, 2, 4]);
+        assert!(!w.remove(1, 0).0, "already fired");
+        assert_eq!(fired_ids(&mut w, u64::MAX, &log), [5, 6, 7, 8]);
+        assert!(w.queue.is_empty() && w.withdrawn == 0);
+    }
+
+    /// Tombstones never outnumber the pending registrations (beyond a constant), and the
+    /// queue's buffer shrinks as it empties.
+    #[test]
+    fn tombstones_and_buffer_stay_bounded() {
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let mut w = Waiters::default();
+        let n = 10_000u64;
+        for key in 0..n {
+            w.insert(key + 1, key, Arc::new(Rec(key, log.clone())));
+        }
+        // Withdraw every registration but the first and the last, from the middle out.
+        for key in (1..n - 1).rev() {
+            if key % 2 == 0 {
+                assert!(w.remove(key + 1, key).0);
+            }
+        }
+        for key in 1..n - 1 {
+            if key % 2 == 1 {
+                assert!(w.remove(key + 1, key).0);
+            }
+            assert!(w.withdrawn <= w.queue.len() / 2 + 1);
+        }
+        assert_eq!(w.queue.len() - w.withdrawn, 2);
+        assert!(w.queue.capacity() <= 2 * SHRINK_ABOVE);
+        assert_eq!(fired_ids(&mut w, u64::MAX, &log), [0, n - 1]);
+
+        // A burst of registrations released in steps: the buffer follows.
+        for key in 0..n {
+            w.insert(key + 1, key, Arc::new(Rec(key, log.clone())));
+        }
+        let mut v = 0;
+        while v < n {
+            v += 100;
+            let _ = w.take_reached(v);
+            let pending = (n - v.min(n)) as usize;
+            assert_eq!(w.queue.len(), pending);
+            assert!(w.queue.capacity() <= (4 * pending).max(2 * SHRINK_ABOVE));
+        }
+    }
+
+    /// A fence releases exactly the waiters a signal reaches (through the core API).
+    #[test]
+    fn fence_core_signal_and_deregister() {
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let f = FenceCore::new(0);
+        let mut keys = Vec::new();
+        for id in 0..6u64 {
+            let target = [4, 2, 6, 2, 9, 5][id as usize];
+            match f.register(target, Arc::new(Rec(id, log.clone()))) {
+                Registration::Pending(k) => keys.push((target, k)),
+                Registration::Fired => panic!("fired before any signal"),
+            }
+        }
+        assert!(f.deregister(keys[2].0, keys[2].1));
+        assert!(f.signal(5, Writer::Never, 0));
+        assert_eq!(std::mem::take(&mut *log.lock().unwrap()), [1, 3, 0, 5]);
+        assert!(!f.deregister(keys[0].0, keys[0].1));
+        assert_eq!(
+            f.register(3, Arc::new(Rec(6, log.clone()))),
+            Registration::Fired
+        );
+        f.remove();
+        assert_eq!(std::mem::take(&mut *log.lock().unwrap()), [6, 4]);
     }
 }

@@ -1,0 +1,660 @@
+//! The deterministic driver (D4, D6): one thread at a time, virtual time, a seeded schedule.
+//!
+//! The same engine state machines as the threaded driver run here; what differs is who steps
+//! them. At each step the scheduler collects the enabled actions (a PFP step, an ME step, the
+//! retirement of a bottom-of-pipe write or signal, the completion of one dispatch group, the
+//! completion of a copy, the end of a host sleep, the next action of a host thread), picks one
+//! with a seeded strategy, sets the virtual clock to the larger of the clock and the action's
+//! ready time, and performs it. Costs advance the clock but never restrict the choice.
+//!
+//! Host threads are OS threads spawned through [`crate::host::spawn`] (plus the thread that
+//! created the device, host 0 `main`); only the one holding the turn runs. Every pipefence call
+//! from such a thread is a scheduling point: the calling thread runs the scheduler loop itself
+//! and either continues (its own next action was picked) or hands the turn to another host and
+//! sleeps until it is picked again. Other OS threads are outside the model: their calls run
+//! unscheduled. Host waits never time out, except when nothing can run and no engine has work
+//! (then they fail as timed out); when nothing can run while an engine has work, the device
+//! hangs at once with the usual report (D6).
+//!
+//! Blocked engine steps change nothing (the engine contract), so an engine stage is tried and,
+//! if it reports `Blocked`/`Idle`, marked disabled until something else progresses.
+
+use crate::api::DeviceShared;
+use crate::clock::{Clock, CLOCK_EPOCH_NS};
+use crate::command::{Comparison, Width};
+use crate::engine::kernels::run_groups;
+use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
+use crate::error::RemovalReason;
+use crate::memory::BufferCore;
+use crate::sync::shim::{
+    condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
+};
+use crate::sync::FenceCore;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// How the deterministic driver picks among enabled actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Uniformly among the enabled actions.
+    Random,
+    /// PCT (Burckhardt et al., ASPLOS 2010): each actor (a host thread, an engine stage, a
+    /// dispatch) gets a random priority; the highest-priority enabled actor runs; at `depth - 1`
+    /// random steps the running actor's priority drops below every other. Finds bugs that need
+    /// `depth` ordering constraints with probability at least `1 / (n * k^(depth-1))`.
+    Pct {
+        /// The bug depth targeted (at least 1).
+        depth: u32,
+    },
+}
+
+/// Virtual cost of copying one KiB on the deterministic driver (D4): 100 ns (10 GB/s).
+pub const COPY_NS_PER_KIB: u64 = 100;
+
+/// The deterministic clock: starts at 1 s ([`CLOCK_EPOCH_NS`]), moved only by the scheduler.
+#[derive(Debug)]
+pub(crate) struct VirtualClock {
+    ns: AtomicU64,
+}
+
+impl VirtualClock {
+    pub(crate) fn new() -> Self {
+        VirtualClock {
+            ns: AtomicU64::new(CLOCK_EPOCH_NS),
+        }
+    }
+
+    fn advance_to(&self, ns: u64) {
+        if ns > self.ns.load(Ordering::Relaxed) {
+            self.ns.store(ns, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now_ns(&self) -> u64 {
+        self.ns.load(Ordering::Relaxed)
+    }
+}
+
+/// What a blocked host thread waits for.
+#[derive(Debug, Clone)]
+pub(crate) enum Cond {
+    /// A fence reaching a value.
+    Fence(Arc<FenceCore>, u64),
+    /// Several fences (all or any).
+    Multi(Vec<(Arc<FenceCore>, u64)>, bool),
+    /// A memory-value condition.
+    Memory {
+        buffer: Arc<BufferCore>,
+        offset: u64,
+        width: Width,
+        cmp: Comparison,
+        reference: u64,
+        mask: u64,
+    },
+    /// Every queue idle.
+    Idle,
+    /// Another host thread finished.
+    HostDone(usize),
+    /// Every other host thread finished and every queue is idle.
+    Settled(usize),
+}
+
+/// What a host does at a scheduling point.
+#[derive(Debug, Clone)]
+pub(crate) enum Yield {
+    /// Lets others run; ready again at once.
+    Yield,
+    /// Waits for a condition (never times out, D4).
+    Block(Cond),
+    /// Sleeps for this many virtual nanoseconds.
+    Sleep(u64),
+    /// The host thread finished.
+    Done,
+}
+
+/// How a host's scheduling point ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Its condition holds (or it was only yielding).
+    Ok,
+    /// The device was removed.
+    Removed,
+    /// Nothing could run and no engine had work: the wait fails as timed out.
+    TimedOut,
+}
+
+#[derive(Debug, Clone)]
+enum HostState {
+    Running,
+    Ready,
+    Blocked(Cond),
+    Sleeping(u64),
+    Done,
+}
+
+#[derive(Debug)]
+struct Host {
+    name: String,
+    state: HostState,
+    wake: Wake,
+}
+
+/// Who performs an action (PCT gives priorities to actors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Actor {
+    Host(usize),
+    Pfp(u32),
+    Me(u32),
+    Retire(u32),
+    Group(u64),
+    Endless(u64),
+}
+
+#[derive(Debug)]
+struct Group {
+    serial: u64,
+    queue: u32,
+    index: u64,
+    kernel: Kernel,
+    group: u32,
+    ready: u64,
+    site: Site,
+    op: &'static str,
+}
+
+#[derive(Debug)]
+struct Endless {
+    serial: u64,
+    queue: u32,
+    ready: u64,
+    fault: Fault,
+}
+
+/// SplitMix64: a small, fast, seedable generator (the schedule must not depend on anything but
+/// the seed).
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+/// Steps assumed for a run when placing PCT's priority change points.
+const PCT_STEPS: u64 = 512;
+
+#[derive(Debug)]
+struct State {
+    rng: Rng,
+    strategy: Strategy,
+    priorities: BTreeMap<Actor, u64>,
+    change_points: Vec<u64>,
+    next_low: u64,
+    hosts: Vec<Host>,
+    turn: Option<usize>,
+    groups: Vec<Group>,
+    endless: Vec<Endless>,
+    next_serial: u64,
+    /// Per queue id: when the copy its ME started completes.
+    copy_ready: BTreeMap<u32, u64>,
+    disabled: BTreeSet<Actor>,
+    steps: u64,
+}
+
+/// The scheduler of one deterministic device.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    st: Mutex<State>,
+    cv: Condvar,
+    pub(crate) clock: Arc<VirtualClock>,
+}
+
+thread_local! {
+    /// The (device id, host index) pairs this OS thread is registered as.
+    static REGISTERED: std::cell::RefCell<Vec<(u64, usize)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn registered_host(device_id: u64) -> Option<usize> {
+    REGISTERED.with(|r| {
+        r.borrow()
+            .iter()
+            .find(|(d, _)| *d == device_id)
+            .map(|(_, h)| *h)
+    })
+}
+
+fn register_current(device_id: u64, host: usize) {
+    REGISTERED.with(|r| {
+        let mut r = r.borrow_mut();
+        r.retain(|(d, _)| *d != device_id);
+        r.push((device_id, host));
+    });
+}
+
+/// Forgets the registration of this thread for `device_id` (the device is gone).
+pub(crate) fn unregister_current(device_id: u64) {
+    REGISTERED.with(|r| r.borrow_mut().retain(|(d, _)| *d != device_id));
+}
+
+impl Scheduler {
+    /// A scheduler whose host 0 (`main`) is the calling thread, holding the turn.
+    pub(crate) fn new(device_id: u64, seed: u64, strategy: Strategy) -> Self {
+        let mut rng = Rng(seed ^ 0x5EED_5EED_5EED_5EED);
+        let change_points = match strategy {
+            Strategy::Pct { depth } => (1..depth.max(1)).map(|_| rng.below(PCT_STEPS)).collect(),
+            Strategy::Random => Vec::new(),
+        };
+        register_current(device_id, 0);
+        crate::host::set_current_name("main");
+        Scheduler {
+            st: Mutex::new(State {
+                rng,
+                strategy,
+                priorities: BTreeMap::new(),
+                change_points,
+                next_low: 1 << 20,
+                hosts: vec![Host {
+                    name: "main".into(),
+                    state: HostState::Running,
+                    wake: Wake::Ok,
+                }],
+                turn: Some(0),
+                groups: Vec::new(),
+                endless: Vec::new(),
+                next_serial: 0,
+                copy_ready: BTreeMap::new(),
+                disabled: BTreeSet::new(),
+                steps: 0,
+            }),
+            cv: Condvar::new(),
+            clock: Arc::new(VirtualClock::new()),
+        }
+    }
+
+    /// The calling thread's host index on this device, if it is a registered host thread.
+    pub(crate) fn current_host(&self, dev: &DeviceShared) -> Option<usize> {
+        registered_host(dev.id)
+    }
+
+    /// Registers a new host thread (not yet running); returns its index.
+    pub(crate) fn add_host(&self, name: &str) -> usize {
+        let mut st = lock(&self.st);
+        st.hosts.push(Host {
+            name: name.to_string(),
+            state: HostState::Ready,
+            wake: Wake::Ok,
+        });
+        st.hosts.len() - 1
+    }
+
+    /// Called first thing by a spawned host thread: registers it and waits for its turn.
+    pub(crate) fn enter_host(&self, dev: &DeviceShared, me: usize) {
+        register_current(dev.id, me);
+        if let Some(name) = lock(&self.st).hosts.get(me).map(|h| h.name.clone()) {
+            crate::host::set_current_name(&name);
+        }
+        let mut st = lock(&self.st);
+        while st.turn != Some(me) {
+            st = condvar_wait_until(&self.cv, st, None);
+        }
+    }
+
+    /// Steps taken so far.
+    pub(crate) fn steps(&self) -> u64 {
+        lock(&self.st).steps
+    }
+
+    /// A scheduling point of host `me`: it yields, blocks on a condition, sleeps or finishes;
+    /// returns when it is picked again, with how its wait ended (`Done` hands the turn on and
+    /// returns at once).
+    pub(crate) fn schedule(&self, dev: &DeviceShared, me: usize, y: Yield) -> Wake {
+        let mut st = lock(&self.st);
+        if st.turn != Some(me) || me >= st.hosts.len() {
+            // Not our turn (a thread outside the model): run unscheduled.
+            return Wake::Ok;
+        }
+        let done = matches!(y, Yield::Done);
+        st.hosts[me].state = match y {
+            Yield::Yield => HostState::Ready,
+            Yield::Block(c) => HostState::Blocked(c),
+            Yield::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
+            Yield::Done => HostState::Done,
+        };
+        st.hosts[me].wake = Wake::Ok;
+        loop {
+            match self.pick(dev, &mut st) {
+                Pick::Host(h) if h == me => {
+                    st.hosts[me].state = HostState::Running;
+                    return st.hosts[me].wake;
+                }
+                Pick::Host(h) => {
+                    st.turn = Some(h);
+                    st.hosts[h].state = HostState::Running;
+                    self.cv.notify_all();
+                    if done {
+                        return Wake::Ok;
+                    }
+                    while st.turn != Some(me) {
+                        st = condvar_wait_until(&self.cv, st, None);
+                    }
+                    return st.hosts[me].wake;
+                }
+                Pick::Progressed => continue,
+                Pick::Nothing => {
+                    // Every host is done: nothing will ever run again.
+                    st.turn = None;
+                    self.cv.notify_all();
+                    return Wake::Ok;
+                }
+            }
+        }
+    }
+
+    fn host_enabled(&self, dev: &DeviceShared, st: &State, h: usize) -> Option<(u64, Wake)> {
+        let now = self.clock.now_ns();
+        match &st.hosts[h].state {
+            HostState::Ready => Some((now, st.hosts[h].wake)),
+            HostState::Sleeping(until) => Some((*until, Wake::Ok)),
+            HostState::Blocked(c) => {
+                if dev.is_removed() {
+                    return Some((now, Wake::Removed));
+                }
+                let holds = match c {
+                    Cond::Fence(f, v) => f.completed_value() >= *v,
+                    Cond::Multi(fs, any) => {
+                        if *any {
+                            fs.iter().any(|(f, v)| f.completed_value() >= *v)
+                        } else {
+                            fs.iter().all(|(f, v)| f.completed_value() >= *v)
+                        }
+                    }
+                    Cond::Memory {
+                        buffer,
+                        offset,
+                        width,
+                        cmp,
+                        reference,
+                        mask,
+                    } => {
+                        let v = match width {
+                            Width::W32 => buffer.load32(*offset).map_or(0, u64::from),
+                            Width::W64 => buffer.load64(*offset).unwrap_or(0),
+                        };
+                        cmp.holds(v, *mask, *reference)
+                    }
+                    Cond::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
+                    Cond::HostDone(o) => matches!(
+                        st.hosts.get(*o).map(|x| &x.state),
+                        Some(HostState::Done) | None
+                    ),
+                    Cond::Settled(me) => {
+                        st.hosts
+                            .iter()
+                            .enumerate()
+                            .all(|(i, x)| i == *me || matches!(x.state, HostState::Done))
+                            && dev.live_queues().iter().all(|q| lock(&q.engine).is_idle())
+                    }
+                };
+                holds.then_some((now, Wake::Ok))
+            }
+            HostState::Running | HostState::Done => None,
+        }
+    }
+
+    /// Collects the enabled actions, picks one, performs engine actions; returns what happened.
+    fn pick(&self, dev: &DeviceShared, st: &mut MutexGuard<'_, State>) -> Pick {
+        loop {
+            let mut enabled: Vec<(Actor, u64, Wake)> = Vec::new();
+            for h in 0..st.hosts.len() {
+                if let Some((ready, wake)) = self.host_enabled(dev, st, h) {
+                    enabled.push((Actor::Host(h), ready, wake));
+                }
+            }
+            let now = self.clock.now_ns();
+            let queues = dev.live_queues();
+            let mut any_work = false;
+            if !dev.is_removed() {
+                for q in &queues {
+                    let e = lock(&q.engine);
+                    if e.is_idle() {
+                        continue;
+                    }
+                    any_work = true;
+                    let id = q.id;
+                    if q.kind.has_pfp() && !st.disabled.contains(&Actor::Pfp(id)) {
+                        enabled.push((Actor::Pfp(id), now, Wake::Ok));
+                    }
+                    if !st.disabled.contains(&Actor::Me(id)) {
+                        let ready = if e.copy_pending().is_some() {
+                            st.copy_ready.get(&id).copied().unwrap_or(now)
+                        } else {
+                            now
+                        };
+                        enabled.push((Actor::Me(id), ready, Wake::Ok));
+                    }
+                    if e.retire_ready() {
+                        enabled.push((Actor::Retire(id), now, Wake::Ok));
+                    }
+                }
+                for g in &st.groups {
+                    enabled.push((Actor::Group(g.serial), g.ready, Wake::Ok));
+                }
+                for x in &st.endless {
+                    enabled.push((Actor::Endless(x.serial), x.ready, Wake::Ok));
+                }
+            }
+            if enabled.is_empty() {
+                if any_work && !dev.is_removed() {
+                    // D6: nothing can run while an engine has work: a hang, at once.
+                    dev.remove(RemovalReason::Hung);
+                    continue;
+                }
+                let mut released = false;
+                for h in st.hosts.iter_mut() {
+                    if matches!(h.state, HostState::Blocked(_)) {
+                        h.state = HostState::Ready;
+                        h.wake = if dev.is_removed() {
+                            Wake::Removed
+                        } else {
+                            Wake::TimedOut
+                        };
+                        released = true;
+                    }
+                }
+                if released {
+                    continue;
+                }
+                return Pick::Nothing;
+            }
+            let choice = self.choose(st, &enabled);
+            let (actor, ready, wake) = enabled[choice];
+            st.steps += 1;
+            self.clock.advance_to(ready);
+            match actor {
+                Actor::Host(h) => {
+                    st.hosts[h].wake = wake;
+                    st.disabled.clear();
+                    return Pick::Host(h);
+                }
+                Actor::Pfp(id) | Actor::Me(id) => {
+                    let stage = if matches!(actor, Actor::Pfp(_)) {
+                        Stage::Pfp
+                    } else {
+                        Stage::Me
+                    };
+                    let Some(q) = queues.iter().find(|q| q.id == id) else {
+                        continue;
+                    };
+                    let ctx = EngineCtx::new(dev);
+                    let (step, launches, copy) = {
+                        let mut e = lock(&q.engine);
+                        let step = e.step(stage, &ctx);
+                        (step, e.take_launches(), e.copy_pending())
+                    };
+                    match step {
+                        Step::Progressed => {
+                            st.disabled.clear();
+                            if stage == Stage::Me {
+                                match copy {
+                                    Some(bytes) if !st.copy_ready.contains_key(&id) => {
+                                        let cost = bytes.div_ceil(1024) * COPY_NS_PER_KIB;
+                                        st.copy_ready.insert(id, self.clock.now_ns() + cost);
+                                    }
+                                    Some(_) => {}
+                                    None => {
+                                        st.copy_ready.remove(&id);
+                                    }
+                                }
+                            }
+                        }
+                        Step::Blocked(_) | Step::Idle => {
+                            st.disabled.insert(actor);
+                        }
+                        Step::Faulted(f) => {
+                            let reason = crate::driver::threaded::fault_reason(&f);
+                            dev.remove_with_fault(reason, Some((id, f)));
+                        }
+                    }
+                    let watchdog = dev.desc.watchdog_timeout.as_nanos() as u64;
+                    for l in launches {
+                        let cost = l.kernel.group_cost_ns();
+                        for g in 0..l.groups {
+                            let serial = st.next_serial;
+                            st.next_serial += 1;
+                            if cost > watchdog {
+                                // D6: an endless kernel; its removal is ready at launch + timeout.
+                                if g == 0 {
+                                    st.endless.push(Endless {
+                                        serial,
+                                        queue: id,
+                                        ready: self.clock.now_ns().saturating_add(watchdog),
+                                        fault: Fault::EndlessKernel {
+                                            site: l.site,
+                                            op: l.op,
+                                            kernel: l.kernel.name().to_string(),
+                                            group: 0,
+                                        },
+                                    });
+                                }
+                                continue;
+                            }
+                            st.groups.push(Group {
+                                serial,
+                                queue: id,
+                                index: l.index,
+                                kernel: l.kernel.clone(),
+                                group: g,
+                                ready: self.clock.now_ns().saturating_add(cost),
+                                site: l.site,
+                                op: l.op,
+                            });
+                        }
+                    }
+                    return Pick::Progressed;
+                }
+                Actor::Retire(id) => {
+                    if let Some(q) = queues.iter().find(|q| q.id == id) {
+                        let ctx = EngineCtx::new(dev);
+                        let step = lock(&q.engine).retire(&ctx);
+                        if let Step::Faulted(f) = step {
+                            let reason = crate::driver::threaded::fault_reason(&f);
+                            dev.remove_with_fault(reason, Some((id, f)));
+                        }
+                        st.disabled.clear();
+                    }
+                    return Pick::Progressed;
+                }
+                Actor::Group(serial) => {
+                    let Some(pos) = st.groups.iter().position(|g| g.serial == serial) else {
+                        continue;
+                    };
+                    let g = st.groups.remove(pos);
+                    match run_groups(&g.kernel, dev, g.group..g.group + 1, false) {
+                        Ok(()) => {
+                            match g.kernel.write_range(g.group..g.group + 1) {
+                                Some((s, e)) => dev.watches.notify_range(s, e),
+                                None => dev.watches.notify_all(),
+                            }
+                            if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
+                                lock(&q.engine).groups_done(g.index, 1);
+                            }
+                        }
+                        Err(kf) => {
+                            let f = Fault::PageFault {
+                                address: kf.address,
+                                access: kf.access,
+                                site: g.site,
+                                op: g.op,
+                                why: kf.why,
+                            };
+                            dev.remove_with_fault(RemovalReason::PageFault, Some((g.queue, f)));
+                        }
+                    }
+                    st.disabled.clear();
+                    return Pick::Progressed;
+                }
+                Actor::Endless(serial) => {
+                    if let Some(pos) = st.endless.iter().position(|x| x.serial == serial) {
+                        let x = st.endless.remove(pos);
+                        dev.remove_with_fault(RemovalReason::Hung, Some((x.queue, x.fault)));
+                    }
+                    st.disabled.clear();
+                    return Pick::Progressed;
+                }
+            }
+        }
+    }
+
+    fn choose(&self, st: &mut MutexGuard<'_, State>, enabled: &[(Actor, u64, Wake)]) -> usize {
+        match st.strategy {
+            Strategy::Random => st.rng.below(enabled.len() as u64) as usize,
+            Strategy::Pct { .. } => {
+                let mut best = 0;
+                let mut best_p = 0;
+                for (i, (a, _, _)) in enabled.iter().enumerate() {
+                    let p = match st.priorities.get(a) {
+                        Some(p) => *p,
+                        None => {
+                            let p = (1 << 21) + st.rng.below(1 << 40);
+                            st.priorities.insert(*a, p);
+                            p
+                        }
+                    };
+                    if p > best_p {
+                        best_p = p;
+                        best = i;
+                    }
+                }
+                let step = st.steps;
+                if st.change_points.contains(&step) {
+                    let low = st.next_low;
+                    st.next_low = st.next_low.saturating_sub(1);
+                    let a = enabled[best].0;
+                    st.priorities.insert(a, low);
+                }
+                best
+            }
+        }
+    }
+}
+
+enum Pick {
+    Host(usize),
+    Progressed,
+    Nothing,
+}

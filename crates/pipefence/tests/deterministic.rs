@@ -1,0 +1,164 @@
+//! The deterministic driver (D4, D6): seeded schedules, exact hangs, replay.
+
+use pipefence::explore::{deterministic_desc, explore};
+use pipefence::*;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(10);
+
+#[test]
+fn d4_async_compute_runs_and_replays_identically() {
+    let body = |d: &Device| -> Result<(u64, u64)> {
+        let data = d.create_buffer(&BufferDesc::new(16384, Heap::DeviceLocal).named("data"))?;
+        let flags = d.create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))?;
+        let done = d.create_named_fence("done", 0)?;
+        let gfx = d.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
+        let asy = d.create_queue(&QueueDesc::new(QueueKind::Compute, "async"))?;
+        let mut produce = d.create_command_list(QueueKind::Direct, "produce")?;
+        produce
+            .dispatch(&Kernel::fill(data.gpu_address(), 7), 64)
+            .write_value64_bottom_of_pipe(
+                flags.address(0),
+                1,
+                Flush::L2_WRITEBACK,
+                WriteSource::Value,
+            )
+            .write_value64_bottom_of_pipe(
+                flags.address(16),
+                0,
+                Flush::NONE,
+                WriteSource::GpuTimestamp,
+            );
+        produce.close()?;
+        let mut consume = d.create_command_list(QueueKind::Compute, "consume")?;
+        consume
+            .wait_value64(
+                flags.address(0),
+                Comparison::GreaterEqual,
+                1,
+                u64::MAX,
+                WaitEngine::Pfp,
+            )
+            .dispatch(&Kernel::sum(flags.address(8), data.gpu_address()), 64);
+        consume.close()?;
+        gfx.execute_command_lists(&[&produce])?;
+        asy.execute_command_lists(&[&consume])?;
+        asy.signal(&done, 1)?;
+        done.wait(1, T)?;
+        Ok((flags.read_u64(8)?, flags.read_u64(16)?))
+    };
+    let runs = explore(&DeviceDesc::default(), 0..50, body).unwrap();
+    for r in &runs {
+        let (sum, _) = r.value.as_ref().unwrap();
+        assert_eq!(*sum, 28672, "seed {}", r.seed);
+        assert!(r.removal.is_none());
+    }
+    // Same seed, same result (timestamps are virtual).
+    let again = explore(&DeviceDesc::default(), 0..50, body).unwrap();
+    for (a, b) in runs.iter().zip(&again) {
+        assert_eq!(
+            a.value.as_ref().unwrap(),
+            b.value.as_ref().unwrap(),
+            "seed {}",
+            a.seed
+        );
+        assert_eq!(a.virtual_ns, b.virtual_ns);
+    }
+    let stamps: std::collections::BTreeSet<u64> =
+        runs.iter().map(|r| r.value.as_ref().unwrap().1).collect();
+    assert!(stamps.len() > 1, "schedules differ in timing");
+}
+
+#[test]
+fn d6_deadlock_detected_at_once_with_same_report() {
+    let runs = explore(&DeviceDesc::default(), 0..10, |d| -> Result<()> {
+        let a = d.create_named_fence("a", 0)?;
+        let b = d.create_named_fence("b", 0)?;
+        let q1 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q1"))?;
+        let q2 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q2"))?;
+        q1.wait(&b, 1)?;
+        q1.signal(&a, 1)?;
+        q2.wait(&a, 1)?;
+        q2.signal(&b, 1)?;
+        a.wait(1, T)
+    })
+    .unwrap();
+    for r in runs {
+        assert!(r.value.unwrap_err().is_device_removed());
+        let rep = r.removal.unwrap();
+        assert_eq!(rep.classification, Some(Classification::Deadlock));
+        assert_eq!(rep.cycle, vec!["q1", "q2"]);
+        assert_eq!(rep.queues[0].waiting_for.as_deref(), Some("fence b >= 1"));
+    }
+}
+
+#[test]
+fn d4_host_threads_are_scheduled_and_host_waits_never_time_out() {
+    let runs = explore(&DeviceDesc::default(), 0..30, |d| -> Result<u32> {
+        let m = d.create_buffer(&BufferDesc::new(64, Heap::Shared).named("m"))?;
+        let q = d.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
+        let mut l = d.create_command_list(QueueKind::Direct, "l")?;
+        l.write_value32_bottom_of_pipe(m.address(0), 1, Flush::L2_WRITEBACK, WriteSource::Value)
+            .wait_value32(m.address(4), Comparison::Equal, 7, u32::MAX, WaitEngine::Me)
+            .write_value32_top_of_pipe(m.address(8), 9, WriteSource::Value);
+        l.close()?;
+        let m2 = m.clone();
+        let dev = d.clone();
+        let h = host::spawn(d, "responder", move || -> Result<()> {
+            // A virtual-time sleep far longer than any timeout: host waits never time out.
+            host::sleep(&dev, Duration::from_secs(100));
+            m2.wait_u32(0, Comparison::Equal, 1, u32::MAX, Duration::from_millis(1))?;
+            m2.write_u32(4, 7)
+        })
+        .unwrap();
+        q.execute_command_lists(&[&l])?;
+        m.wait_u32(8, Comparison::Equal, 9, u32::MAX, Duration::from_millis(1))?;
+        h.join().unwrap()?;
+        m.read_u32(8)
+    })
+    .unwrap();
+    for r in runs {
+        assert_eq!(r.value.unwrap(), 9, "seed {}", r.seed);
+        assert!(r.virtual_ns >= 100_000_000_000);
+    }
+}
+
+#[test]
+fn d6_blocked_host_wait_with_no_engine_work_times_out() {
+    let d = Device::new(deterministic_desc(&DeviceDesc::default(), 3)).unwrap();
+    let f = d.create_fence(0).unwrap();
+    let e = f.wait(1, T).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(!d.is_removed());
+}
+
+#[test]
+fn d6_endless_kernel_removed_at_launch_plus_timeout() {
+    let runs = explore(
+        &DeviceDesc {
+            watchdog_timeout: Duration::from_millis(50),
+            ..DeviceDesc::default()
+        },
+        0..5,
+        |d| -> Result<u64> {
+            let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
+            let mut l = d.create_command_list(QueueKind::Compute, "l")?;
+            l.dispatch(&Kernel::spin(10_000_000_000), 1);
+            l.close()?;
+            q.execute_command_lists(&[&l])?;
+            let _ = d.wait_idle(T);
+            Ok(0)
+        },
+    )
+    .unwrap();
+    for r in runs {
+        let rep = r.removal.unwrap();
+        assert_eq!(rep.classification, Some(Classification::EndlessKernel));
+        // Removed exactly at launch + 50 ms of virtual time.
+        assert!(
+            r.virtual_ns >= 50_000_000 && r.virtual_ns < 60_000_000,
+            "{}",
+            r.virtual_ns
+        );
+    }
+}
