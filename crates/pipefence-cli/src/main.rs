@@ -3,6 +3,7 @@
 //! command line, 3 device removed unexpectedly.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use pipefence_scenario::check::{check, CheckOptions};
 use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions, Status};
 use pipefence_scenario::{parse, render_diagnostics};
 use std::io::Write;
@@ -101,8 +102,8 @@ fn main() -> ExitCode {
             if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
-            if strict || driver == Driver::Deterministic {
-                return usage_error("the deterministic driver and --strict are not available yet");
+            if strict {
+                return usage_error("--strict (strict mode) is not available yet");
             }
             if validate {
                 return usage_error("--validate (hazard detection) is not available yet");
@@ -110,15 +111,36 @@ fn main() -> ExitCode {
             if trace.is_some() || timeline.is_some() {
                 return usage_error("--trace and --timeline are not available yet");
             }
-            run_command(&file, json, seed)
+            let driver = match driver {
+                Driver::Threaded => DriverKind::Threaded,
+                Driver::Deterministic => DriverKind::Deterministic,
+            };
+            run_command(&file, json, seed, driver)
         }
-        Command::Check { .. } => {
-            usage_error("`pipefence check` (schedule exploration) is not available yet")
+        Command::Check {
+            file,
+            schedules,
+            seed,
+            strict,
+            json,
+        } => {
+            if strict {
+                return usage_error("--strict (strict mode) is not available yet");
+            }
+            if schedules == 0 {
+                return usage_error("--schedules must be at least 1");
+            }
+            check_command(&file, json, schedules, seed)
         }
     }
 }
 
-fn run_command(file: &std::path::Path, json: bool, seed: u64) -> ExitCode {
+/// Reads and parses a scenario; on failure prints the diagnostics (and the JSON error object
+/// with `--json`) and returns the exit code.
+fn load(
+    file: &std::path::Path,
+    json: bool,
+) -> Result<(String, pipefence_scenario::plan::Scenario), ExitCode> {
     let name = file.display().to_string();
     let source = match std::fs::read_to_string(file) {
         Ok(s) => s,
@@ -131,11 +153,11 @@ fn run_command(file: &std::path::Path, json: bool, seed: u64) -> ExitCode {
                 });
                 println!("{v}");
             }
-            return usage_error(&format!("{name}: cannot read: {e}"));
+            return Err(usage_error(&format!("{name}: cannot read: {e}")));
         }
     };
-    let scenario = match parse(&name, &source) {
-        Ok(s) => s,
+    match parse(&name, &source) {
+        Ok(s) => Ok((name, s)),
         Err(diags) => {
             eprint!("{}", render_diagnostics(&name, &source, &diags));
             if json {
@@ -154,11 +176,71 @@ fn run_command(file: &std::path::Path, json: bool, seed: u64) -> ExitCode {
                     serde_json::json!({"version": 1, "status": "invalid", "errors": errors})
                 );
             }
-            return ExitCode::from(2);
+            Err(ExitCode::from(2))
         }
+    }
+}
+
+fn check_command(file: &std::path::Path, json: bool, schedules: u64, seed: u64) -> ExitCode {
+    let (name, scenario) = match load(file, json) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let opts = CheckOptions {
+        schedules,
+        seed,
+        strict: false,
+    };
+    let mut last = std::time::Instant::now();
+    let report = check(&scenario, &opts, |p| {
+        if last.elapsed() >= std::time::Duration::from_millis(500) || p.done == p.total {
+            last = std::time::Instant::now();
+            eprint!(
+                "\r{name}: {}/{} schedules, {:.0}/s, {} failing  ",
+                p.done, p.total, p.per_second, p.failures
+            );
+            if p.done == p.total {
+                eprintln!();
+            }
+        }
+    });
+    let mut summary = format!(
+        "{name}: {} schedules (seeds {}..{}), {} distinct outcomes, {} failing, in {:.1} ms\n",
+        report.schedules,
+        seed,
+        seed.wrapping_add(schedules),
+        report.outcomes,
+        report.failures.len(),
+        report.elapsed_ns as f64 / 1e6
+    );
+    for f in &report.failures {
+        summary += &format!(
+            "  seed {} ({:?}, exit {}): replay with `pipefence run {name} --driver deterministic --seed {}`\n",
+            f.seed, f.status, f.exit, f.seed
+        );
+        for w in &f.what {
+            summary += &format!("      {w}\n");
+        }
+    }
+    if json {
+        eprint!("{summary}");
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return usage_error(&format!("cannot serialize the report: {e}")),
+        }
+    } else {
+        print!("{summary}");
+    }
+    ExitCode::from(report.exit_code() as u8)
+}
+
+fn run_command(file: &std::path::Path, json: bool, seed: u64, driver: DriverKind) -> ExitCode {
+    let (name, scenario) = match load(file, json) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let opts = RunOptions {
-        driver: DriverKind::Threaded,
+        driver,
         seed,
         ..RunOptions::default()
     };

@@ -8,6 +8,7 @@
 //! The crate is a thin layer over the library's public API: everything a scenario does, a Rust
 //! program can do with `pipefence` directly. It prints nothing (the binary does).
 
+pub mod check;
 pub mod parse;
 pub mod plan;
 pub mod run;

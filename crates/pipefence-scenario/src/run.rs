@@ -16,7 +16,7 @@ use pipefence::{
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -219,8 +219,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
-struct Ctx<'s> {
-    sc: &'s Scenario,
+struct Ctx {
+    sc: Arc<Scenario>,
     device: Device,
     buffers: Vec<Buffer>,
     fences: Vec<Fence>,
@@ -235,7 +235,7 @@ struct Ctx<'s> {
     /// line -> result.
     expectations: Mutex<BTreeMap<usize, ExpectationResult>>,
     errors: Mutex<Vec<HostError>>,
-    /// Host thread states, main first.
+    /// Host thread states, main first (threaded driver's hang monitor).
     states: Vec<AtomicU8>,
 }
 
@@ -347,7 +347,7 @@ fn collect_expectations(sc: &Scenario) -> BTreeMap<usize, ExpectationResult> {
     m
 }
 
-fn record(l: &mut CommandList, sc: &Scenario, buffers: &[Buffer], cmd: &ListCommand) {
+fn record(l: &mut CommandList, buffers: &[Buffer], cmd: &ListCommand) {
     let a = |x: Addr| buffers[x.buffer].address(x.offset);
     let kernel = |k: &KernelDecl| match k {
         KernelDecl::Fill { dst, value } => Kernel::fill(a(*dst), *value),
@@ -355,7 +355,6 @@ fn record(l: &mut CommandList, sc: &Scenario, buffers: &[Buffer], cmd: &ListComm
         KernelDecl::Sum { dst, src } => Kernel::sum(a(*dst), a(*src)),
         KernelDecl::Spin { ns } => Kernel::spin(*ns),
     };
-    let _ = sc;
     match cmd {
         ListCommand::WaitValue {
             addr,
@@ -406,36 +405,35 @@ fn record(l: &mut CommandList, sc: &Scenario, buffers: &[Buffer], cmd: &ListComm
     };
 }
 
-/// Runs a validated scenario. Only the threaded driver exists yet; the caller rejects the other
-/// options before calling.
-pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
+/// Runs a validated scenario on the driver `opts` selects (strict mode and validation are not
+/// built yet; the caller rejects them). On the deterministic driver the run is a pure function
+/// of the scenario and the seed, and `elapsed_ns` is virtual time.
+pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     let start = Instant::now();
+    let sc = Arc::new(sc.clone());
     let mut setup_errors = Vec::new();
-    let desc = DeviceDesc {
+    let base = DeviceDesc {
         watchdog_timeout: Duration::from_millis(sc.device.tdr_ms.max(1)),
         workers: sc.device.workers.unwrap_or(0),
         fifo_depth: sc.device.fifo_depth,
         timestamp_frequency: sc.device.timestamp_hz,
         ..DeviceDesc::default()
     };
+    let deterministic = opts.driver == DriverKind::Deterministic;
+    let desc = if deterministic {
+        pipefence::explore::deterministic_desc(&base, opts.seed)
+    } else {
+        base
+    };
     let device = match Device::new(desc) {
         Ok(d) => d,
         Err(e) => {
-            return Outcome {
-                version: 1,
-                status: Status::Failed,
-                expectations: collect_expectations(sc).into_values().collect(),
-                fences: BTreeMap::new(),
-                hazards: Vec::new(),
-                removed: None,
-                elapsed_ns: start.elapsed().as_nanos() as u64,
-                host_errors: vec![HostError {
-                    host: "main".into(),
-                    line: 1,
-                    message: format!("device: {e}"),
-                }],
-                queues: Vec::new(),
-            }
+            return early_failure(
+                &sc,
+                start,
+                Pos { line: 1, column: 1 },
+                format!("device: {e}"),
+            )
         }
     };
     let mut buffers = Vec::new();
@@ -451,7 +449,7 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
                 // Keep indices aligned with a minimal stand-in.
                 match device.create_buffer(&BufferDesc::new(4, b.heap).named(&b.name)) {
                     Ok(buf) => buffers.push(buf),
-                    Err(_) => return early_failure(sc, start, b.pos, e.to_string()),
+                    Err(_) => return early_failure(&sc, start, b.pos, e.to_string()),
                 }
             }
         }
@@ -460,14 +458,14 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
     for f in &sc.fences {
         match device.create_named_fence(&f.name, f.initial) {
             Ok(x) => fences.push(x),
-            Err(e) => return early_failure(sc, start, f.pos, e.to_string()),
+            Err(e) => return early_failure(&sc, start, f.pos, e.to_string()),
         }
     }
     let mut queues = Vec::new();
     for q in &sc.queues {
         match device.create_queue(&QueueDesc::new(q.kind, &q.name)) {
             Ok(x) => queues.push(x),
-            Err(e) => return early_failure(sc, start, q.pos, e.to_string()),
+            Err(e) => return early_failure(&sc, start, q.pos, e.to_string()),
         }
     }
     let mut lists = Vec::new();
@@ -475,10 +473,10 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
     for l in &sc.lists {
         let mut cl = match device.create_command_list(l.kind, &l.name) {
             Ok(x) => x,
-            Err(e) => return early_failure(sc, start, l.pos, e.to_string()),
+            Err(e) => return early_failure(&sc, start, l.pos, e.to_string()),
         };
         for c in &l.commands {
-            record(&mut cl, sc, &buffers, &c.cmd);
+            record(&mut cl, &buffers, &c.cmd);
         }
         if let Err(e) = cl.close() {
             setup_errors.push((l.pos, e.to_string()));
@@ -486,8 +484,8 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
         list_index.insert(cl.id(), lists.len());
         lists.push(cl);
     }
-    let ctx = Ctx {
-        sc,
+    let ctx = Arc::new(Ctx {
+        sc: sc.clone(),
         device: device.clone(),
         buffers,
         fences,
@@ -496,7 +494,7 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
         submissions: Mutex::new(HashMap::new()),
         host_writes: Mutex::new(HashMap::new()),
         host_signals: Mutex::new(HashMap::new()),
-        expectations: Mutex::new(collect_expectations(sc)),
+        expectations: Mutex::new(collect_expectations(&sc)),
         errors: Mutex::new(
             setup_errors
                 .into_iter()
@@ -510,27 +508,40 @@ pub fn run(sc: &Scenario, _opts: &RunOptions) -> Outcome {
         states: (0..=sc.hosts.len())
             .map(|_| AtomicU8::new(RUNNING))
             .collect(),
-    };
-    let finished = AtomicBool::new(false);
-    thread::scope(|s| {
-        let monitor = s.spawn(|| monitor(&ctx, &finished));
-        pipefence::host::set_current_name("main");
-        let mut handles = Vec::new();
-        run_actions(&ctx, s, 0, "main", &sc.main, &mut handles);
-        // The main program ended: wait for the host threads, then for the queues (the monitor
-        // declares a hang if nothing progresses).
-        ctx.states[0].store(BLOCKED, Ordering::SeqCst);
-        for h in handles {
-            let _ = h.join();
-        }
-        if !device.is_removed() {
+    });
+    let finished = Arc::new(AtomicBool::new(false));
+    let monitor_handle = (!deterministic).then(|| {
+        let (c, f) = (ctx.clone(), finished.clone());
+        thread::spawn(move || monitor(&c, &f))
+    });
+    pipefence::host::set_current_name("main");
+    let mut handles = Vec::new();
+    run_actions(&ctx, 0, "main", &sc.main, &mut handles);
+    // The main program ended: wait for the host threads, then for the queues (a hang is
+    // detected as usual: by the monitor, or at once on the deterministic driver).
+    ctx.states[0].store(BLOCKED, Ordering::SeqCst);
+    for h in handles {
+        let _ = h.join();
+    }
+    if !device.is_removed() {
+        if deterministic {
+            device.settle(Duration::from_secs(24 * 3600));
+        } else {
             let _ = device.wait_idle(Duration::from_secs(24 * 3600));
         }
-        ctx.states[0].store(DONE, Ordering::SeqCst);
-        finished.store(true, Ordering::SeqCst);
-        let _ = monitor.join();
-    });
-    finish(&ctx, &list_index, start)
+    }
+    ctx.states[0].store(DONE, Ordering::SeqCst);
+    finished.store(true, Ordering::SeqCst);
+    if let Some(m) = monitor_handle {
+        m.thread().unpark();
+        let _ = m.join();
+    }
+    let elapsed = if deterministic {
+        device.clock_ns().saturating_sub(1_000_000_000)
+    } else {
+        start.elapsed().as_nanos() as u64
+    };
+    finish(&ctx, &list_index, elapsed)
 }
 
 fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Outcome {
@@ -553,11 +564,11 @@ fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Ou
 
 /// Declares a hang when every host thread has ended or is blocked on the device, some engine
 /// has work left, and nothing progressed for the watchdog timeout (D6).
-fn monitor(ctx: &Ctx<'_>, finished: &AtomicBool) {
+fn monitor(ctx: &Ctx, finished: &AtomicBool) {
     let tdr = Duration::from_millis(ctx.sc.device.tdr_ms.max(1));
     let mut last = (ctx.device.progress(), Instant::now());
     while !finished.load(Ordering::SeqCst) && !ctx.device.is_removed() {
-        thread::sleep(
+        thread::park_timeout(
             Duration::from_millis(10)
                 .min(tdr / 4)
                 .max(Duration::from_millis(1)),
@@ -578,13 +589,12 @@ fn monitor(ctx: &Ctx<'_>, finished: &AtomicBool) {
     }
 }
 
-fn run_actions<'scope, 'env>(
-    ctx: &'env Ctx<'env>,
-    s: &'scope thread::Scope<'scope, 'env>,
+fn run_actions(
+    ctx: &Arc<Ctx>,
     me: usize,
     host: &str,
-    actions: &'env [Action],
-    handles: &mut Vec<thread::ScopedJoinHandle<'scope, ()>>,
+    actions: &[Action],
+    handles: &mut Vec<pipefence::host::HostHandle<()>>,
 ) {
     for a in actions {
         if ctx.device.is_removed() {
@@ -593,14 +603,14 @@ fn run_actions<'scope, 'env>(
         if let ActionKind::StartHost(h) = a.kind {
             let decl = &ctx.sc.hosts[h];
             let name = decl.name.clone();
-            let handle = thread::Builder::new()
-                .name(format!("host {name}"))
-                .spawn_scoped(s, move || {
-                    pipefence::host::set_current_name(&name);
-                    let mut none = Vec::new();
-                    run_actions(ctx, s, h + 1, &name, &decl.actions, &mut none);
-                    ctx.states[h + 1].store(DONE, Ordering::SeqCst);
-                });
+            let c = ctx.clone();
+            let handle = pipefence::host::spawn(&ctx.device, &name, move || {
+                let actions = c.sc.hosts[h].actions.clone();
+                let name = c.sc.hosts[h].name.clone();
+                let mut none = Vec::new();
+                run_actions(&c, h + 1, &name, &actions, &mut none);
+                c.states[h + 1].store(DONE, Ordering::SeqCst);
+            });
             match handle {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -627,7 +637,7 @@ fn run_actions<'scope, 'env>(
     }
 }
 
-fn blocking<T>(ctx: &Ctx<'_>, me: usize, f: impl FnOnce() -> T) -> T {
+fn blocking<T>(ctx: &Ctx, me: usize, f: impl FnOnce() -> T) -> T {
     ctx.states[me].store(BLOCKED, Ordering::SeqCst);
     let r = f();
     ctx.states[me].store(RUNNING, Ordering::SeqCst);
@@ -660,8 +670,8 @@ fn eval(check: &Check, v: u64, width: Width, other: impl Fn(Addr) -> u64) -> boo
     }
 }
 
-fn act(ctx: &Ctx<'_>, me: usize, host: &str, a: &Action) -> Result<(), String> {
-    let sc = ctx.sc;
+fn act(ctx: &Ctx, me: usize, host: &str, a: &Action) -> Result<(), String> {
+    let sc = &*ctx.sc;
     let line = a.pos.line;
     let removed_ok = |e: pipefence::Error| -> Result<(), String> {
         if e.is_device_removed() {
@@ -759,7 +769,7 @@ fn act(ctx: &Ctx<'_>, me: usize, host: &str, a: &Action) -> Result<(), String> {
             })
             .map_err(|e| e.to_string())?;
         }
-        ActionKind::Sleep { ms } => thread::sleep(Duration::from_millis(*ms)),
+        ActionKind::Sleep { ms } => pipefence::host::sleep(&ctx.device, Duration::from_millis(*ms)),
         ActionKind::WaitIdle { timeout_ms } => {
             blocking(ctx, me, || {
                 ctx.device.wait_idle(Duration::from_millis(*timeout_ms))
@@ -816,7 +826,7 @@ fn act(ctx: &Ctx<'_>, me: usize, host: &str, a: &Action) -> Result<(), String> {
     Ok(())
 }
 
-fn set_expectation(ctx: &Ctx<'_>, line: usize, failure: Option<String>) {
+fn set_expectation(ctx: &Ctx, line: usize, failure: Option<String>) {
     let mut m = lock(&ctx.expectations);
     if let Some(e) = m.get_mut(&line) {
         e.passed = Some(failure.is_none());
@@ -826,7 +836,7 @@ fn set_expectation(ctx: &Ctx<'_>, line: usize, failure: Option<String>) {
     }
 }
 
-fn site_line(ctx: &Ctx<'_>, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Option<usize> {
+fn site_line(ctx: &Ctx, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Option<usize> {
     match (s.list_id, s.command) {
         (Some(id), Some(c)) => {
             let li = *list_index.get(&id)?;
@@ -842,7 +852,7 @@ fn site_line(ctx: &Ctx<'_>, list_index: &HashMap<u32, usize>, s: &SiteReport) ->
     }
 }
 
-fn site_text(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, s: &SiteReport) -> String {
+fn site_text(ctx: &Ctx, li: &HashMap<u32, usize>, s: &SiteReport) -> String {
     let line = site_line(ctx, li, s)
         .map(|l| format!(", line {l}"))
         .unwrap_or_default();
@@ -852,8 +862,8 @@ fn site_text(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, s: &SiteReport) -> String 
     }
 }
 
-fn finish(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, start: Instant) -> Outcome {
-    let sc = ctx.sc;
+fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
+    let sc = &*ctx.sc;
     let report = ctx.device.removal_report();
     let removed = report.as_ref().map(|r| {
         let queues = r
@@ -979,7 +989,7 @@ fn finish(ctx: &Ctx<'_>, li: &HashMap<u32, usize>, start: Instant) -> Outcome {
         fences,
         hazards: Vec::new(),
         removed,
-        elapsed_ns: start.elapsed().as_nanos() as u64,
+        elapsed_ns,
         host_errors: errors,
         queues,
     }

@@ -500,6 +500,12 @@ impl Device {
             .collect()
     }
 
+    /// The device clock in nanoseconds (virtual on the deterministic driver, where it starts at
+    /// 1 s; real time since creation plus 1 s otherwise).
+    pub fn clock_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
     /// Runs until every other host thread has finished and every queue is idle, or the device
     /// is removed (on the deterministic driver a hang is then detected at once, D6). Returns
     /// whether it settled without removal. On the threaded driver: `wait_idle` with `timeout`.

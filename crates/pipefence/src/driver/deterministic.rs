@@ -314,11 +314,6 @@ impl Scheduler {
         }
     }
 
-    /// Steps taken so far.
-    pub(crate) fn steps(&self) -> u64 {
-        lock(&self.st).steps
-    }
-
     /// A scheduling point of host `me`: it yields, blocks on a condition, sleeps or finishes;
     /// returns when it is picked again, with how its wait ended (`Done` hands the turn on and
     /// returns at once).
