@@ -1,0 +1,276 @@
+//! The real `pipefence` binary on every example and on the race scenarios: exit codes and JSON
+//! fields (SCENARIO.md), schedule exploration and replay (D4, D6).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn pipefence(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipefence"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run pipefence")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+const EXAMPLES: [&str; 6] = [
+    "examples/async-compute.kdl",
+    "examples/ring-buffer.kdl",
+    "examples/cpu-gpu-handshake.kdl",
+    "examples/gpu-timers.kdl",
+    "examples/deadlock.kdl",
+    "examples/missing-writeback.kdl",
+];
+
+#[test]
+fn every_example_passes_on_the_threaded_driver() {
+    for ex in EXAMPLES {
+        let out = pipefence(&["run", ex, "--json"]);
+        let v = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{ex}: {v}");
+        assert_eq!(v["version"], 1);
+        assert_eq!(v["status"], "passed", "{ex}");
+        assert!(v["hazards"].as_array().is_some_and(|h| h.is_empty()));
+        assert!(v["elapsed_ns"].as_u64().is_some());
+        for e in v["expectations"].as_array().unwrap() {
+            assert_eq!(e["passed"], true, "{ex}: {e}");
+            assert!(e["line"].as_u64().unwrap() > 0);
+        }
+    }
+}
+
+#[test]
+fn async_compute_json_fields() {
+    let v = json(&pipefence(&["run", "examples/async-compute.kdl", "--json"]));
+    assert_eq!(v["fences"]["done"], 1);
+    assert_eq!(v["removed"], Value::Null);
+    let e = &v["expectations"][0];
+    assert_eq!(e["detail"], "flags+8 (u64) == 28672");
+}
+
+#[test]
+fn deadlock_example_reports_the_cycle_with_lines() {
+    let out = pipefence(&["run", "examples/deadlock.kdl", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    let r = &v["removed"];
+    assert_eq!(r["reason"], "hung");
+    assert_eq!(r["hresult"], "0x887A0006");
+    assert_eq!(r["classification"], "deadlock");
+    assert_eq!(r["cycle"], serde_json::json!(["q1", "q2"]));
+    let q1 = &r["queues"][0];
+    assert_eq!(q1["queue"], "q1");
+    assert_eq!(q1["op"], "wait");
+    assert_eq!(q1["line"], 11);
+    assert_eq!(q1["list"], Value::Null);
+    assert_eq!(q1["waiting_for"], "fence b >= 1");
+    assert_eq!(q1["current"], 0);
+    assert_eq!(q1["last_writer"], "never written");
+    assert_eq!(r["queues"][1]["line"], 13);
+    // Fences read u64::MAX after removal, as an exact JSON integer.
+    assert_eq!(v["fences"]["a"].as_u64(), Some(u64::MAX));
+}
+
+#[test]
+fn unexpected_removal_exits_3_and_failed_expectation_exits_1() {
+    let dir = std::env::temp_dir().join(format!("pipefence-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hang = dir.join("hang.kdl");
+    std::fs::write(
+        &hang,
+        "device tdr-ms=100\nbuffer m size=64 heap=shared\nqueue q kind=compute\nlist l kind=compute {\n    wait-value32 m cmp=equal reference=1\n}\nexecute q l\n",
+    )
+    .unwrap();
+    let out = pipefence(&["run", hang.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["status"], "removed");
+    assert_eq!(v["removed"]["classification"], "waiting-on-host");
+    assert_eq!(v["removed"]["queues"][0]["line"], 5);
+    assert_eq!(v["removed"]["queues"][0]["list"], "l");
+    assert_eq!(v["removed"]["queues"][0]["command"], 0);
+
+    let fail = dir.join("fail.kdl");
+    std::fs::write(
+        &fail,
+        "buffer m size=64 heap=shared\ncpu-write m value=3\nexpect m equals=4\nexpect m equals=3\n",
+    )
+    .unwrap();
+    let out = pipefence(&["run", fail.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["status"], "failed");
+    assert_eq!(v["expectations"][0]["passed"], false);
+    assert_eq!(v["expectations"][0]["detail"], "m (u32) == 4, got 3");
+    assert_eq!(v["expectations"][1]["passed"], true);
+
+    let timeout = dir.join("timeout.kdl");
+    std::fs::write(
+        &timeout,
+        "fence f\ncpu-wait f 1 timeout-ms=20\nexpect-fence f equals=0\n",
+    )
+    .unwrap();
+    let out = pipefence(&["run", timeout.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["expectations"][0]["passed"], Value::Null, "never reached");
+    assert_eq!(v["host_errors"][0]["line"], 2);
+
+    let invalid = dir.join("invalid.kdl");
+    std::fs::write(&invalid, "buffer m size=64\nfrobnicate m\n").unwrap();
+    let out = pipefence(&["run", invalid.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v = json(&out);
+    assert_eq!(v["status"], "invalid");
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("invalid.kdl:2:1:"), "{msg}");
+    assert_eq!(v["errors"][0]["line"], 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid.kdl:2:1:") && stderr.contains("frobnicate m"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn command_line_errors_exit_2() {
+    assert_eq!(pipefence(&["run"]).status.code(), Some(2));
+    assert_eq!(
+        pipefence(&["run", "no/such/file.kdl"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        pipefence(&[
+            "run",
+            "examples/async-compute.kdl",
+            "--driver",
+            "threaded",
+            "--strict"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(pipefence(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn d4_correct_examples_pass_every_schedule() {
+    for ex in EXAMPLES {
+        let out = pipefence(&["check", ex, "--schedules", "100", "--json"]);
+        let v = json(&out);
+        assert_eq!(out.status.code(), Some(0), "{ex}: {v}");
+        assert_eq!(v["schedules"], 100);
+        assert_eq!(v["failures"].as_array().unwrap().len(), 0, "{ex}");
+        assert!(v["outcomes"].as_u64().unwrap() >= 1);
+    }
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-fixed.kdl",
+        "--schedules",
+        "200",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn d4_race_found_within_200_schedules_and_its_seed_replays() {
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--schedules",
+        "200",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let failures = v["failures"].as_array().unwrap();
+    assert!(!failures.is_empty());
+    assert!(failures.len() < 200, "the race must depend on the schedule");
+    assert!(v["outcomes"].as_u64().unwrap() >= 2);
+    let seed = failures[0]["seed"].as_u64().unwrap();
+    assert_eq!(failures[0]["status"], "failed");
+    assert_eq!(failures[0]["exit"], 1);
+    // Replaying the seed gives the same failure, byte for byte.
+    let replay = |s: u64| {
+        pipefence(&[
+            "run",
+            "tests/scenarios/pfp-indirect-race.kdl",
+            "--driver",
+            "deterministic",
+            "--seed",
+            &s.to_string(),
+            "--json",
+        ])
+    };
+    let a = replay(seed);
+    assert_eq!(a.status.code(), Some(1));
+    let av = json(&a);
+    assert_eq!(av["expectations"], failures[0]["outcome"]["expectations"]);
+    let b = replay(seed);
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn d4_identical_seeds_give_identical_output_for_50_seeds() {
+    for seed in 0..50u64 {
+        let run = || {
+            pipefence(&[
+                "run",
+                "examples/ring-buffer.kdl",
+                "--driver",
+                "deterministic",
+                "--seed",
+                &seed.to_string(),
+                "--json",
+            ])
+            .stdout
+        };
+        let a = run();
+        assert!(!a.is_empty());
+        assert_eq!(a, run(), "seed {seed}");
+    }
+}
+
+#[test]
+fn d6_hang_classification_matches_the_threaded_driver() {
+    for ex in ["examples/deadlock.kdl"] {
+        let threaded = json(&pipefence(&["run", ex, "--json"]));
+        for seed in 0..20u64 {
+            let det = json(&pipefence(&[
+                "run",
+                ex,
+                "--driver",
+                "deterministic",
+                "--seed",
+                &seed.to_string(),
+                "--json",
+            ]));
+            assert_eq!(
+                det["removed"]["classification"],
+                threaded["removed"]["classification"]
+            );
+            assert_eq!(det["removed"]["cycle"], threaded["removed"]["cycle"]);
+            assert_eq!(
+                det["removed"]["queues"], threaded["removed"]["queues"],
+                "seed {seed}"
+            );
+        }
+    }
+}
