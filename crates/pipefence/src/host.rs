@@ -77,7 +77,7 @@ impl Drop for DoneGuard {
             s.schedule(
                 &self.dev,
                 self.idx,
-                crate::driver::deterministic::Yield::Done,
+                crate::driver::deterministic::HostStep::Done,
             );
         }
         crate::driver::deterministic::unregister_current(self.dev.id);
@@ -149,7 +149,7 @@ pub fn sleep(device: &crate::Device, duration: std::time::Duration) {
             s.schedule(
                 &device.shared,
                 h,
-                crate::driver::deterministic::Yield::Sleep(duration.as_nanos() as u64),
+                crate::driver::deterministic::HostStep::Sleep(duration.as_nanos() as u64),
             );
         }
         None => std::thread::sleep(duration),

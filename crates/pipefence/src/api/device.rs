@@ -7,7 +7,7 @@ use super::queue::{Queue, QueueDesc, QueueShared};
 use crate::clock::{Clock, RealClock};
 use crate::command::QueueKind;
 use crate::diagnose::{build_report, RemovalReport};
-use crate::driver::deterministic::{Cond, Scheduler, Wake, Yield};
+use crate::driver::deterministic::{Cond, HostStep, Scheduler, Wake};
 use crate::driver::threaded::{spawn_engine, Pool};
 use crate::driver::{EngineWaker, Strategy};
 use crate::engine::{Engine, Fault};
@@ -276,7 +276,7 @@ impl DeviceShared {
     #[inline]
     pub(crate) fn yield_point(&self) {
         if let Some((s, h)) = self.det_host() {
-            s.schedule(self, h, Yield::Yield);
+            s.schedule(self, h, HostStep::Yield);
         }
     }
 
@@ -284,7 +284,7 @@ impl DeviceShared {
     /// caller blocks as usual).
     pub(crate) fn det_block(&self, cond: Cond) -> Option<Wake> {
         self.det_host()
-            .map(|(s, h)| s.schedule(self, h, Yield::Block(cond)))
+            .map(|(s, h)| s.schedule(self, h, HostStep::Block(cond)))
     }
 
     /// Wakes every engine and worker so they notice removal or shutdown and exit.
@@ -512,7 +512,7 @@ impl Device {
     pub fn settle(&self, timeout: Duration) -> bool {
         match self.shared.det_host() {
             Some((s, h)) => {
-                s.schedule(&self.shared, h, Yield::Block(Cond::Settled(h)));
+                s.schedule(&self.shared, h, HostStep::Block(Cond::Settled(h)));
             }
             None => {
                 let _ = self.wait_idle(timeout);

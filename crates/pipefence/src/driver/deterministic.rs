@@ -103,7 +103,7 @@ pub(crate) enum Cond {
 
 /// What a host does at a scheduling point.
 #[derive(Debug, Clone)]
-pub(crate) enum Yield {
+pub(crate) enum HostStep {
     /// Lets others run; ready again at once.
     Yield,
     /// Waits for a condition (never times out, D4).
@@ -317,18 +317,18 @@ impl Scheduler {
     /// A scheduling point of host `me`: it yields, blocks on a condition, sleeps or finishes;
     /// returns when it is picked again, with how its wait ended (`Done` hands the turn on and
     /// returns at once).
-    pub(crate) fn schedule(&self, dev: &DeviceShared, me: usize, y: Yield) -> Wake {
+    pub(crate) fn schedule(&self, dev: &DeviceShared, me: usize, y: HostStep) -> Wake {
         let mut st = lock(&self.st);
         if st.turn != Some(me) || me >= st.hosts.len() {
             // Not our turn (a thread outside the model): run unscheduled.
             return Wake::Ok;
         }
-        let done = matches!(y, Yield::Done);
+        let done = matches!(y, HostStep::Done);
         st.hosts[me].state = match y {
-            Yield::Yield => HostState::Ready,
-            Yield::Block(c) => HostState::Blocked(c),
-            Yield::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
-            Yield::Done => HostState::Done,
+            HostStep::Yield => HostState::Ready,
+            HostStep::Block(c) => HostState::Blocked(c),
+            HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
+            HostStep::Done => HostState::Done,
         };
         st.hosts[me].wake = Wake::Ok;
         loop {
