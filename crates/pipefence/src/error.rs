@@ -59,6 +59,17 @@ impl RemovalReason {
             RemovalReason::Requested => "requested",
         }
     }
+
+    /// The reason with this name (`hung`, `page-fault`, `requested`).
+    pub fn from_name(name: &str) -> Option<RemovalReason> {
+        [
+            RemovalReason::Hung,
+            RemovalReason::PageFault,
+            RemovalReason::Requested,
+        ]
+        .into_iter()
+        .find(|r| r.name() == name)
+    }
 }
 
 impl fmt::Display for RemovalReason {

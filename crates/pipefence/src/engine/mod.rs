@@ -1,7 +1,7 @@
 //! The engine: one per queue, a state machine of two stages that a driver advances (D1-D4).
 //!
 //! - The **pre-fetch parser** (PFP) takes submissions in order, fetches packets from the
-//!   command lists' streams in device memory, decodes them ([`crate::command::decode`]), performs
+//!   command lists' streams in device memory, decodes them (`crate::command::decode`), performs
 //!   queue waits and PFP memory-value waits, reads `dispatch_indirect` arguments (C7), and pushes
 //!   packets into a bounded FIFO (`fifo_depth`).
 //! - The **micro engine** (ME) pops packets and executes them in order: ME waits, top-of-pipe
@@ -11,11 +11,11 @@
 //!
 //! A Copy queue's engine has only the ME: its ME step fetches when the FIFO is empty (D1).
 //!
-//! [`Engine::step`] never blocks, never reads real time (it asks the [`EngineCtx`] clock) and
+//! `Engine::step` never blocks, never reads real time (it asks the `EngineCtx` clock) and
 //! starts no threads: a blocked step changes nothing and returns the condition it waits for,
 //! so the threaded driver can park on it and a deterministic driver can pick another action.
-//! Dispatches are handed to the driver as [`Launch`]es; the driver reports group completions
-//! with [`Engine::groups_done`]. Retirement is its own action ([`Engine::retire`]).
+//! Dispatches are handed to the driver as `Launch`es; the driver reports group completions
+//! with `Engine::groups_done`. Retirement is its own action (`Engine::retire`).
 //!
 //! Contract: the engine trusts nothing in the command stream (a malformed packet is
 //! [`Fault::MalformedPacket`]) and nothing about addresses (an access outside every live buffer,

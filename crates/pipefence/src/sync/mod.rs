@@ -1,13 +1,13 @@
 //! Concurrency primitives: the one module that names locks, condition variables and atomics.
 //!
-//! Everything here imports them from [`shim`], which picks `std` or `loom` (under `cfg(loom)`),
+//! Everything here imports them from `shim`, which picks `std` or `loom` (under `cfg(loom)`),
 //! so the wake handshakes are model-checked (`RUSTFLAGS="--cfg loom" cargo test --release -p
 //! pipefence --lib sync::`). The rest of the crate uses these types and never `std::sync`
 //! directly (except `Arc`, whose reference count is not part of any protocol here).
 //!
 //! Contracts:
 //! - Notifications are collected under a lock and fired after it is released (house style 4);
-//!   a [`Notify`] implementation never takes a fence lock.
+//!   a `Notify` implementation never takes a fence lock.
 //! - A waiter re-checks its condition under the lock before sleeping, so no wakeup is lost (F9).
 //! - Removal marks each fence under its lock, so a waiter that registers after removal sees it.
 
