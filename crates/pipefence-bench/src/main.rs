@@ -10,6 +10,7 @@ mod alloc;
 mod engine;
 mod fences;
 mod harness;
+mod schedules;
 
 use harness::{Bench, Config, Header, Report, Verdict};
 use std::process::ExitCode;
@@ -28,6 +29,7 @@ const USAGE: &str = "usage: pipefence-bench [--quick] [--filter NAME] [--json FI
 fn all_benches() -> Vec<Bench> {
     let mut v = fences::BENCHES.to_vec();
     v.extend_from_slice(engine::BENCHES);
+    v.extend_from_slice(schedules::BENCHES);
     v
 }
 
