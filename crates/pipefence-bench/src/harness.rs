@@ -410,7 +410,8 @@ impl Report {
                 Better::Higher => "higher is better",
             };
             let ratio = match f.ratio() {
-                Some(r) => format!("{} ({dir})", sig3(r)),
+                Some(r) if r.is_finite() => format!("{} ({dir})", sig3(r)),
+                Some(_) => format!("n/a ({dir})"),
                 None => format!("- ({dir})"),
             };
             let _ = writeln!(
