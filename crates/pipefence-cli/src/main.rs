@@ -108,14 +108,11 @@ fn main() -> ExitCode {
             if validate {
                 return usage_error("--validate (hazard detection) is not available yet");
             }
-            if trace.is_some() || timeline.is_some() {
-                return usage_error("--trace and --timeline are not available yet");
-            }
             let driver = match driver {
                 Driver::Threaded => DriverKind::Threaded,
                 Driver::Deterministic => DriverKind::Deterministic,
             };
-            run_command(&file, json, seed, driver)
+            run_command(&file, json, seed, driver, trace, timeline)
         }
         Command::Check {
             file,
@@ -234,7 +231,14 @@ fn check_command(file: &std::path::Path, json: bool, schedules: u64, seed: u64) 
     ExitCode::from(report.exit_code() as u8)
 }
 
-fn run_command(file: &std::path::Path, json: bool, seed: u64, driver: DriverKind) -> ExitCode {
+fn run_command(
+    file: &std::path::Path,
+    json: bool,
+    seed: u64,
+    driver: DriverKind,
+    trace: Option<PathBuf>,
+    timeline: Option<PathBuf>,
+) -> ExitCode {
     let (name, scenario) = match load(file, json) {
         Ok(x) => x,
         Err(code) => return code,
@@ -242,9 +246,34 @@ fn run_command(file: &std::path::Path, json: bool, seed: u64, driver: DriverKind
     let opts = RunOptions {
         driver,
         seed,
+        trace: trace.is_some() || timeline.is_some(),
         ..RunOptions::default()
     };
     let outcome = run(&scenario, &opts);
+    let title = match driver {
+        DriverKind::Threaded => format!("{name} (threaded)"),
+        DriverKind::Deterministic => format!("{name} (deterministic, seed {seed})"),
+    };
+    if let Some(path) = &trace {
+        let text = pipefence::trace::chrome::chrome_json(&outcome.trace, &title);
+        if let Err(e) = std::fs::write(path, text) {
+            return usage_error(&format!(
+                "cannot write the trace to {}: {e}",
+                path.display()
+            ));
+        }
+        eprintln!("trace: {} ({} events)", path.display(), outcome.trace.len());
+    }
+    if let Some(path) = &timeline {
+        let text = pipefence::trace::svg::svg_timeline(&outcome.trace, &title);
+        if let Err(e) = std::fs::write(path, text) {
+            return usage_error(&format!(
+                "cannot write the timeline to {}: {e}",
+                path.display()
+            ));
+        }
+        eprintln!("timeline: {}", path.display());
+    }
     let summary = human_summary(&name, &outcome);
     if json {
         eprint!("{summary}");

@@ -122,6 +122,7 @@ pub fn check(
                 seed,
                 strict: opts.strict,
                 validate: false,
+                trace: false,
             },
         );
         seen.insert(signature(&o));

@@ -41,6 +41,8 @@ pub struct RunOptions {
     pub strict: bool,
     /// Hazard detection on the threaded driver.
     pub validate: bool,
+    /// Record a trace (returned in [`Outcome::trace`]).
+    pub trace: bool,
 }
 
 /// The run's status (SCENARIO.md).
@@ -199,6 +201,9 @@ pub struct Outcome {
     pub host_errors: Vec<HostError>,
     /// Per-queue summary.
     pub queues: Vec<QueueSummary>,
+    /// The trace, when [`RunOptions::trace`] asked for one (not part of the JSON).
+    #[serde(skip)]
+    pub trace: Vec<pipefence::trace::TraceEvent>,
 }
 
 impl Outcome {
@@ -420,6 +425,15 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
         ..DeviceDesc::default()
     };
     let deterministic = opts.driver == DriverKind::Deterministic;
+    let recorder = opts
+        .trace
+        .then(|| Arc::new(pipefence::trace::TraceRecorder::new()));
+    let base = DeviceDesc {
+        trace: recorder
+            .clone()
+            .map(|r| r as Arc<dyn pipefence::trace::TraceSink>),
+        ..base
+    };
     let desc = if deterministic {
         pipefence::explore::deterministic_desc(&base, opts.seed)
     } else {
@@ -541,7 +555,11 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     } else {
         start.elapsed().as_nanos() as u64
     };
-    finish(&ctx, &list_index, elapsed)
+    let mut outcome = finish(&ctx, &list_index, elapsed);
+    if let Some(r) = recorder {
+        outcome.trace = r.events();
+    }
+    outcome
 }
 
 fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Outcome {
@@ -559,6 +577,7 @@ fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Ou
             message,
         }],
         queues: Vec::new(),
+        trace: Vec::new(),
     }
 }
 
@@ -992,5 +1011,6 @@ fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
         elapsed_ns,
         host_errors: errors,
         queues,
+        trace: Vec::new(),
     }
 }

@@ -315,6 +315,11 @@ pub(crate) fn address_text(dev: &DeviceShared, address: u64) -> String {
     }
 }
 
+/// The condition in words, as reports and traces show it.
+pub(crate) fn condition_label(dev: &DeviceShared, cond: &WaitCondition) -> String {
+    condition_text(dev, cond)
+}
+
 fn condition_text(dev: &DeviceShared, cond: &WaitCondition) -> String {
     match cond {
         WaitCondition::Fence { fence, value, .. } => format!("fence {} >= {value}", fence.name()),

@@ -55,6 +55,7 @@ pub mod explore;
 pub mod host;
 pub(crate) mod memory;
 pub mod sync;
+pub mod trace;
 
 pub use api::{
     AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Fence, FenceWait,

@@ -130,7 +130,7 @@ impl BufferCore {
     /// Atomic 32-bit load at a 4-byte aligned offset.
     #[inline]
     pub(crate) fn load32(&self, offset: u64) -> Option<u32> {
-        if offset % 4 != 0 || !self.contains(offset, 4) {
+        if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
         let w = self.word(offset)?.load(Ordering::Acquire);
@@ -140,7 +140,7 @@ impl BufferCore {
     /// Atomic 64-bit load at an 8-byte aligned offset.
     #[inline]
     pub(crate) fn load64(&self, offset: u64) -> Option<u64> {
-        if offset % 8 != 0 || !self.contains(offset, 8) {
+        if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
         Some(self.word(offset)?.load(Ordering::Acquire))
@@ -149,7 +149,7 @@ impl BufferCore {
     /// Atomic 32-bit store at a 4-byte aligned offset (a compare-exchange on its word).
     #[inline]
     pub(crate) fn store32(&self, offset: u64, value: u32) -> Option<()> {
-        if offset % 4 != 0 || !self.contains(offset, 4) {
+        if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
         let shift = half_shift(offset);
@@ -166,7 +166,7 @@ impl BufferCore {
     /// Atomic 64-bit store at an 8-byte aligned offset.
     #[inline]
     pub(crate) fn store64(&self, offset: u64, value: u64) -> Option<()> {
-        if offset % 8 != 0 || !self.contains(offset, 8) {
+        if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
         self.word(offset)?.store(value, Ordering::Release);
@@ -176,7 +176,7 @@ impl BufferCore {
     /// Atomic 32-bit wrapping add; returns the old value.
     #[inline]
     pub(crate) fn fetch_add32(&self, offset: u64, value: u32) -> Option<u32> {
-        if offset % 4 != 0 || !self.contains(offset, 4) {
+        if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
         let shift = half_shift(offset);
@@ -195,7 +195,7 @@ impl BufferCore {
     /// Atomic 64-bit wrapping add; returns the old value.
     #[inline]
     pub(crate) fn fetch_add64(&self, offset: u64, value: u64) -> Option<u64> {
-        if offset % 8 != 0 || !self.contains(offset, 8) {
+        if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
         Some(self.word(offset)?.fetch_add(value, Ordering::AcqRel))
@@ -213,7 +213,7 @@ impl BufferCore {
     /// Stores `value` into every u32 element of `[offset, offset + len)` (both 4-aligned),
     /// whole words where the range covers both halves.
     pub(crate) fn fill32(&self, offset: u64, len: u64, value: u32) -> Option<()> {
-        if offset % 4 != 0 || len % 4 != 0 || !self.contains(offset, len) {
+        if !offset.is_multiple_of(4) || !len.is_multiple_of(4) || !self.contains(offset, len) {
             return None;
         }
         let end = offset + len;
@@ -248,7 +248,7 @@ impl BufferCore {
                 return;
             };
             let w = w.load(Ordering::Acquire);
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 out.push(w as u32);
                 if i + 1 < last {
                     out.push((w >> 32) as u32);

@@ -130,7 +130,7 @@ impl Buffer {
 
     fn check_range(&self, what: &str, offset: u64, width: Width) -> Result<()> {
         let core = &self.inner.core;
-        if offset % width.bytes() != 0 {
+        if !offset.is_multiple_of(width.bytes()) {
             return Err(Error::invalid_arg(format!(
                 "buffer `{}`: {what}: offset {offset:#x} is not {}-byte aligned",
                 core.name,
@@ -149,9 +149,22 @@ impl Buffer {
     }
 
     fn record_host_write(&self, offset: u64) {
-        self.inner
-            .device
-            .record_host_write(self.inner.core.base + offset);
+        let dev = &self.inner.device;
+        let address = self.inner.core.base + offset;
+        dev.record_host_write(address);
+        if dev.trace_sink().is_some() {
+            let now = dev.now_ns();
+            let what = format!("cpu-write {}+{offset}", self.inner.core.name);
+            dev.record_trace_write(
+                address,
+                crate::trace::Track::Host {
+                    name: crate::host::name_of(crate::host::current_id()),
+                },
+                now,
+                what.clone(),
+            );
+            dev.trace_host(what, crate::trace::SliceKind::Host, now);
+        }
         self.inner
             .device
             .watches
@@ -248,7 +261,32 @@ impl Buffer {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn wait_value(
+        &self,
+        offset: u64,
+        width: Width,
+        cmp: Comparison,
+        reference: u64,
+        mask: u64,
+        timeout: Duration,
+    ) -> Result<()> {
+        let t0 = self.inner.device.now_ns();
+        let r = self.wait_value_inner(offset, width, cmp, reference, mask, timeout);
+        self.inner.device.trace_host(
+            format!(
+                "poll {}+{offset} ({}) {} {reference}",
+                self.inner.core.name,
+                width.type_name(),
+                cmp.symbol()
+            ),
+            crate::trace::SliceKind::Blocked,
+            t0,
+        );
+        r
+    }
+
+    fn wait_value_inner(
         &self,
         offset: u64,
         width: Width,

@@ -19,6 +19,7 @@ use crate::sync::{
     register_multiple, wait_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags,
     WaitOutcome,
 };
+use crate::trace::{SliceKind, TraceEvent, TraceSink, Track};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::{Arc, Weak};
@@ -44,6 +45,8 @@ pub struct DeviceDesc {
     pub clock: Option<Arc<dyn Clock>>,
     /// Who steps the engines (D4). Default: [`Driver::Threaded`].
     pub driver: Driver,
+    /// Where trace events go (`None`: nothing is recorded). See [`crate::trace`].
+    pub trace: Option<Arc<dyn TraceSink>>,
 }
 
 /// The driver that steps a device's engines (D4).
@@ -74,6 +77,7 @@ impl Default for DeviceDesc {
             timestamp_frequency: 100_000_000,
             clock: None,
             driver: Driver::Threaded,
+            trace: None,
         }
     }
 }
@@ -126,6 +130,10 @@ pub(crate) struct DeviceShared {
     list_names: Mutex<HashMap<u32, Arc<str>>>,
     /// The deterministic driver's scheduler (`None` on the threaded driver).
     pub(crate) sched: Option<Arc<Scheduler>>,
+    /// Queue names by id.
+    queue_names: Mutex<Vec<Arc<str>>>,
+    /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
+    trace_writes: Mutex<HashMap<u64, (Track, u64, String)>>,
 }
 
 impl DeviceShared {
@@ -174,6 +182,26 @@ impl DeviceShared {
             return false;
         }
         let report = Arc::new(build_report(self, reason, fault.as_ref()));
+        if self.trace_sink().is_some() {
+            let track = match report.queues.first() {
+                Some(q) => Track::Me {
+                    queue: q.queue.clone(),
+                },
+                None => Track::Host {
+                    name: crate::host::name_of(crate::host::current_id()),
+                },
+            };
+            let class = report
+                .classification
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default();
+            self.emit(&[TraceEvent::Instant {
+                track,
+                ts_ns: self.now_ns(),
+                name: format!("device removed: {reason}{class}"),
+                error: true,
+            }]);
+        }
         {
             let mut r = lock(&self.removal);
             if r.is_some() {
@@ -263,6 +291,54 @@ impl DeviceShared {
             .iter()
             .filter_map(Weak::upgrade)
             .collect()
+    }
+
+    /// The trace sink, if tracing.
+    #[inline]
+    pub(crate) fn trace_sink(&self) -> Option<&Arc<dyn TraceSink>> {
+        self.desc.trace.as_ref()
+    }
+
+    /// Hands events to the sink (call with no pipefence lock held).
+    pub(crate) fn emit(&self, events: &[TraceEvent]) {
+        if let (Some(s), false) = (self.trace_sink(), events.is_empty()) {
+            s.record(events);
+        }
+    }
+
+    /// A host-thread event (tracing only).
+    pub(crate) fn trace_host(&self, name: String, kind: SliceKind, start_ns: u64) {
+        if self.trace_sink().is_some() {
+            let track = Track::Host {
+                name: crate::host::name_of(crate::host::current_id()),
+            };
+            let end_ns = self.now_ns().max(start_ns);
+            self.emit(&[TraceEvent::Slice {
+                track,
+                name,
+                kind,
+                start_ns,
+                end_ns,
+                site: None,
+            }]);
+        }
+    }
+
+    /// Records the last write of `address` for flow arrows (tracing only).
+    pub(crate) fn record_trace_write(&self, address: u64, track: Track, ns: u64, what: String) {
+        lock(&self.trace_writes).insert(address & !7, (track, ns, what));
+    }
+
+    /// The last traced write of `address`.
+    pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
+        lock(&self.trace_writes).get(&(address & !7)).cloned()
+    }
+
+    /// The name of queue `id`.
+    pub(crate) fn queue_name(&self, id: u32) -> String {
+        lock(&self.queue_names)
+            .get(id as usize)
+            .map_or_else(|| format!("queue#{id}"), |n| n.to_string())
     }
 
     /// The calling host thread's index, when this device runs on the deterministic driver and
@@ -400,6 +476,8 @@ impl Device {
             host_writes: Mutex::new(HashMap::new()),
             list_names: Mutex::new(HashMap::new()),
             sched,
+            queue_names: Mutex::new(Vec::new()),
+            trace_writes: Mutex::new(HashMap::new()),
         });
         Ok(Device {
             _owner: Arc::new(DeviceOwner {
@@ -428,17 +506,20 @@ impl Device {
         }
         let progress = Arc::new(FenceCore::new(0));
         lock(&sh.fences).push(Arc::downgrade(&progress));
+        lock(&sh.queue_names).push(name.clone());
+        let mut engine = Engine::new(id, desc.kind, sh.desc.fifo_depth, Some(progress.clone()));
+        if sh.trace_sink().is_some() {
+            engine.trace = Some(crate::engine::tracing::EngineTrace::new(
+                &name,
+                desc.kind.has_pfp(),
+            ));
+        }
         let q = Arc::new(QueueShared {
             id,
             name: name.clone(),
             kind: desc.kind,
             device: sh.clone(),
-            engine: Mutex::new(Engine::new(
-                id,
-                desc.kind,
-                sh.desc.fifo_depth,
-                Some(progress.clone()),
-            )),
+            engine: Mutex::new(engine),
             waker: Arc::new(EngineWaker::default()),
             progress,
             busy_ns: AtomicU64::new(0),
@@ -617,7 +698,7 @@ impl Device {
         } else {
             format!("buffer `{}`", desc.name)
         };
-        if desc.size == 0 || desc.size % 4 != 0 {
+        if desc.size == 0 || !desc.size.is_multiple_of(4) {
             return Err(Error::invalid_arg(format!(
                 "create_buffer: {label} size {} is not a positive multiple of 4",
                 desc.size

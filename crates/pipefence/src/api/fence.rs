@@ -4,6 +4,7 @@ use super::device::{wake_outcome, DeviceShared};
 use crate::driver::deterministic::Cond;
 use crate::error::{Error, Result};
 use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
+use crate::trace::SliceKind;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -129,6 +130,18 @@ impl Fence {
     /// Errors: Timeout (naming the fence, the target and the value reached), DeviceRemoved
     /// (also at once when the device is already removed, F10).
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
+        let dev = &self.inner.device;
+        let t0 = dev.now_ns();
+        let r = self.wait_inner(value, timeout);
+        dev.trace_host(
+            format!("wait fence {} >= {value}", self.inner.name),
+            SliceKind::Blocked,
+            t0,
+        );
+        r
+    }
+
+    fn wait_inner(&self, value: u64, timeout: Duration) -> Result<()> {
         let deadline = Instant::now().checked_add(timeout);
         let o = match self
             .inner

@@ -101,7 +101,23 @@ impl Queue {
         let dev = &self.shared.device;
         dev.yield_point();
         dev.check_live(what)?;
+        let label = dev.trace_sink().map(|_| match &s {
+            Submission::Execute(l) => format!(
+                "execute {}: {}",
+                self.shared.name,
+                l.iter().map(|x| &*x.name).collect::<Vec<_>>().join(" ")
+            ),
+            Submission::Signal { fence, value } => {
+                format!("signal {} {} {value}", self.shared.name, fence.name())
+            }
+            Submission::Wait { fence, value, .. } => {
+                format!("wait {} {} {value}", self.shared.name, fence.name())
+            }
+        });
         let seq = lock(&self.shared.engine).submit(s);
+        if let Some(l) = label {
+            dev.trace_host(l, crate::trace::SliceKind::Host, dev.now_ns());
+        }
         self.shared.waker.wake();
         Ok(seq)
     }

@@ -87,7 +87,7 @@ impl Sink<'_> {
 
     /// Records `what` (an address) if it is not `align`-byte aligned.
     fn aligned(&mut self, what: &str, address: u64, align: u64, why: &str) {
-        if address % align != 0 {
+        if !address.is_multiple_of(align) {
             self.push(format!(
                 "{what} {address:#x} is not {align}-byte aligned{why}"
             ));

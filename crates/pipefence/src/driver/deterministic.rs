@@ -214,6 +214,8 @@ struct State {
     copy_ready: BTreeMap<u32, u64>,
     disabled: BTreeSet<Actor>,
     steps: u64,
+    /// Trace events waiting to be handed to the sink once the lock is released.
+    trace: Vec<crate::trace::TraceEvent>,
 }
 
 /// The scheduler of one deterministic device.
@@ -280,6 +282,7 @@ impl Scheduler {
                 copy_ready: BTreeMap::new(),
                 disabled: BTreeSet::new(),
                 steps: 0,
+                trace: Vec::new(),
             }),
             cv: Condvar::new(),
             clock: Arc::new(VirtualClock::new()),
@@ -314,6 +317,21 @@ impl Scheduler {
         }
     }
 
+    /// Hands buffered trace events to the sink with the lock released, then takes it again.
+    fn flush<'a>(
+        &'a self,
+        dev: &DeviceShared,
+        mut st: MutexGuard<'a, State>,
+    ) -> MutexGuard<'a, State> {
+        if st.trace.is_empty() {
+            return st;
+        }
+        let events = std::mem::take(&mut st.trace);
+        drop(st);
+        dev.emit(&events);
+        lock(&self.st)
+    }
+
     /// A scheduling point of host `me`: it yields, blocks on a condition, sleeps or finishes;
     /// returns when it is picked again, with how its wait ended (`Done` hands the turn on and
     /// returns at once).
@@ -332,7 +350,10 @@ impl Scheduler {
         };
         st.hosts[me].wake = Wake::Ok;
         loop {
-            match self.pick(dev, &mut st) {
+            let picked = self.pick(dev, &mut st);
+            // Only the turn holder runs the loop, so releasing the lock here is safe.
+            st = self.flush(dev, st);
+            match picked {
                 Pick::Host(h) if h == me => {
                     st.hosts[me].state = HostState::Running;
                     return st.hosts[me].wake;
@@ -499,6 +520,9 @@ impl Scheduler {
                     let (step, launches, copy) = {
                         let mut e = lock(&q.engine);
                         let step = e.step(stage, &ctx);
+                        if let Some(t) = e.trace.as_mut() {
+                            st.trace.extend(t.drain());
+                        }
                         (step, e.take_launches(), e.copy_pending())
                     };
                     match step {
@@ -565,7 +589,14 @@ impl Scheduler {
                 Actor::Retire(id) => {
                     if let Some(q) = queues.iter().find(|q| q.id == id) {
                         let ctx = EngineCtx::new(dev);
-                        let step = lock(&q.engine).retire(&ctx);
+                        let step = {
+                            let mut e = lock(&q.engine);
+                            let step = e.retire(&ctx);
+                            if let Some(t) = e.trace.as_mut() {
+                                st.trace.extend(t.drain());
+                            }
+                            step
+                        };
                         if let Step::Faulted(f) = step {
                             let reason = crate::driver::threaded::fault_reason(&f);
                             dev.remove_with_fault(reason, Some((id, f)));
@@ -579,6 +610,17 @@ impl Scheduler {
                         continue;
                     };
                     let g = st.groups.remove(pos);
+                    if dev.trace_sink().is_some() {
+                        let now = self.clock.now_ns();
+                        st.trace.push(crate::trace::TraceEvent::Slice {
+                            track: crate::trace::Track::Worker { index: 0 },
+                            name: format!("{} group {}", g.kernel.name(), g.group),
+                            kind: crate::trace::SliceKind::Kernel,
+                            start_ns: now.saturating_sub(g.kernel.group_cost_ns()),
+                            end_ns: now,
+                            site: None,
+                        });
+                    }
                     match run_groups(&g.kernel, dev, g.group..g.group + 1, false) {
                         Ok(()) => {
                             match g.kernel.write_range(g.group..g.group + 1) {

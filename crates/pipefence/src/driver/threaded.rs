@@ -152,6 +152,7 @@ fn engine_main(q: Arc<QueueShared>) {
         let mut more = false;
         let blocked;
         let in_flight;
+        let trace_events;
         conds.clear();
         ctx.refresh();
         {
@@ -159,7 +160,7 @@ fn engine_main(q: Arc<QueueShared>) {
             let mut rounds: u32 = 0;
             loop {
                 rounds = rounds.wrapping_add(1);
-                if rounds % 256 == 0 {
+                if rounds.is_multiple_of(256) {
                     ctx.refresh();
                 }
                 conds.clear();
@@ -216,6 +217,7 @@ fn engine_main(q: Arc<QueueShared>) {
                 .blocked_on()
                 .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
             in_flight = e.dispatches_in_flight();
+            trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
             let new_state = (!e.is_idle()).then_some(blocked.is_some());
             if new_state != state {
                 let now = std::time::Instant::now();
@@ -229,6 +231,7 @@ fn engine_main(q: Arc<QueueShared>) {
                 state_since = now;
             }
         }
+        dev.emit(&trace_events);
         if !launches.is_empty() {
             dev.pool().submit(&q, launches);
         }
@@ -442,7 +445,26 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                 start_ns: devs.now_ns(),
             });
         }
+        let t0 = devs.trace_sink().map(|_| devs.now_ns());
         let result = run_groups(&job.launch.kernel, devs, start..end, true);
+        if let Some(t0) = t0 {
+            devs.emit(&[crate::trace::TraceEvent::Slice {
+                track: crate::trace::Track::Worker {
+                    index: index as u32,
+                },
+                name: format!(
+                    "{} {}..{} ({})",
+                    job.launch.kernel.name(),
+                    start,
+                    end,
+                    q.name
+                ),
+                kind: crate::trace::SliceKind::Kernel,
+                start_ns: t0,
+                end_ns: devs.now_ns().max(t0),
+                site: None,
+            }]);
+        }
         if let Some(slot) = lock(&pool.running).get_mut(index) {
             *slot = None;
         }

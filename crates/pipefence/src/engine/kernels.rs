@@ -410,7 +410,7 @@ pub(crate) fn run_groups(
                         std::hint::spin_loop();
                         i = i.wrapping_add(1);
                         // A removed device stops its workers (D7), even mid-group.
-                        if i % 1024 == 0 && device.is_removed() {
+                        if i.is_multiple_of(1024) && device.is_removed() {
                             return Ok(());
                         }
                     }
@@ -436,7 +436,7 @@ pub(crate) fn run_groups(
 
 fn add_range(sb: &BufferCore, so: u64, db: &BufferCore, dof: u64, len: u64, value: u32) {
     use crate::sync::shim::Ordering;
-    if so % 8 == 0 && dof % 8 == 0 && len % 8 == 0 {
+    if so.is_multiple_of(8) && dof.is_multiple_of(8) && len.is_multiple_of(8) {
         let (s0, d0, words) = ((so / 8) as usize, (dof / 8) as usize, (len / 8) as usize);
         if let (Some(src), Some(dst)) = (sb.words(s0, s0 + words), db.words(d0, d0 + words)) {
             for (s, d) in src.iter().zip(dst) {

@@ -22,6 +22,7 @@
 //! or a write to Upload memory, is [`Fault::PageFault`], M3). It panics on no input.
 
 pub(crate) mod kernels;
+pub(crate) mod tracing;
 
 use crate::api::DeviceShared;
 use crate::clock::ticks;
@@ -427,6 +428,8 @@ pub(crate) struct Engine {
     pub(crate) commands_completed: u64,
     /// Signalled with the number of completed submissions (for `wait_idle`, H2).
     progress: Option<Arc<FenceCore>>,
+    /// Trace buffer, when the device has a trace sink.
+    pub(crate) trace: Option<tracing::EngineTrace>,
 }
 
 fn cond_of(
@@ -476,6 +479,7 @@ impl Engine {
             ranges: VecDeque::new(),
             commands_completed: 0,
             progress,
+            trace: None,
         }
     }
 
@@ -729,6 +733,19 @@ impl Engine {
             };
         }
         ctx.device.watches.notify_word(address);
+        if let Some(t) = self.trace.as_ref() {
+            ctx.device.record_trace_write(
+                address,
+                crate::trace::Track::Me {
+                    queue: ctx.device.queue_name(self.queue_id),
+                },
+                t.now.max(ctx.now_ns()),
+                format!(
+                    "{op} {} = {value}",
+                    crate::diagnose::address_text(ctx.device, address)
+                ),
+            );
+        }
         let seq = ctx.device.next_write_seq();
         self.writes.insert(
             address & !7,
@@ -779,6 +796,9 @@ impl Engine {
 
     /// Advances one stage by at most one packet.
     pub(crate) fn step(&mut self, stage: Stage, ctx: &EngineCtx<'_>) -> Step {
+        if let Some(t) = self.trace.as_mut() {
+            t.now = ctx.now_ns();
+        }
         match stage {
             Stage::Pfp if self.kind.has_pfp() => self.pfp_step(ctx),
             Stage::Pfp => Step::Idle,
@@ -814,12 +834,12 @@ impl Engine {
             return Step::Blocked(WaitCondition::FlushHold);
         }
         if self.cursor.is_none() {
-            return self.pfp_next_submission();
+            return self.pfp_next_submission(ctx);
         }
         self.pfp_fetch(ctx)
     }
 
-    fn pfp_next_submission(&mut self) -> Step {
+    fn pfp_next_submission(&mut self, ctx: &EngineCtx<'_>) -> Step {
         let Some((seq, sub)) = self.ring.front() else {
             return Step::Idle;
         };
@@ -835,14 +855,20 @@ impl Engine {
                 fence_id,
                 value,
             } => {
+                let cond = WaitCondition::Fence {
+                    fence: fence.clone(),
+                    fence_id: *fence_id,
+                    value: *value,
+                };
                 if fence.completed_value() < *value {
-                    let cond = WaitCondition::Fence {
-                        fence: fence.clone(),
-                        fence_id: *fence_id,
-                        value: *value,
-                    };
+                    if let Some(t) = self.trace.as_mut() {
+                        t.blocked(true);
+                    }
                     self.pfp_blocked = Some((site, "wait", cond.clone()));
                     return Step::Blocked(cond);
+                }
+                if let Some(t) = self.trace.as_mut() {
+                    t.unblocked(ctx.device, true, &cond);
                 }
                 self.pfp_blocked = None;
                 self.ring.pop_front();
@@ -949,10 +975,16 @@ impl Engine {
                 match self.check_wait(ctx, &site, op, &cond) {
                     Err(f) => return Step::Faulted(f),
                     Ok(false) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.blocked(true);
+                        }
                         self.pfp_blocked = Some((site, op, cond.clone()));
                         return Step::Blocked(cond);
                     }
                     Ok(true) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.unblocked(ctx.device, true, &cond);
+                        }
                         self.pfp_blocked = None;
                         let cur = self.cursor.as_mut().map(|c| {
                             c.word += len;
@@ -1033,6 +1065,9 @@ impl Engine {
     }
 
     fn complete(&mut self, site: Site, op: &'static str) {
+        if let Some(t) = self.trace.as_mut() {
+            t.me_done(op);
+        }
         self.me_site = None;
         self.last_completed = Some((site, op));
         self.commands_completed += 1;
@@ -1045,10 +1080,16 @@ impl Engine {
                 match self.check_wait(ctx, &site, name, &cond) {
                     Err(f) => Step::Faulted(f),
                     Ok(true) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.unblocked(ctx.device, false, &cond);
+                        }
                         self.complete(site, name);
                         Step::Progressed
                     }
                     Ok(false) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.blocked(false);
+                        }
                         let c = cond.clone();
                         self.me_op = Some(MeOp::Wait { site, cond });
                         Step::Blocked(c)
@@ -1348,7 +1389,12 @@ impl Engine {
             }
             RetireOp::Signal { fence, value } => {
                 let w = r.site.writer(self.queue_id);
-                fence.signal(value, w, ctx.now_ns());
+                let now = ctx.now_ns();
+                if let Some(t) = self.trace.as_mut() {
+                    t.now = now;
+                    t.signalled(fence.name(), value);
+                }
+                fence.signal(value, w, now);
                 self.finish_submission(r.site.submission);
             }
             RetireOp::SubmissionEnd => self.finish_submission(r.site.submission),

@@ -1,0 +1,143 @@
+//! Trace events (what ran where and when, who waited on what and who released it) and the sinks
+//! that receive them.
+//!
+//! Engines and drivers record events into buffers they own while they hold their locks, and
+//! hand them to the [`TraceSink`] after releasing them (house style 4): a sink is never called
+//! with a pipefence lock held. With no sink installed nothing is recorded (one branch per
+//! command). Times are the device clock's nanoseconds: real time on the threaded driver, virtual
+//! time on the deterministic driver (where a trace is a pure function of the seed).
+
+pub mod chrome;
+pub mod svg;
+
+use crate::sync::shim::{lock, Mutex};
+use serde::Serialize;
+
+/// A timeline lane.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Track {
+    /// A queue's pre-fetch parser.
+    Pfp {
+        /// Queue name.
+        queue: String,
+    },
+    /// A queue's micro engine (and its retirements).
+    Me {
+        /// Queue name.
+        queue: String,
+    },
+    /// A shader worker (threaded driver) or the shader array (deterministic driver: worker 0).
+    Worker {
+        /// Worker index.
+        index: u32,
+    },
+    /// A host thread.
+    Host {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// What a slice was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SliceKind {
+    /// Executing commands.
+    Busy,
+    /// Stuck in a wait (fence, memory value, FIFO, flush).
+    Blocked,
+    /// Running dispatch groups.
+    Kernel,
+    /// A host action.
+    Host,
+}
+
+/// One trace record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum TraceEvent {
+    /// Something that took time on a track, `[start_ns, end_ns]`.
+    Slice {
+        /// The lane.
+        track: Track,
+        /// What (a command name, `wait fence a >= 1`, `fill x64`...).
+        name: String,
+        /// Busy, blocked, kernel or host.
+        kind: SliceKind,
+        /// Start.
+        start_ns: u64,
+        /// End (>= start).
+        end_ns: u64,
+        /// Where in the program (`list produce, command 3`), if it maps to a command.
+        site: Option<String>,
+    },
+    /// An arrow from a signal or write to the wait it satisfied.
+    Flow {
+        /// The writer's lane.
+        from: Track,
+        /// When the write landed.
+        from_ns: u64,
+        /// The waiter's lane.
+        to: Track,
+        /// When the wait was seen satisfied.
+        to_ns: u64,
+        /// What (`fence a = 1`, `flags+8 = 1`).
+        label: String,
+    },
+    /// A moment: the removal point, a hazard.
+    Instant {
+        /// The lane.
+        track: Track,
+        /// When.
+        ts_ns: u64,
+        /// What.
+        name: String,
+        /// Whether it is an error (removal, fault, hazard).
+        error: bool,
+    },
+}
+
+impl TraceEvent {
+    /// The event's time (a slice's start).
+    pub fn ts_ns(&self) -> u64 {
+        match self {
+            TraceEvent::Slice { start_ns, .. } => *start_ns,
+            TraceEvent::Flow { from_ns, .. } => *from_ns,
+            TraceEvent::Instant { ts_ns, .. } => *ts_ns,
+        }
+    }
+}
+
+/// Receives trace events. Called without pipefence locks held, from engine, worker and host
+/// threads; implementations must be thread-safe and should be quick.
+pub trait TraceSink: Send + Sync + std::fmt::Debug {
+    /// Receives a batch of events.
+    fn record(&self, events: &[TraceEvent]);
+}
+
+/// A ready sink that keeps every event in memory.
+#[derive(Debug, Default)]
+pub struct TraceRecorder {
+    events: Mutex<Vec<TraceEvent>>,
+}
+
+impl TraceRecorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        TraceRecorder::default()
+    }
+
+    /// Every event so far, in a stable order (by time, then as recorded).
+    pub fn events(&self) -> Vec<TraceEvent> {
+        let mut v = lock(&self.events).clone();
+        v.sort_by_key(TraceEvent::ts_ns);
+        v
+    }
+}
+
+impl TraceSink for TraceRecorder {
+    fn record(&self, events: &[TraceEvent]) {
+        lock(&self.events).extend_from_slice(events);
+    }
+}
