@@ -154,16 +154,25 @@ impl Buffer {
         dev.record_host_write(address);
         if dev.trace_sink().is_some() {
             let now = dev.now_ns();
-            let what = format!("cpu-write {}+{offset}", self.inner.core.name);
+            let value = match self.inner.core.load64(offset & !7) {
+                Some(w) if offset % 8 == 4 => w >> 32,
+                Some(w) => w,
+                None => 0,
+            };
             dev.record_trace_write(
                 address,
-                crate::trace::Track::Host {
-                    name: crate::host::name_of(crate::host::current_id()),
+                crate::sync::Writer::Host {
+                    host: crate::host::current_id(),
                 },
                 now,
-                what.clone(),
+                "cpu-write",
+                value,
             );
-            dev.trace_host(what, crate::trace::SliceKind::Host, now);
+            dev.trace_host(
+                format!("cpu-write {}+{offset}", self.inner.core.name),
+                crate::trace::SliceKind::Host,
+                now,
+            );
         }
         self.inner
             .device

@@ -94,6 +94,16 @@ struct Removal {
     report: Arc<RemovalReport>,
 }
 
+/// The last traced write of a word: who, when, what (labels are built only for arrows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TraceWrite {
+    writer: Writer,
+    ns: u64,
+    op: &'static str,
+    address: u64,
+    value: u64,
+}
+
 /// The last host write of an address (for reports).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostWrite {
@@ -133,7 +143,7 @@ pub(crate) struct DeviceShared {
     /// Queue names by id.
     queue_names: Mutex<Vec<Arc<str>>>,
     /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
-    trace_writes: Mutex<HashMap<u64, (Track, u64, String)>>,
+    trace_writes: Mutex<HashMap<u64, TraceWrite>>,
 }
 
 impl DeviceShared {
@@ -325,13 +335,35 @@ impl DeviceShared {
     }
 
     /// Records the last write of `address` for flow arrows (tracing only).
-    pub(crate) fn record_trace_write(&self, address: u64, track: Track, ns: u64, what: String) {
-        lock(&self.trace_writes).insert(address & !7, (track, ns, what));
+    pub(crate) fn record_trace_write(
+        &self,
+        address: u64,
+        writer: Writer,
+        ns: u64,
+        op: &'static str,
+        value: u64,
+    ) {
+        let w = TraceWrite {
+            writer,
+            ns,
+            op,
+            address,
+            value,
+        };
+        lock(&self.trace_writes).insert(address & !7, w);
     }
 
     /// The last traced write of `address`.
     pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
-        lock(&self.trace_writes).get(&(address & !7)).cloned()
+        let w = *lock(&self.trace_writes).get(&(address & !7))?;
+        let track = crate::engine::tracing::writer_track(self, w.writer)?;
+        let what = format!(
+            "{} {} = {}",
+            w.op,
+            crate::diagnose::address_text(self, w.address),
+            w.value
+        );
+        Some((track, w.ns, what))
     }
 
     /// The name of queue `id`.

@@ -736,14 +736,13 @@ impl Engine {
         if let Some(t) = self.trace.as_ref() {
             ctx.device.record_trace_write(
                 address,
-                crate::trace::Track::Me {
-                    queue: ctx.device.queue_name(self.queue_id),
+                Writer::Engine {
+                    queue: self.queue_id,
+                    site: *site,
                 },
-                t.now.max(ctx.now_ns()),
-                format!(
-                    "{op} {} = {value}",
-                    crate::diagnose::address_text(ctx.device, address)
-                ),
+                t.now,
+                op,
+                value,
             );
         }
         let seq = ctx.device.next_write_seq();
