@@ -211,6 +211,17 @@ pub fn chrome_json(events: &[TraceEvent], process_name: &str) -> String {
                 label,
             } => {
                 flow_id += 1;
+                // The write or signal itself, as a tiny slice on the writer's thread: flow
+                // starts bind to the slice that encloses them, and the write may land after the
+                // writer's busy slice ended (a bottom-of-pipe retirement).
+                timed.push((
+                    *from_ns,
+                    json!({
+                        "name": label, "cat": "flow", "ph": "X",
+                        "ts": micros(*from_ns, t0), "dur": 0.001, "pid": PID, "tid": tid(from),
+                        "args": { "start_ns": from_ns, "end_ns": from_ns },
+                    }),
+                ));
                 timed.push((
                     *from_ns,
                     json!({
