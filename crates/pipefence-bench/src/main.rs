@@ -11,6 +11,7 @@ mod engine;
 mod fences;
 mod harness;
 mod schedules;
+mod tracing;
 
 use harness::{Bench, Config, Header, Report, Verdict};
 use std::process::ExitCode;
@@ -30,6 +31,7 @@ fn all_benches() -> Vec<Bench> {
     let mut v = fences::BENCHES.to_vec();
     v.extend_from_slice(engine::BENCHES);
     v.extend_from_slice(schedules::BENCHES);
+    v.extend_from_slice(tracing::BENCHES);
     v
 }
 

@@ -138,6 +138,7 @@ fn engine_main(q: Arc<QueueShared>) {
     let mut conds: Vec<WaitCondition> = Vec::new();
     let mut watchdog = Watchdog::default();
     let memory_ns = dev.desc.watchdog_timeout.as_nanos() as u64;
+    let tracing = dev.trace_sink().is_some();
     // Busy/blocked accounting: what the engine was doing since `since`.
     let mut state_since = std::time::Instant::now();
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
@@ -160,7 +161,7 @@ fn engine_main(q: Arc<QueueShared>) {
             let mut rounds: u32 = 0;
             loop {
                 rounds = rounds.wrapping_add(1);
-                if rounds.is_multiple_of(256) {
+                if tracing || rounds.is_multiple_of(256) {
                     ctx.refresh();
                 }
                 conds.clear();
@@ -404,7 +405,37 @@ impl Pool {
     }
 }
 
+/// A worker's kernel slice still growing: consecutive claims of one dispatch share a slice.
+struct WorkerSlice {
+    job: Arc<Job>,
+    start_ns: u64,
+    end_ns: u64,
+    first: u32,
+    last: u32,
+}
+
+fn emit_worker_slice(index: usize, s: WorkerSlice) {
+    let q = &s.job.queue;
+    q.device.emit(&[crate::trace::TraceEvent::Slice {
+        track: crate::trace::Track::Worker {
+            index: index as u32,
+        },
+        name: format!(
+            "{} groups {}..{} ({})",
+            s.job.launch.kernel.name(),
+            s.first,
+            s.last,
+            q.name
+        ),
+        kind: crate::trace::SliceKind::Kernel,
+        start_ns: s.start_ns,
+        end_ns: s.end_ns.max(s.start_ns),
+        site: None,
+    }]);
+}
+
 fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize) {
+    let mut pending: Option<WorkerSlice> = None;
     loop {
         let claim = {
             let mut jobs = lock(&pool.jobs);
@@ -424,12 +455,21 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                     jobs.pop_front();
                 }
                 if let Some(c) = found {
-                    break c;
+                    break Some(c);
+                }
+                if pending.is_some() {
+                    // Going idle: hand the open slice to the sink first (outside the lock).
+                    break None;
                 }
                 jobs = condvar_wait_until(&pool.cv, jobs, None);
             }
         };
-        let (job, start, end) = claim;
+        let Some((job, start, end)) = claim else {
+            if let Some(s) = pending.take() {
+                emit_worker_slice(index, s);
+            }
+            continue;
+        };
         let q = &job.queue;
         let devs = &q.device;
         if devs.is_removed() {
@@ -448,22 +488,25 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         let t0 = devs.trace_sink().map(|_| devs.now_ns());
         let result = run_groups(&job.launch.kernel, devs, start..end, true);
         if let Some(t0) = t0 {
-            devs.emit(&[crate::trace::TraceEvent::Slice {
-                track: crate::trace::Track::Worker {
-                    index: index as u32,
-                },
-                name: format!(
-                    "{} {}..{} ({})",
-                    job.launch.kernel.name(),
-                    start,
-                    end,
-                    q.name
-                ),
-                kind: crate::trace::SliceKind::Kernel,
-                start_ns: t0,
-                end_ns: devs.now_ns().max(t0),
-                site: None,
-            }]);
+            let t1 = devs.now_ns();
+            match pending.as_mut() {
+                Some(s) if Arc::ptr_eq(&s.job, &job) => {
+                    s.end_ns = t1;
+                    s.last = s.last.max(end);
+                }
+                _ => {
+                    if let Some(s) = pending.take() {
+                        emit_worker_slice(index, s);
+                    }
+                    pending = Some(WorkerSlice {
+                        job: job.clone(),
+                        start_ns: t0,
+                        end_ns: t1,
+                        first: start,
+                        last: end,
+                    });
+                }
+            }
         }
         if let Some(slot) = lock(&pool.running).get_mut(index) {
             *slot = None;

@@ -288,7 +288,7 @@ impl<'a> EngineCtx<'a> {
     }
 
     #[inline]
-    fn coarse_ns(&self) -> u64 {
+    pub(crate) fn coarse_ns(&self) -> u64 {
         self.coarse_ns.get()
     }
 }
@@ -796,7 +796,9 @@ impl Engine {
     /// Advances one stage by at most one packet.
     pub(crate) fn step(&mut self, stage: Stage, ctx: &EngineCtx<'_>) -> Step {
         if let Some(t) = self.trace.as_mut() {
-            t.now = ctx.now_ns();
+            // The driver refreshes this reading between batches of steps: one clock read per
+            // batch, not per packet (back-to-back packets may share a slice and a timestamp).
+            t.now = ctx.coarse_ns();
         }
         match stage {
             Stage::Pfp if self.kind.has_pfp() => self.pfp_step(ctx),
