@@ -79,7 +79,7 @@ const CHAIN_QUEUES: [usize; 3] = [2, 4, 16];
 /// i-1's fence, each signals its own; the CPU signals `start` to r and waits on the last fence
 /// for r. All `wait; signal` pairs are submitted before the timed loop. A round is N + 1 hops
 /// (CPU to queue 0, N - 1 queue to queue, last queue to CPU).
-fn engine_chain(device: &Device, queues: &[Queue], rounds: u64) -> Result<f64, String> {
+pub(crate) fn engine_chain(device: &Device, queues: &[Queue], rounds: u64) -> Result<f64, String> {
     let start = device.create_fence(0).map_err(err)?;
     let fences = queues
         .iter()

@@ -4,10 +4,10 @@
 //! an identical device without a sink, the two interleaved run by run.
 
 use crate::fences::WAIT_TIMEOUT;
-use crate::harness::{median, ns_per_iter, Bench, Config, Report, Stats, Unit};
+use crate::harness::{median, Bench, Config, Report, Stats, Unit};
 use pipefence::trace::{TraceRecorder, TraceSink};
 use pipefence::{
-    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, Heap, Kernel, Queue,
+    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Heap, Kernel, Queue,
     QueueDesc, QueueKind, WaitEngine, WriteSource,
 };
 use std::sync::Arc;
@@ -151,40 +151,9 @@ fn execute_run(device: &Device, queue: &Queue, list: &CommandList) -> Result<f64
 
 const CHAIN_QUEUES: usize = 4;
 
-/// ns per hop of `rounds` rounds through `queues`: queue 0 waits on `start`, queue i on queue
-/// i-1's fence, each signals its own; the CPU signals `start` to r and waits on the last fence
-/// for r. All `wait; signal` pairs are submitted before the timed loop. A round is N + 1 hops.
+/// engine/cross-queue-chain's timed chain (ns per hop).
 fn chain_run(device: &Device, queues: &[Queue], rounds: u64) -> Result<f64, String> {
-    let start = device.create_fence(0).map_err(err)?;
-    let fences = queues
-        .iter()
-        .map(|_| device.create_fence(0).map_err(err))
-        .collect::<Result<Vec<Fence>, String>>()?;
-    for (i, q) in queues.iter().enumerate() {
-        let prev = if i == 0 { &start } else { &fences[i - 1] };
-        for r in 1..=rounds {
-            q.wait(prev, r).map_err(err)?;
-            q.signal(&fences[i], r).map_err(err)?;
-        }
-    }
-    let last = fences.last().ok_or("chain without queues")?;
-    let hops = rounds * (queues.len() as u64 + 1);
-    let mut result = Ok(());
-    let ns = ns_per_iter(hops, || {
-        for r in 1..=rounds {
-            if let Err(e) = start
-                .signal(r)
-                .and_then(|()| last.wait(r, WAIT_TIMEOUT))
-                .map_err(err)
-            {
-                result = Err(format!("round {r}: {e}"));
-                return;
-            }
-        }
-    });
-    result?;
-    device.wait_idle(WAIT_TIMEOUT).map_err(err)?;
-    Ok(ns)
+    crate::engine::engine_chain(device, queues, rounds)
 }
 
 // ---------------------------------------------------------------------------------------------
