@@ -148,17 +148,14 @@ impl Buffer {
         Ok(())
     }
 
-    fn record_host_write(&self, offset: u64) {
+    /// Records a host write of `value` at `offset` for reports and traces; called before the
+    /// store, so a waiter the write releases always finds its writer.
+    fn record_host_write(&self, offset: u64, value: u64) {
         let dev = &self.inner.device;
         let address = self.inner.core.base + offset;
         dev.record_host_write(address);
         if dev.trace_sink().is_some() {
             let now = dev.now_ns();
-            let value = match self.inner.core.load64(offset & !7) {
-                Some(w) if offset % 8 == 4 => w >> 32,
-                Some(w) => w,
-                None => 0,
-            };
             dev.record_trace_write(
                 address,
                 crate::sync::Writer::Host {
@@ -174,6 +171,10 @@ impl Buffer {
                 now,
             );
         }
+    }
+
+    /// Wakes the GPU and host waiters on the word just written (M4).
+    fn notify_host_write(&self, offset: u64) {
         self.inner
             .device
             .watches
@@ -200,8 +201,9 @@ impl Buffer {
     pub fn write_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.check("write_u32", offset, Width::W32, Access::Write)?;
         self.inner.device.yield_point();
+        self.record_host_write(offset, u64::from(value));
         self.inner.core.store32(offset, value);
-        self.record_host_write(offset);
+        self.notify_host_write(offset);
         Ok(())
     }
 
@@ -209,8 +211,9 @@ impl Buffer {
     pub fn write_u64(&self, offset: u64, value: u64) -> Result<()> {
         self.check("write_u64", offset, Width::W64, Access::Write)?;
         self.inner.device.yield_point();
+        self.record_host_write(offset, value);
         self.inner.core.store64(offset, value);
-        self.record_host_write(offset);
+        self.notify_host_write(offset);
         Ok(())
     }
 

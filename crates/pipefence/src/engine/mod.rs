@@ -726,13 +726,8 @@ impl Engine {
         op: &'static str,
     ) -> Result<(), Fault> {
         let off = self.resolve(ctx, address, width, Access::Write, site, op)?;
-        if let Some(buf) = self.cached() {
-            match width {
-                Width::W32 => buf.store32(off, value as u32),
-                Width::W64 => buf.store64(off, value),
-            };
-        }
-        ctx.device.watches.notify_word(address);
+        // Traced runs record the write before it becomes visible, so a waiter released by it
+        // always finds who released it.
         if let Some(t) = self.trace.as_ref() {
             ctx.device.record_trace_write(
                 address,
@@ -745,6 +740,13 @@ impl Engine {
                 value,
             );
         }
+        if let Some(buf) = self.cached() {
+            match width {
+                Width::W32 => buf.store32(off, value as u32),
+                Width::W64 => buf.store64(off, value),
+            };
+        }
+        ctx.device.watches.notify_word(address);
         let seq = ctx.device.next_write_seq();
         self.writes.insert(
             address & !7,
