@@ -193,6 +193,11 @@ impl DeviceShared {
         }
         let report = Arc::new(build_report(self, reason, fault.as_ref()));
         if self.trace_sink().is_some() {
+            let now = self.now_ns();
+            for q in self.live_queues() {
+                let events = lock(&q.engine).trace_close(self, now);
+                self.emit(&events);
+            }
             let track = match report.queues.first() {
                 Some(q) => Track::Me {
                     queue: q.queue.clone(),

@@ -553,6 +553,25 @@ impl Engine {
             .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
     }
 
+    /// Trace events at removal: open busy slices and still-blocked waits, closed at `now`.
+    pub(crate) fn trace_close(
+        &mut self,
+        dev: &DeviceShared,
+        now: u64,
+    ) -> Vec<crate::trace::TraceEvent> {
+        let pfp = self.pfp_blocked.as_ref().map(|(_, _, c)| c.clone());
+        let me = match &self.me_op {
+            Some(MeOp::Wait { cond, .. }) => Some(cond.clone()),
+            _ => None,
+        };
+        let Some(t) = self.trace.as_mut() else {
+            return Vec::new();
+        };
+        t.now = now;
+        t.close_open(dev, pfp.as_ref(), me.as_ref());
+        t.drain()
+    }
+
     /// A snapshot for diagnosis (D7).
     pub(crate) fn snapshot(&self) -> Snapshot {
         let mut pending = Vec::new();

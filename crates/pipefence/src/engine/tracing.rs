@@ -128,6 +128,37 @@ impl EngineTrace {
         });
     }
 
+    /// The device is being removed: waits still blocked become blocked slices that end here
+    /// (the hang's picture: who was waiting on what, until when).
+    pub(crate) fn close_open(
+        &mut self,
+        dev: &DeviceShared,
+        pfp: Option<&WaitCondition>,
+        me: Option<&WaitCondition>,
+    ) {
+        self.close_me();
+        for (is_pfp, cond) in [(true, pfp), (false, me)] {
+            let start = if is_pfp && self.has_pfp {
+                self.pfp_block.take()
+            } else if !is_pfp || !self.has_pfp {
+                self.me_block.take()
+            } else {
+                None
+            };
+            if let (Some(start), Some(cond)) = (start, cond) {
+                let track = if is_pfp { self.pfp() } else { self.me() };
+                self.events.push(TraceEvent::Slice {
+                    track,
+                    name: format!("wait {} (never satisfied)", condition_label(dev, cond)),
+                    kind: SliceKind::Blocked,
+                    start_ns: start,
+                    end_ns: self.now.max(start),
+                    site: None,
+                });
+            }
+        }
+    }
+
     /// A queue signal landed.
     pub(crate) fn signalled(&mut self, fence: &str, value: u64) {
         self.events.push(TraceEvent::Instant {
