@@ -555,6 +555,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     } else {
         start.elapsed().as_nanos() as u64
     };
+    device.flush_trace();
     let mut outcome = finish(&ctx, &list_index, elapsed);
     if let Some(r) = recorder {
         outcome.trace = r.events();

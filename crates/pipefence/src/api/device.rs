@@ -142,6 +142,8 @@ pub(crate) struct DeviceShared {
     pub(crate) sched: Option<Arc<Scheduler>>,
     /// Queue names by id.
     queue_names: Mutex<Vec<Arc<str>>>,
+    /// Trace batches taken out of an engine or worker and not yet handed to the sink.
+    pub(crate) trace_inflight: AtomicUsize,
     /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
     trace_writes: Mutex<HashMap<u64, TraceWrite>>,
 }
@@ -318,6 +320,26 @@ impl DeviceShared {
     pub(crate) fn emit(&self, events: &[TraceEvent]) {
         if let (Some(s), false) = (self.trace_sink(), events.is_empty()) {
             s.record(events);
+        }
+    }
+
+    /// Hands every buffered trace event to the sink: the engines' buffers, and the batches
+    /// engine and worker threads are handing over right now (waited for, up to a second).
+    pub(crate) fn flush_trace(&self) {
+        if self.trace_sink().is_none() {
+            return;
+        }
+        for q in self.live_queues() {
+            let events = lock(&q.engine)
+                .trace
+                .as_mut()
+                .map(|t| t.drain())
+                .unwrap_or_default();
+            self.emit(&events);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.trace_inflight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::yield_now();
         }
     }
 
@@ -514,6 +536,7 @@ impl Device {
             list_names: Mutex::new(HashMap::new()),
             sched,
             queue_names: Mutex::new(Vec::new()),
+            trace_inflight: AtomicUsize::new(0),
             trace_writes: Mutex::new(HashMap::new()),
         });
         Ok(Device {
@@ -609,6 +632,13 @@ impl Device {
             .any(|q| !lock(&q.engine).is_idle())
     }
 
+    /// Hands every trace event recorded so far to the sink (engines buffer them briefly); call
+    /// before reading a [`TraceRecorder`](crate::trace::TraceRecorder) while the device may
+    /// still be running. `wait_idle` and `settle` do it themselves.
+    pub fn flush_trace(&self) {
+        self.shared.flush_trace();
+    }
+
     /// The device's queues, in creation order.
     pub fn queues(&self) -> Vec<Queue> {
         self.shared
@@ -636,6 +666,7 @@ impl Device {
                 let _ = self.wait_idle(timeout);
             }
         }
+        self.shared.flush_trace();
         !self.is_removed()
     }
 
@@ -655,6 +686,8 @@ impl Device {
         for q in self.shared.live_queues() {
             Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
         }
+        // A traced run's events are all with the sink once the device is idle.
+        self.shared.flush_trace();
         self.shared.check_live(|| "wait_idle".to_string())
     }
 

@@ -219,6 +219,10 @@ fn engine_main(q: Arc<QueueShared>) {
                 .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
             in_flight = e.dispatches_in_flight();
             trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
+            if !trace_events.is_empty() {
+                // Taken under the lock, handed to the sink after it: `flush_trace` waits.
+                dev.trace_inflight.fetch_add(1, Ordering::AcqRel);
+            }
             let new_state = (!e.is_idle()).then_some(blocked.is_some());
             if new_state != state {
                 let now = std::time::Instant::now();
@@ -232,7 +236,10 @@ fn engine_main(q: Arc<QueueShared>) {
                 state_since = now;
             }
         }
-        dev.emit(&trace_events);
+        if !trace_events.is_empty() {
+            dev.emit(&trace_events);
+            dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
+        }
         if !launches.is_empty() {
             dev.pool().submit(&q, launches);
         }
@@ -416,7 +423,8 @@ struct WorkerSlice {
 
 fn emit_worker_slice(index: usize, s: WorkerSlice) {
     let q = &s.job.queue;
-    q.device.emit(&[crate::trace::TraceEvent::Slice {
+    let dev = &q.device;
+    dev.emit(&[crate::trace::TraceEvent::Slice {
         track: crate::trace::Track::Worker {
             index: index as u32,
         },
@@ -432,17 +440,22 @@ fn emit_worker_slice(index: usize, s: WorkerSlice) {
         end_ns: s.end_ns.max(s.start_ns),
         site: None,
     }]);
+    dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
 }
 
 fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize) {
     let mut pending: Option<WorkerSlice> = None;
+    let mut exiting = false;
     loop {
         let claim = {
             let mut jobs = lock(&pool.jobs);
             loop {
                 match dev.upgrade() {
                     Some(d) if !d.is_removed() && !d.is_shut_down() => {}
-                    _ => return,
+                    _ => {
+                        exiting = true;
+                        break None;
+                    }
                 }
                 let mut found = None;
                 while let Some(j) = jobs.front() {
@@ -467,6 +480,9 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         let Some((job, start, end)) = claim else {
             if let Some(s) = pending.take() {
                 emit_worker_slice(index, s);
+            }
+            if exiting {
+                return;
             }
             continue;
         };
@@ -498,6 +514,7 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                     if let Some(s) = pending.take() {
                         emit_worker_slice(index, s);
                     }
+                    devs.trace_inflight.fetch_add(1, Ordering::AcqRel);
                     pending = Some(WorkerSlice {
                         job: job.clone(),
                         start_ns: t0,
