@@ -242,21 +242,32 @@ impl BufferCore {
     /// the buffer.
     pub(crate) fn read_words32(&self, first: usize, n: usize, out: &mut Vec<u32>) {
         let last = first.saturating_add(n).min((self.size / 4) as usize);
+        if first >= last {
+            return;
+        }
+        out.reserve(last - first);
         let mut i = first;
-        while i < last {
-            let Some(w) = self.words.get(i / 2) else {
-                return;
-            };
-            let w = w.load(Ordering::Acquire);
-            if i.is_multiple_of(2) {
-                out.push(w as u32);
-                if i + 1 < last {
+        if i % 2 == 1 {
+            if let Some(w) = self.words.get(i / 2) {
+                out.push((w.load(Ordering::Acquire) >> 32) as u32);
+            }
+            i += 1;
+        }
+        // Whole words: both halves at once.
+        let pairs_end = last & !1;
+        if pairs_end > i {
+            if let Some(ws) = self.words.get(i / 2..pairs_end / 2) {
+                for w in ws {
+                    let w = w.load(Ordering::Acquire);
+                    out.push(w as u32);
                     out.push((w >> 32) as u32);
                 }
-                i += 2;
-            } else {
-                out.push((w >> 32) as u32);
-                i += 1;
+            }
+            i = pairs_end;
+        }
+        if i < last {
+            if let Some(w) = self.words.get(i / 2) {
+                out.push(w.load(Ordering::Acquire) as u32);
             }
         }
     }
