@@ -142,6 +142,8 @@ pub(crate) struct DeviceShared {
     pub(crate) sched: Option<Arc<Scheduler>>,
     /// Queue names by id.
     queue_names: Mutex<Vec<Arc<str>>>,
+    /// Trace events deferred until no lock is held (see `emit_from_removal`).
+    deferred_trace: Mutex<Vec<TraceEvent>>,
     /// Trace batches taken out of an engine or worker and not yet handed to the sink.
     pub(crate) trace_inflight: AtomicUsize,
     /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
@@ -198,7 +200,7 @@ impl DeviceShared {
             let now = self.now_ns();
             for q in self.live_queues() {
                 let events = lock(&q.engine).trace_close(self, now);
-                self.emit(&events);
+                self.emit_from_removal(events);
             }
             let track = match report.queues.first() {
                 Some(q) => Track::Me {
@@ -212,7 +214,7 @@ impl DeviceShared {
                 .classification
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default();
-            self.emit(&[TraceEvent::Instant {
+            self.emit_from_removal(vec![TraceEvent::Instant {
                 track,
                 ts_ns: self.now_ns(),
                 name: format!("device removed: {reason}{class}"),
@@ -323,6 +325,22 @@ impl DeviceShared {
         }
     }
 
+    /// Events produced where a pipefence lock may be held (removal, which the deterministic
+    /// scheduler performs under its lock): deferred there, handed to the sink by the next flush.
+    fn emit_from_removal(&self, events: Vec<TraceEvent>) {
+        if self.sched.is_some() {
+            lock(&self.deferred_trace).extend(events);
+        } else {
+            self.emit(&events);
+        }
+    }
+
+    /// Hands deferred events to the sink (call with no pipefence lock held).
+    pub(crate) fn emit_deferred(&self) {
+        let events = std::mem::take(&mut *lock(&self.deferred_trace));
+        self.emit(&events);
+    }
+
     /// Hands every buffered trace event to the sink: the engines' buffers, and the batches
     /// engine and worker threads are handing over right now (waited for, up to a second).
     pub(crate) fn flush_trace(&self) {
@@ -337,6 +355,7 @@ impl DeviceShared {
                 .unwrap_or_default();
             self.emit(&events);
         }
+        self.emit_deferred();
         let deadline = Instant::now() + Duration::from_secs(1);
         while self.trace_inflight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
             std::thread::yield_now();
@@ -537,6 +556,7 @@ impl Device {
             sched,
             queue_names: Mutex::new(Vec::new()),
             trace_inflight: AtomicUsize::new(0),
+            deferred_trace: Mutex::new(Vec::new()),
             trace_writes: Mutex::new(HashMap::new()),
         });
         Ok(Device {

@@ -323,12 +323,13 @@ impl Scheduler {
         dev: &DeviceShared,
         mut st: MutexGuard<'a, State>,
     ) -> MutexGuard<'a, State> {
-        if st.trace.is_empty() {
+        if dev.trace_sink().is_none() {
             return st;
         }
         let events = std::mem::take(&mut st.trace);
         drop(st);
         dev.emit(&events);
+        dev.emit_deferred();
         lock(&self.st)
     }
 
