@@ -286,17 +286,21 @@ fn bench_round_trip(cfg: &Config) -> Result<Report, String> {
 // 3. Command throughput.
 
 /// Bytes of the small Shared buffer the throughput list reads and writes.
-const SMALL_BUFFER: u64 = 64;
+pub(crate) const SMALL_BUFFER: u64 = 64;
 /// Distinct u32 slots the writes rotate over (offsets 8, 12, ..., 60).
 const WRITE_SLOTS: u64 = 14;
 
-fn write_offset(i: u64) -> u64 {
+pub(crate) fn write_offset(i: u64) -> u64 {
     8 + 4 * (i % WRITE_SLOTS)
 }
 
 /// `packets` commands alternating `wait_value32(buf+0 >= 0, ME)` and
 /// `write_value32_top_of_pipe(buf + slot, i)`.
-fn throughput_list(device: &Device, buf: &Buffer, packets: u64) -> Result<CommandList, String> {
+pub(crate) fn throughput_list(
+    device: &Device,
+    buf: &Buffer,
+    packets: u64,
+) -> Result<CommandList, String> {
     let mut l = device
         .create_command_list(QueueKind::Compute, "throughput")
         .map_err(err)?;

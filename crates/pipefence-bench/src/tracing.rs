@@ -3,12 +3,12 @@
 //! throughput). Each figure is "tracing on" against "tracing off" measured in the same run on
 //! an identical device without a sink, the two interleaved run by run.
 
+use crate::engine::{throughput_list, write_offset, SMALL_BUFFER};
 use crate::fences::WAIT_TIMEOUT;
 use crate::harness::{median, Bench, Config, Report, Stats, Unit};
 use pipefence::trace::{TraceRecorder, TraceSink};
 use pipefence::{
-    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Heap, Kernel, Queue,
-    QueueDesc, QueueKind, WaitEngine, WriteSource,
+    Buffer, BufferDesc, CommandList, Device, DeviceDesc, Heap, Kernel, Queue, QueueDesc, QueueKind,
 };
 use std::sync::Arc;
 use std::time::Instant;
@@ -197,35 +197,6 @@ fn check_fill(buf: &Buffer) -> Result<(), String> {
 
 // ---------------------------------------------------------------------------------------------
 // 3. Command throughput (engine/command-throughput's workload).
-
-/// Bytes of the small Shared buffer the throughput list reads and writes.
-const SMALL_BUFFER: u64 = 64;
-/// Distinct u32 slots the writes rotate over (offsets 8, 12, ..., 60).
-const WRITE_SLOTS: u64 = 14;
-
-fn write_offset(i: u64) -> u64 {
-    8 + 4 * (i % WRITE_SLOTS)
-}
-
-/// `packets` commands alternating `wait_value32(buf+0 >= 0, ME)` and
-/// `write_value32_top_of_pipe(buf + slot, i)`.
-fn throughput_list(device: &Device, buf: &Buffer, packets: u64) -> Result<CommandList, String> {
-    let mut l = device
-        .create_command_list(QueueKind::Compute, "throughput")
-        .map_err(err)?;
-    for i in 0..packets / 2 {
-        l.wait_value32(
-            buf.address(0),
-            Comparison::GreaterEqual,
-            0,
-            u32::MAX,
-            WaitEngine::Me,
-        );
-        l.write_value32_top_of_pipe(buf.address(write_offset(i)), i as u32, WriteSource::Value);
-    }
-    l.close().map_err(err)?;
-    Ok(l)
-}
 
 // ---------------------------------------------------------------------------------------------
 
