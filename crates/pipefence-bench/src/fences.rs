@@ -699,13 +699,18 @@ fn check_events(
     Ok(())
 }
 
+/// Signals `fence` to `done + k` (releasing the next `k` waiters), timed; advances `done`.
+fn signal_fence_timed(fence: &Fence, done: &mut u64, k: u64) -> Result<f64, String> {
+    let v = *done + k;
+    let (r, ns) = timed(|| fence.signal(v));
+    r.map_err(err)?;
+    *done = v;
+    Ok(ns)
+}
+
 impl PendingSet for FenceEvents<'_> {
     fn signal_timed(&mut self, k: u64) -> Result<f64, String> {
-        let v = self.done + k;
-        let (r, ns) = timed(|| self.fence.signal(v));
-        r.map_err(err)?;
-        self.done = v;
-        Ok(ns)
+        signal_fence_timed(&self.fence, &mut self.done, k)
     }
 
     fn refill(&mut self, k: u64, check_next: bool) -> Result<(), String> {
@@ -745,11 +750,7 @@ impl FenceFutures {
 
 impl PendingSet for FenceFutures {
     fn signal_timed(&mut self, k: u64) -> Result<f64, String> {
-        let v = self.done + k;
-        let (r, ns) = timed(|| self.fence.signal(v));
-        r.map_err(err)?;
-        self.done = v;
-        Ok(ns)
+        signal_fence_timed(&self.fence, &mut self.done, k)
     }
 
     fn refill(&mut self, k: u64, check_next: bool) -> Result<(), String> {
