@@ -8,7 +8,7 @@
 //! copies) count as possibly satisfying.
 
 use crate::api::{DeviceShared, QueueShared};
-use crate::command::{Comparison, Width};
+use crate::command::Width;
 use crate::engine::{Fault, Pending, Site, Snapshot, Stage, WaitCondition};
 use crate::error::RemovalReason;
 use crate::sync::shim::lock;
@@ -317,10 +317,6 @@ pub(crate) fn address_text(dev: &DeviceShared, address: u64) -> String {
 
 /// The condition in words, as reports and traces show it.
 pub(crate) fn condition_label(dev: &DeviceShared, cond: &WaitCondition) -> String {
-    condition_text(dev, cond)
-}
-
-fn condition_text(dev: &DeviceShared, cond: &WaitCondition) -> String {
     match cond {
         WaitCondition::Fence { fence, value, .. } => format!("fence {} >= {value}", fence.name()),
         WaitCondition::Memory {
@@ -389,7 +385,7 @@ fn satisfies(cond: &WaitCondition, p: &Pending) -> bool {
             p,
         ) => {
             let (lo, hi) = (*address, address + width.bytes());
-            let holds = |v: u64| cmp_holds(*cmp, v & width.mask(), *mask, *reference);
+            let holds = |v: u64| cmp.holds(v & width.mask(), *mask, *reference);
             match p {
                 Pending::Write {
                     address: a,
@@ -421,10 +417,6 @@ fn satisfies(cond: &WaitCondition, p: &Pending) -> bool {
         }
         _ => false,
     }
-}
-
-fn cmp_holds(cmp: Comparison, v: u64, mask: u64, reference: u64) -> bool {
-    cmp.holds(v, mask, reference)
 }
 
 fn writer_report(dev: &DeviceShared, nodes: &[Node], w: Writer, op: &str, ns: u64) -> WriterReport {
@@ -691,19 +683,20 @@ pub(crate) fn build_report(
             (true, Some((_, f))) => Some(site_report(dev, &nodes, nd.q.id, f.site(), f.op())),
             _ => at,
         };
+        let target = cond.and_then(|c| cond_buffer(dev, c));
         queues.push(QueueReport {
             queue: nd.q.name.to_string(),
             queue_id: nd.q.id,
             class: c,
             at,
             stage: stage.map(str::to_string),
-            waiting_for: cond.map(|c| condition_text(dev, c)),
+            waiting_for: cond.map(|c| condition_label(dev, c)),
             fence: match cond {
                 Some(WaitCondition::Fence { fence, .. }) => Some(fence.name().to_string()),
                 _ => None,
             },
-            buffer: cond.and_then(|c| cond_buffer(dev, c)).map(|(b, _)| b),
-            offset: cond.and_then(|c| cond_buffer(dev, c)).map(|(_, o)| o),
+            buffer: target.as_ref().map(|(b, _)| b.clone()),
+            offset: target.as_ref().map(|(_, o)| *o),
             address: match cond {
                 Some(WaitCondition::Memory { address, .. }) => Some(*address),
                 _ => None,
@@ -783,7 +776,7 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
             buffer: None,
             at,
             packet_offset: None,
-            message: format!("{} can never hold", condition_text(dev, condition)),
+            message: format!("{} can never hold", condition_label(dev, condition)),
         },
         Fault::EndlessKernel { kernel, group, .. } => FaultReport {
             kind: Classification::EndlessKernel,

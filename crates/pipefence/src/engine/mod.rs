@@ -1008,11 +1008,10 @@ impl Engine {
                             t.unblocked(ctx.device, true, &cond);
                         }
                         self.pfp_blocked = None;
-                        let cur = self.cursor.as_mut().map(|c| {
+                        if let Some(c) = self.cursor.as_mut() {
                             c.word += len;
                             c.command += 1;
-                        });
-                        let _ = cur;
+                        }
                         self.last_completed = Some((site, op));
                         self.commands_completed += 1;
                         return Step::Progressed;
