@@ -102,17 +102,17 @@ fn main() -> ExitCode {
             if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
-            if strict {
-                return usage_error("--strict (strict mode) is not available yet");
-            }
-            if validate {
-                return usage_error("--validate (hazard detection) is not available yet");
+            if strict && validate {
+                return usage_error(
+                    "--strict already reports hazards; --validate is for the threaded driver",
+                );
             }
             let driver = match driver {
-                Driver::Threaded => DriverKind::Threaded,
-                Driver::Deterministic => DriverKind::Deterministic,
+                Driver::Threaded if !strict => DriverKind::Threaded,
+                _ => DriverKind::Deterministic,
             };
-            run_command(&file, json, seed, driver, trace, timeline)
+            let mode = Mode { strict, validate };
+            run_command(&file, json, seed, driver, mode, trace, timeline)
         }
         Command::Check {
             file,
@@ -121,13 +121,10 @@ fn main() -> ExitCode {
             strict,
             json,
         } => {
-            if strict {
-                return usage_error("--strict (strict mode) is not available yet");
-            }
             if schedules == 0 {
                 return usage_error("--schedules must be at least 1");
             }
-            check_command(&file, json, schedules, seed)
+            check_command(&file, json, schedules, seed, strict)
         }
     }
 }
@@ -178,7 +175,13 @@ fn load(
     }
 }
 
-fn check_command(file: &std::path::Path, json: bool, schedules: u64, seed: u64) -> ExitCode {
+fn check_command(
+    file: &std::path::Path,
+    json: bool,
+    schedules: u64,
+    seed: u64,
+    strict: bool,
+) -> ExitCode {
     let (name, scenario) = match load(file, json) {
         Ok(x) => x,
         Err(code) => return code,
@@ -186,7 +189,7 @@ fn check_command(file: &std::path::Path, json: bool, schedules: u64, seed: u64) 
     let opts = CheckOptions {
         schedules,
         seed,
-        strict: false,
+        strict,
     };
     let mut last = std::time::Instant::now();
     let report = check(&scenario, &opts, |p| {
@@ -231,11 +234,19 @@ fn check_command(file: &std::path::Path, json: bool, schedules: u64, seed: u64) 
     ExitCode::from(report.exit_code() as u8)
 }
 
+/// Strict mode and validation, as asked on the command line.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    strict: bool,
+    validate: bool,
+}
+
 fn run_command(
     file: &std::path::Path,
     json: bool,
     seed: u64,
     driver: DriverKind,
+    mode: Mode,
     trace: Option<PathBuf>,
     timeline: Option<PathBuf>,
 ) -> ExitCode {
@@ -246,13 +257,21 @@ fn run_command(
     let opts = RunOptions {
         driver,
         seed,
+        strict: mode.strict,
+        validate: mode.validate,
         trace: trace.is_some() || timeline.is_some(),
-        ..RunOptions::default()
     };
     let outcome = run(&scenario, &opts);
-    let title = match driver {
-        DriverKind::Threaded => format!("{name} (threaded)"),
-        DriverKind::Deterministic => format!("{name} (deterministic, seed {seed})"),
+    let title = match (driver, mode.strict, mode.validate) {
+        (DriverKind::Threaded, _, true) => format!("{name} (threaded, validate)"),
+        (DriverKind::Threaded, _, false) => format!("{name} (threaded)"),
+        (DriverKind::Deterministic, true, _) => format!("{name} (strict, seed {seed})"),
+        (DriverKind::Deterministic, false, true) => {
+            format!("{name} (deterministic, seed {seed}, validate)")
+        }
+        (DriverKind::Deterministic, false, false) => {
+            format!("{name} (deterministic, seed {seed})")
+        }
     };
     if let Some(path) = &trace {
         let text = pipefence::trace::chrome::chrome_json(&outcome.trace, &title);
@@ -328,6 +347,12 @@ fn human_summary(name: &str, o: &Outcome) -> String {
                 ""
             };
             s += &format!("  line {:>4}  {mark}  {}{nr}\n", e.line, e.detail);
+        }
+    }
+    if !o.hazards.is_empty() {
+        s += &format!("hazards ({}):\n", o.hazards.len());
+        for h in &o.hazards {
+            s += &format!("  {}\n", h.message);
         }
     }
     if !o.host_errors.is_empty() {

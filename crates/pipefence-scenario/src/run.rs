@@ -180,6 +180,56 @@ pub struct Removed {
     pub fault: Option<RemovedFault>,
 }
 
+/// One access of a hazard report.
+#[derive(Debug, Clone, Serialize)]
+pub struct HazardAccessReport {
+    /// The queue, for commands (`null` for host accesses).
+    pub queue: Option<String>,
+    /// `task` (a dispatch or copy), `me`, `pfp`, or `host`.
+    pub agent: String,
+    /// The host thread, for host accesses.
+    pub host: Option<String>,
+    /// The command list, for commands of a list.
+    pub list: Option<String>,
+    /// The command index in the list.
+    pub command: Option<u32>,
+    /// The command or host action (`dispatch`, `write-value32-bop`, `cpu-write`, ...).
+    pub op: String,
+    /// The kernel, for dispatches.
+    pub kernel: Option<String>,
+    /// `read`, `write`, `value write`, `atomic`, `wait` or `release`.
+    pub access: String,
+    /// The scenario line.
+    pub line: Option<usize>,
+    /// The whole label, as in the message.
+    pub text: String,
+}
+
+/// A synchronization hazard (strict mode and `--validate`; `docs/memory-model.md` 5.3).
+#[derive(Debug, Clone, Serialize)]
+pub struct HazardReport {
+    /// `unreleased-read`, `pfp-read-before-wait`, `stale-cache` or `write-write`.
+    pub kind: String,
+    /// The affected range, e.g. `data+0x0..+0x1000`.
+    pub range: String,
+    /// The first address (hexadecimal).
+    pub address: String,
+    /// The range's length in bytes.
+    pub bytes: u64,
+    /// The earlier access (the write, or the read a later write landed on).
+    pub first: HazardAccessReport,
+    /// The later access.
+    pub second: HazardAccessReport,
+    /// The synchronization named as missing (a release or a wait), if one is.
+    pub via: Option<HazardAccessReport>,
+    /// What is missing, in words.
+    pub missing: String,
+    /// What would fix it.
+    pub fix: String,
+    /// The whole report, as printed.
+    pub message: String,
+}
+
 /// The result of a run: serializes to the documented `--json` object.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -191,8 +241,8 @@ pub struct Outcome {
     pub expectations: Vec<ExpectationResult>,
     /// Final fence values.
     pub fences: BTreeMap<String, u64>,
-    /// Hazards (strict mode and validation; empty on the threaded driver without `--validate`).
-    pub hazards: Vec<serde_json::Value>,
+    /// Hazards (strict mode and validation; empty without `--strict` or `--validate`).
+    pub hazards: Vec<HazardReport>,
     /// The removal report, if the device was removed.
     pub removed: Option<Removed>,
     /// Wall-clock nanoseconds of the run.
@@ -434,7 +484,17 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
             .map(|r| r as Arc<dyn pipefence::trace::TraceSink>),
         ..base
     };
-    let desc = if deterministic {
+    let base = DeviceDesc {
+        memory_model: if opts.strict {
+            pipefence::MemoryModel::Strict
+        } else if opts.validate {
+            pipefence::MemoryModel::Validate
+        } else {
+            pipefence::MemoryModel::Plain
+        },
+        ..base
+    };
+    let desc = if deterministic || opts.strict {
         pipefence::explore::deterministic_desc(&base, opts.seed)
     } else {
         base
@@ -644,6 +704,7 @@ fn run_actions(
             }
             continue;
         }
+        pipefence::hazard::set_source_line(u32::try_from(a.pos.line).ok());
         if let Err(message) = act(ctx, me, host, a) {
             if !ctx.device.is_removed() {
                 lock(&ctx.errors).push(HostError {
@@ -882,6 +943,118 @@ fn site_text(ctx: &Ctx, li: &HashMap<u32, usize>, s: &SiteReport) -> String {
     }
 }
 
+/// The scenario's name for a host API call in a hazard report.
+fn host_op_name(op: &str) -> &str {
+    match op {
+        "write_u32" | "write_u64" => "cpu-write",
+        "wait_u32" | "wait_u64" => "cpu-poll",
+        "read_u32" | "read_u64" => "cpu-read",
+        other => other,
+    }
+}
+
+fn access_report(
+    ctx: &Ctx,
+    li: &HashMap<u32, usize>,
+    a: &pipefence::HazardAccess,
+) -> HazardAccessReport {
+    match &a.agent {
+        pipefence::HazardAgent::Queue {
+            queue,
+            stage,
+            site,
+            list,
+        } => {
+            let sr = SiteReport {
+                queue: queue.clone(),
+                queue_id: 0,
+                submission: site.submission,
+                list: list.clone(),
+                list_id: site.list,
+                command: site.command,
+                op: a.op.to_string(),
+            };
+            let line = site_line(ctx, li, &sr);
+            let what = a.what();
+            let pfp = if *stage == "pfp" { "the PFP of " } else { "" };
+            let at = match (list, site.command) {
+                (Some(l), Some(c)) => format!("{pfp}{queue}/{l}:{c}"),
+                _ => format!("{pfp}{queue}"),
+            };
+            let text = match line {
+                Some(l) => format!("{at} ({what}, line {l})"),
+                None => format!("{at} ({what})"),
+            };
+            HazardAccessReport {
+                queue: Some(queue.clone()),
+                agent: stage.to_string(),
+                host: None,
+                list: list.clone(),
+                command: site.command,
+                op: a.op.to_string(),
+                kernel: a.kernel.clone(),
+                access: a.kind.name().to_string(),
+                line,
+                text,
+            }
+        }
+        pipefence::HazardAgent::Host { host, line } => {
+            let op = host_op_name(a.op).to_string();
+            let line = line.map(|l| l as usize);
+            let text = match line {
+                Some(l) => format!("host {host} ({op}, line {l})"),
+                None => format!("host {host} ({op})"),
+            };
+            HazardAccessReport {
+                queue: None,
+                agent: "host".into(),
+                host: Some(host.clone()),
+                list: None,
+                command: None,
+                op,
+                kernel: None,
+                access: a.kind.name().to_string(),
+                line,
+                text,
+            }
+        }
+    }
+}
+
+fn hazard_reports(ctx: &Ctx, li: &HashMap<u32, usize>) -> Vec<HazardReport> {
+    let label = |a: &pipefence::HazardAccess| access_report(ctx, li, a).text;
+    ctx.device
+        .hazards()
+        .iter()
+        .map(|h| {
+            let via = match &h.missing {
+                pipefence::Missing::NoWriteback { release, .. }
+                | pipefence::Missing::TopOfPipe { release } => Some(release),
+                pipefence::Missing::PfpBeforeWait { wait } => Some(wait),
+                _ => None,
+            };
+            let message = h.message(&label);
+            let range = message
+                .split_once(": ")
+                .and_then(|(_, r)| r.split_once(' '))
+                .map(|(r, _)| r.to_string())
+                .unwrap_or_default();
+            HazardReport {
+                kind: h.kind.name().to_string(),
+                range,
+                address: format!("{:#x}", h.address),
+                bytes: h.bytes,
+                first: access_report(ctx, li, &h.first),
+                second: access_report(ctx, li, &h.second),
+                via: via.map(|v| access_report(ctx, li, v)),
+                missing: h.missing_text(&label),
+                fix: h.fix_text(&label),
+                message,
+            }
+        })
+        .collect()
+}
+
 fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
     let sc = &*ctx.sc;
     let report = ctx.device.removal_report();
@@ -973,7 +1146,10 @@ fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
         removal_ok = removal_ok && reason.is_none();
     }
     let errors = std::mem::take(&mut *lock(&ctx.errors));
-    let failed = expectations.values().any(|e| e.passed == Some(false)) || !errors.is_empty();
+    let hazards = hazard_reports(ctx, li);
+    let failed = expectations.values().any(|e| e.passed == Some(false))
+        || !errors.is_empty()
+        || !hazards.is_empty();
     let status = if !removal_ok {
         Status::Removed
     } else if failed {
@@ -1007,7 +1183,7 @@ fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
         status,
         expectations: expectations.into_values().collect(),
         fences,
-        hazards: Vec::new(),
+        hazards,
         removed,
         elapsed_ns,
         host_errors: errors,

@@ -52,6 +52,7 @@ pub(crate) mod driver;
 pub mod engine;
 pub mod error;
 pub mod explore;
+pub mod hazard;
 pub mod host;
 pub(crate) mod memory;
 pub mod sync;
@@ -69,5 +70,8 @@ pub use diagnose::{Classification, RemovalReport};
 pub use driver::{Strategy, COPY_NS_PER_KIB};
 pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
 pub use error::{Error, RemovalReason, Result};
+pub use hazard::{
+    AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing,
+};
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};

@@ -186,6 +186,7 @@ impl Buffer {
     pub fn read_u32(&self, offset: u64) -> Result<u32> {
         self.check("read_u32", offset, Width::W32, Access::Read)?;
         self.inner.device.yield_point();
+        self.model_read("read_u32", offset, Width::W32);
         Ok(self.inner.core.load32(offset).unwrap_or(0))
     }
 
@@ -193,6 +194,7 @@ impl Buffer {
     pub fn read_u64(&self, offset: u64) -> Result<u64> {
         self.check("read_u64", offset, Width::W64, Access::Read)?;
         self.inner.device.yield_point();
+        self.model_read("read_u64", offset, Width::W64);
         Ok(self.inner.core.load64(offset).unwrap_or(0))
     }
 
@@ -202,6 +204,9 @@ impl Buffer {
         self.check("write_u32", offset, Width::W32, Access::Write)?;
         self.inner.device.yield_point();
         self.record_host_write(offset, u64::from(value));
+        if let Some(mut m) = self.inner.device.model() {
+            m.host_write("write_u32", self.inner.core.base + offset, Width::W32);
+        }
         self.inner.core.store32(offset, value);
         self.notify_host_write(offset);
         Ok(())
@@ -212,6 +217,9 @@ impl Buffer {
         self.check("write_u64", offset, Width::W64, Access::Write)?;
         self.inner.device.yield_point();
         self.record_host_write(offset, value);
+        if let Some(mut m) = self.inner.device.model() {
+            m.host_write("write_u64", self.inner.core.base + offset, Width::W64);
+        }
         self.inner.core.store64(offset, value);
         self.notify_host_write(offset);
         Ok(())
@@ -266,6 +274,12 @@ impl Buffer {
         self.wait_value(offset, Width::W64, cmp, reference, mask, timeout)
     }
 
+    fn model_read(&self, op: &'static str, offset: u64, width: Width) {
+        if let Some(mut m) = self.inner.device.model() {
+            m.host_read(op, self.inner.core.base + offset, width);
+        }
+    }
+
     fn load(&self, offset: u64, width: Width) -> u64 {
         match width {
             Width::W32 => u64::from(self.inner.core.load32(offset).unwrap_or(0)),
@@ -285,6 +299,15 @@ impl Buffer {
     ) -> Result<()> {
         let t0 = self.inner.device.now_ns();
         let r = self.wait_value_inner(offset, width, cmp, reference, mask, timeout);
+        if r.is_ok() {
+            if let Some(mut m) = self.inner.device.model() {
+                let op = match width {
+                    Width::W32 => "wait_u32",
+                    Width::W64 => "wait_u64",
+                };
+                m.host_wait(op, self.inner.core.base + offset, width);
+            }
+        }
         self.inner.device.trace_host(
             format!(
                 "poll {}+{offset} ({}) {} {reference}",

@@ -13,7 +13,8 @@ use crate::driver::{EngineWaker, Strategy};
 use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
 use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
-use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::hazard::{Hazard, MemoryModel, Model};
+use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sync::Writer;
 use crate::sync::{
     register_multiple, wait_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags,
@@ -47,6 +48,9 @@ pub struct DeviceDesc {
     pub driver: Driver,
     /// Where trace events go (`None`: nothing is recorded). See [`crate::trace`].
     pub trace: Option<Arc<dyn TraceSink>>,
+    /// The memory model (D5): plain (default), hazard validation, or strict (deterministic
+    /// driver only). See `docs/memory-model.md`.
+    pub memory_model: MemoryModel,
 }
 
 /// The driver that steps a device's engines (D4).
@@ -78,6 +82,7 @@ impl Default for DeviceDesc {
             clock: None,
             driver: Driver::Threaded,
             trace: None,
+            memory_model: MemoryModel::Plain,
         }
     }
 }
@@ -148,9 +153,23 @@ pub(crate) struct DeviceShared {
     pub(crate) trace_inflight: AtomicUsize,
     /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
     trace_writes: Mutex<HashMap<u64, TraceWrite>>,
+    /// Hazard analysis and strict-mode visibility (`None` with the plain memory model).
+    pub(crate) model: Option<Mutex<Model>>,
 }
 
 impl DeviceShared {
+    /// The hazard model, locked (`None` with the plain memory model).
+    #[inline]
+    pub(crate) fn model(&self) -> Option<MutexGuard<'_, Model>> {
+        self.model.as_ref().map(lock)
+    }
+
+    /// Whether strict mode's visibility model is on.
+    #[inline]
+    pub(crate) fn strict(&self) -> bool {
+        self.desc.memory_model == MemoryModel::Strict
+    }
+
     /// Whether the device was removed.
     #[inline]
     pub(crate) fn is_removed(&self) -> bool {
@@ -512,6 +531,12 @@ impl Device {
                 desc.workers
             )));
         }
+        if desc.memory_model == MemoryModel::Strict && desc.driver == Driver::Threaded {
+            return Err(Error::invalid_arg(
+                "DeviceDesc: memory_model Strict needs the deterministic driver \
+                 (Driver::Deterministic); use MemoryModel::Validate on the threaded driver",
+            ));
+        }
         if desc.timestamp_frequency == 0 {
             return Err(Error::invalid_arg(
                 "DeviceDesc: timestamp_frequency 0 Hz is invalid (must be at least 1)",
@@ -534,7 +559,15 @@ impl Device {
             (None, Some(c)) => c.clone(),
             (None, None) => Arc::new(RealClock::new()),
         };
+        let model = desc.memory_model.tracks_hazards().then(|| {
+            let seed = match desc.driver {
+                Driver::Deterministic { seed, .. } => seed,
+                Driver::Threaded => 0,
+            };
+            Mutex::new(Model::new(desc.memory_model, seed))
+        });
         let shared = Arc::new(DeviceShared {
+            model,
             desc,
             workers,
             clock,
@@ -681,6 +714,9 @@ impl Device {
         match self.shared.det_host() {
             Some((s, h)) => {
                 s.schedule(&self.shared, h, HostStep::Block(Cond::Settled(h)));
+                if let Some(mut m) = self.shared.model() {
+                    m.host_wait_idle();
+                }
             }
             None => {
                 let _ = self.wait_idle(timeout);
@@ -695,7 +731,12 @@ impl Device {
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
         if let Some(w) = self.shared.det_block(Cond::Idle) {
             return match w {
-                Wake::Ok => Ok(()),
+                Wake::Ok => {
+                    if let Some(mut m) = self.shared.model() {
+                        m.host_wait_idle();
+                    }
+                    Ok(())
+                }
                 Wake::Removed => Err(self.shared.removed_error("wait_idle")),
                 Wake::TimedOut => Err(Error::Timeout(
                     "wait_idle: nothing can run and the queues are not idle".into(),
@@ -706,9 +747,35 @@ impl Device {
         for q in self.shared.live_queues() {
             Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
         }
+        if let Some(mut m) = self.shared.model() {
+            m.host_wait_idle();
+        }
         // A traced run's events are all with the sink once the device is idle.
         self.shared.flush_trace();
         self.shared.check_live(|| "wait_idle".to_string())
+    }
+
+    /// The synchronization hazards found so far (D5; empty unless
+    /// [`DeviceDesc::memory_model`] is `Validate` or `Strict`), in a stable order. At most 256
+    /// distinct reports are kept; [`hazards_dropped`](Self::hazards_dropped) counts the rest.
+    pub fn hazards(&self) -> Vec<Hazard> {
+        match self.shared.model() {
+            Some(m) => m.hazards(&self.shared),
+            None => Vec::new(),
+        }
+    }
+
+    /// Hazard reports not kept because of the cap.
+    pub fn hazards_dropped(&self) -> u64 {
+        self.shared.model().map_or(0, |m| m.dropped())
+    }
+
+    /// Strict mode's statistics: (lines written back early, stale reads returned).
+    pub fn strict_stats(&self) -> (u64, u64) {
+        self.shared
+            .model()
+            .and_then(|m| m.vis.as_ref().map(|v| (v.early_writebacks, v.stale_reads)))
+            .unwrap_or((0, 0))
     }
 
     /// The fault that removed the device (page fault, malformed packet, never-satisfiable
@@ -928,7 +995,17 @@ impl Device {
             None => wait_multiple(&pairs, any, deadline),
         };
         match outcome {
-            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Reached => {
+                if let Some(mut m) = self.shared.model() {
+                    let reached: Vec<usize> = pairs
+                        .iter()
+                        .filter(|(f, v)| f.completed_value() >= *v)
+                        .map(|(f, _)| Arc::as_ptr(f) as usize)
+                        .collect();
+                    m.host_acquire_fences(&reached);
+                }
+                Ok(())
+            }
             WaitOutcome::Removed => {
                 Err(self
                     .shared

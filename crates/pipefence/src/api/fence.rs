@@ -93,6 +93,9 @@ impl Fence {
         let writer = Writer::Host {
             host: crate::host::current_id(),
         };
+        if let Some(mut m) = self.inner.device.model() {
+            m.host_signal(Arc::as_ptr(&self.inner.core) as usize);
+        }
         if self.inner.core.signal(value, writer, now) {
             Ok(())
         } else {
@@ -179,7 +182,12 @@ impl Fence {
 
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
         match o {
-            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Reached => {
+                if let Some(mut m) = self.inner.device.model() {
+                    m.host_acquire_fences(&[Arc::as_ptr(&self.inner.core) as usize]);
+                }
+                Ok(())
+            }
             WaitOutcome::Removed => Err(self
                 .inner
                 .device

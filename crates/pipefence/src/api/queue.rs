@@ -114,7 +114,15 @@ impl Queue {
                 format!("wait {} {} {value}", self.shared.name, fence.name())
             }
         });
-        let seq = lock(&self.shared.engine).submit(s);
+        let seq = {
+            let mut e = lock(&self.shared.engine);
+            let seq = e.submitted();
+            if let Some(mut m) = dev.model() {
+                // Host actions release everything their thread did before them (D5).
+                m.host_submit(self.shared.id, seq);
+            }
+            e.submit(s)
+        };
         if let Some(l) = label {
             dev.trace_host(l, crate::trace::SliceKind::Host, dev.now_ns());
         }

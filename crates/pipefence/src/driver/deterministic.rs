@@ -22,7 +22,7 @@
 use crate::api::DeviceShared;
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
 use crate::command::{Comparison, Width};
-use crate::engine::kernels::run_groups;
+use crate::engine::kernels::{run_group_strict, run_groups};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
 use crate::memory::BufferCore;
@@ -150,6 +150,8 @@ enum Actor {
     Retire(u32),
     Group(u64),
     Endless(u64),
+    /// Strict mode: an early write-back of one line of an engine's dirty words (D5).
+    Writeback(u32),
 }
 
 #[derive(Debug)]
@@ -468,6 +470,15 @@ impl Scheduler {
                         enabled.push((Actor::Retire(id), now, Wake::Ok));
                     }
                 }
+                if dev.strict() {
+                    if let Some(vis) = dev.model().as_ref().and_then(|m| m.vis.as_ref()) {
+                        for q in &queues {
+                            if vis.has_dirty(q.id) {
+                                enabled.push((Actor::Writeback(q.id), now, Wake::Ok));
+                            }
+                        }
+                    }
+                }
                 for g in &st.groups {
                     enabled.push((Actor::Group(g.serial), g.ready, Wake::Ok));
                 }
@@ -498,7 +509,19 @@ impl Scheduler {
                 }
                 return Pick::Nothing;
             }
-            let choice = self.choose(st, &enabled);
+            let pfps: Vec<usize> = if dev.strict() {
+                (0..enabled.len())
+                    .filter(|i| matches!(enabled[*i].0, Actor::Pfp(_)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
+            let choice = if pfps.is_empty() {
+                self.choose(st, &enabled)
+            } else {
+                pfps[st.rng.below(pfps.len() as u64) as usize]
+            };
             let (actor, ready, wake) = enabled[choice];
             st.steps += 1;
             self.clock.advance_to(ready);
@@ -622,7 +645,12 @@ impl Scheduler {
                             site: None,
                         });
                     }
-                    match run_groups(&g.kernel, dev, g.group..g.group + 1, false) {
+                    let result = if dev.strict() {
+                        run_group_strict(&g.kernel, dev, g.queue, g.index, g.group)
+                    } else {
+                        run_groups(&g.kernel, dev, g.group..g.group + 1, false, (g.queue, g.index))
+                    };
+                    match result {
                         Ok(()) => {
                             match g.kernel.write_range(g.group..g.group + 1) {
                                 Some((s, e)) => dev.watches.notify_range(s, e),
@@ -642,6 +670,13 @@ impl Scheduler {
                             };
                             dev.remove_with_fault(RemovalReason::PageFault, Some((g.queue, f)));
                         }
+                    }
+                    st.disabled.clear();
+                    return Pick::Progressed;
+                }
+                Actor::Writeback(id) => {
+                    if let Some(vis) = dev.model().as_mut().and_then(|m| m.vis.as_mut()) {
+                        vis.write_back_random_line(id);
                     }
                     st.disabled.clear();
                     return Pick::Progressed;

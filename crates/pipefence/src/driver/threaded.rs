@@ -502,7 +502,13 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
             });
         }
         let t0 = devs.trace_sink().map(|_| devs.now_ns());
-        let result = run_groups(&job.launch.kernel, devs, start..end, true);
+        let result = run_groups(
+            &job.launch.kernel,
+            devs,
+            start..end,
+            true,
+            (job.queue.id, job.launch.index),
+        );
         if let Some(t0) = t0 {
             let t1 = devs.now_ns();
             match pending.as_mut() {

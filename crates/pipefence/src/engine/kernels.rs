@@ -8,7 +8,9 @@
 
 use super::Access;
 use crate::api::DeviceShared;
-use crate::command::KernelArgs;
+use crate::command::{KernelArgs, Width};
+use crate::hazard::strict::Visibility;
+use crate::hazard::AccessKind;
 use crate::memory::BufferCore;
 use std::fmt;
 use std::ops::Range;
@@ -225,6 +227,10 @@ pub struct KernelContext<'a> {
     device: &'a DeviceShared,
     group: u32,
     fault: Option<KernelFault>,
+    /// Strict mode: the visibility model, the queue and the task (dispatch index).
+    strict: Option<(&'a mut Visibility, u32, u32)>,
+    /// Hazard tracking: the accesses of this group (address, words, kind).
+    log: Option<Vec<(u64, u8, AccessKind)>>,
 }
 
 impl fmt::Debug for KernelContext<'_> {
@@ -275,46 +281,85 @@ impl KernelContext<'_> {
         }
     }
 
+    fn note(&mut self, address: u64, words: u8, kind: AccessKind) {
+        if let Some(l) = self.log.as_mut() {
+            l.push((address, words, kind));
+        }
+    }
+
+    fn load(&mut self, address: u64, width: Width) -> u64 {
+        let Some((b, o)) = self.resolve(address, width.bytes(), Access::Read) else {
+            return 0;
+        };
+        let words = (width.bytes() / 4) as u8;
+        self.note(address, words, AccessKind::Read);
+        if let Some((vis, q, _)) = self.strict.as_mut() {
+            return vis.task_read(self.device, *q, address, u64::from(words));
+        }
+        match width {
+            Width::W32 => b.load32(o).map_or(0, u64::from),
+            Width::W64 => b.load64(o).unwrap_or(0),
+        }
+    }
+
+    fn store(&mut self, address: u64, width: Width, value: u64) {
+        let Some((b, o)) = self.resolve(address, width.bytes(), Access::Write) else {
+            return;
+        };
+        let words = (width.bytes() / 4) as u8;
+        self.note(address, words, AccessKind::Write);
+        if let Some((vis, q, t)) = self.strict.as_mut() {
+            vis.task_write(self.device, *q, (false, *t), address, value, u64::from(words));
+            return;
+        }
+        match width {
+            Width::W32 => b.store32(o, value as u32),
+            Width::W64 => b.store64(o, value),
+        };
+    }
+
+    fn add(&mut self, address: u64, width: Width, value: u64) -> u64 {
+        let Some((b, o)) = self.resolve(address, width.bytes(), Access::Write) else {
+            return 0;
+        };
+        self.note(address, (width.bytes() / 4) as u8, AccessKind::Atomic);
+        if let Some((vis, q, _)) = self.strict.as_mut() {
+            return vis.atomic_add(self.device, *q, address, width, value);
+        }
+        match width {
+            Width::W32 => b.fetch_add32(o, value as u32).map_or(0, u64::from),
+            Width::W64 => b.fetch_add64(o, value).unwrap_or(0),
+        }
+    }
+
     /// Reads the u32 at `address` (4-byte aligned).
     pub fn read_u32(&mut self, address: u64) -> u32 {
-        self.resolve(address, 4, Access::Read)
-            .and_then(|(b, o)| b.load32(o))
-            .unwrap_or(0)
+        self.load(address, Width::W32) as u32
     }
 
     /// Reads the u64 at `address` (8-byte aligned).
     pub fn read_u64(&mut self, address: u64) -> u64 {
-        self.resolve(address, 8, Access::Read)
-            .and_then(|(b, o)| b.load64(o))
-            .unwrap_or(0)
+        self.load(address, Width::W64)
     }
 
     /// Writes the u32 at `address` (4-byte aligned).
     pub fn write_u32(&mut self, address: u64, value: u32) {
-        if let Some((b, o)) = self.resolve(address, 4, Access::Write) {
-            b.store32(o, value);
-        }
+        self.store(address, Width::W32, u64::from(value));
     }
 
     /// Writes the u64 at `address` (8-byte aligned).
     pub fn write_u64(&mut self, address: u64, value: u64) {
-        if let Some((b, o)) = self.resolve(address, 8, Access::Write) {
-            b.store64(o, value);
-        }
+        self.store(address, Width::W64, value);
     }
 
     /// Atomically adds to the u32 at `address`; returns the old value.
     pub fn atomic_add_u32(&mut self, address: u64, value: u32) -> u32 {
-        self.resolve(address, 4, Access::Write)
-            .and_then(|(b, o)| b.fetch_add32(o, value))
-            .unwrap_or(0)
+        self.add(address, Width::W32, u64::from(value)) as u32
     }
 
     /// Atomically adds to the u64 at `address`; returns the old value.
     pub fn atomic_add_u64(&mut self, address: u64, value: u64) -> u64 {
-        self.resolve(address, 8, Access::Write)
-            .and_then(|(b, o)| b.fetch_add64(o, value))
-            .unwrap_or(0)
+        self.add(address, Width::W64, value)
     }
 }
 
@@ -360,13 +405,16 @@ fn resolve_range(
     }
 }
 
-/// Runs groups `range` of `kernel`. `real_time` makes `spin` busy-wait for real (the threaded
-/// driver); the deterministic driver accounts for it in virtual time instead.
+/// Runs groups `range` of `kernel`, task `task` (queue, dispatch index). `real_time` makes
+/// `spin` busy-wait for real (the threaded driver); the deterministic driver accounts for it
+/// in virtual time instead. In strict mode the deterministic driver runs groups with
+/// [`run_group_strict`] instead.
 pub(crate) fn run_groups(
     kernel: &Kernel,
     device: &DeviceShared,
     range: Range<u32>,
     real_time: bool,
+    task: (u32, u64),
 ) -> Result<(), KernelFault> {
     if range.is_empty() {
         return Ok(());
@@ -418,19 +466,101 @@ pub(crate) fn run_groups(
             }
         }
         Kernel::User(k) => {
+            let tracked = device.model.is_some();
             for g in range {
                 let mut ctx = KernelContext {
                     device,
                     group: g,
                     fault: None,
+                    strict: None,
+                    log: tracked.then(Vec::new),
                 };
                 (k.func)(&mut ctx);
+                if let (Some(log), Some(mut m)) = (ctx.log.take(), device.model()) {
+                    m.user_accesses(task.0, task.1, &log);
+                }
                 if let Some(f) = ctx.fault {
                     return Err(f);
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// Runs group `group` of `kernel` (task `index` of queue `queue`) in strict mode: reads and
+/// writes go through the visibility model (D5), and its accesses are checked for hazards.
+pub(crate) fn run_group_strict(
+    kernel: &Kernel,
+    device: &DeviceShared,
+    queue: u32,
+    index: u64,
+    group: u32,
+) -> Result<(), KernelFault> {
+    let Some(mut m) = device.model() else {
+        return run_groups(kernel, device, group..group + 1, false, (queue, index));
+    };
+    let first = u64::from(group) * GROUP_BYTES;
+    let task = (false, index as u32);
+    match kernel {
+        Kernel::Fill { dst, value } => {
+            let start = dst.wrapping_add(first);
+            resolve_range(device, start, GROUP_BYTES, Access::Write)?;
+            if let Some(vis) = m.vis.as_mut() {
+                for i in 0..GROUP_BYTES / 4 {
+                    let a = start + i * 4;
+                    vis.task_write(device, queue, task, a, u64::from(*value), 1);
+                }
+            }
+        }
+        Kernel::Add { dst, src, value } => {
+            let (s, d) = (src.wrapping_add(first), dst.wrapping_add(first));
+            resolve_range(device, s, GROUP_BYTES, Access::Read)?;
+            resolve_range(device, d, GROUP_BYTES, Access::Write)?;
+            if let Some(vis) = m.vis.as_mut() {
+                for i in 0..GROUP_BYTES / 4 {
+                    let v = vis.task_read(device, queue, s + i * 4, 1) as u32;
+                    let w = u64::from(v.wrapping_add(*value));
+                    vis.task_write(device, queue, task, d + i * 4, w, 1);
+                }
+            }
+        }
+        Kernel::Sum { dst, src } => {
+            let s = src.wrapping_add(first);
+            resolve_range(device, s, GROUP_BYTES, Access::Read)?;
+            resolve_range(device, *dst, 8, Access::Write)?;
+            if let Some(vis) = m.vis.as_mut() {
+                let mut total: u64 = 0;
+                for i in 0..GROUP_BYTES / 4 {
+                    total = total.wrapping_add(vis.task_read(device, queue, s + i * 4, 1));
+                }
+                vis.atomic_add(device, queue, *dst, Width::W64, total);
+            }
+        }
+        Kernel::Spin { .. } => {}
+        Kernel::User(k) => {
+            let mut ctx = KernelContext {
+                device,
+                group,
+                fault: None,
+                strict: m.vis.as_mut().map(|v| (v, queue, index as u32)),
+                log: Some(Vec::new()),
+            };
+            (k.func)(&mut ctx);
+            let (log, fault) = (ctx.log.take(), ctx.fault.take());
+            drop(ctx);
+            if let Some(log) = log {
+                m.user_accesses(queue, index, &log);
+            }
+            if let Some(f) = fault {
+                return Err(f);
+            }
+            return Ok(());
+        }
+    }
+    // Built-ins are checked per group, after their values were read (so a stale-cache
+    // report can say what this schedule returned).
+    m.group_accesses(queue, index, kernel, group);
     Ok(())
 }
 

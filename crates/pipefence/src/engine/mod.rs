@@ -27,8 +27,8 @@ pub(crate) mod tracing;
 use crate::api::DeviceShared;
 use crate::clock::ticks;
 use crate::command::{
-    decode, Command, Comparison, DecodeError, ImmediateMode, KernelArgs, QueueKind, WaitEngine,
-    Width, WriteSource,
+    decode, Command, Comparison, DecodeError, Flush, ImmediateMode, KernelArgs, QueueKind,
+    WaitEngine, Width, WriteSource,
 };
 use crate::memory::BufferCore;
 use crate::sync::{FenceCore, Writer};
@@ -334,6 +334,7 @@ enum MeOp {
     },
     Flush {
         site: Site,
+        flush: Flush,
     },
     Copy {
         site: Site,
@@ -351,6 +352,7 @@ enum RetireOp {
         value: u64,
         source: WriteSource,
         op: &'static str,
+        flush: Flush,
     },
     Signal {
         fence: Arc<FenceCore>,
@@ -430,6 +432,9 @@ pub(crate) struct Engine {
     progress: Option<Arc<FenceCore>>,
     /// Trace buffer, when the device has a trace sink.
     pub(crate) trace: Option<tracing::EngineTrace>,
+    /// Packets pushed into the FIFO and popped from it so far (hazard clocks follow them).
+    pushed: u64,
+    popped: u64,
 }
 
 fn cond_of(
@@ -480,6 +485,8 @@ impl Engine {
             commands_completed: 0,
             progress,
             trace: None,
+            pushed: 0,
+            popped: 0,
         }
     }
 
@@ -583,6 +590,7 @@ impl Engine {
                     value,
                     source,
                     op,
+                    ..
                 } => pending.push(Pending::Write {
                     address: *address,
                     width: *width,
@@ -729,10 +737,17 @@ impl Engine {
     ) -> Result<u64, Fault> {
         let off = self.resolve(ctx, address, width, Access::Read, site, op)?;
         let buf = self.cached();
-        Ok(match width {
+        let v = match width {
             Width::W32 => buf.and_then(|b| b.load32(off)).map_or(0, u64::from),
             Width::W64 => buf.and_then(|b| b.load64(off)).unwrap_or(0),
-        })
+        };
+        if ctx.device.strict() {
+            // D5: the CP also sees its engine's dirty words once they are CP-visible.
+            if let Some(vis) = ctx.device.model().as_ref().and_then(|m| m.vis.as_ref()) {
+                return Ok(vis.cp_read(self.queue_id, address, width, v));
+            }
+        }
+        Ok(v)
     }
 
     fn write(
@@ -840,6 +855,11 @@ impl Engine {
         }
     }
 
+    fn push_packet(&mut self, p: Packet) {
+        self.pushed += 1;
+        self.fifo.push_back(p);
+    }
+
     fn drained(&self) -> bool {
         self.fifo.is_empty()
             && self.me_op.is_none()
@@ -892,10 +912,14 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked(ctx.device, true, &cond);
                 }
+                if let Some(mut m) = ctx.device.model() {
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                    m.queue_wait_acquire(self.queue_id, Arc::as_ptr(fence) as usize, self.pushed);
+                }
                 self.pfp_blocked = None;
                 self.ring.pop_front();
                 // The wait completes its submission once everything before it has.
-                self.fifo.push_back(Packet {
+                self.push_packet(Packet {
                     site,
                     op: PacketOp::SubmissionEnd,
                 });
@@ -906,7 +930,10 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
-                self.fifo.push_back(Packet {
+                if let Some(mut m) = ctx.device.model() {
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                }
+                self.push_packet(Packet {
                     site,
                     op: PacketOp::Signal { fence, value },
                 });
@@ -920,6 +947,11 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
+                if let Some(mut m) = ctx.device.model() {
+                    // Q7: the previous call's work is complete and visible to this queue.
+                    m.q7_boundary(self.queue_id);
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                }
                 self.cursor = Some(Cursor {
                     submission: seq,
                     lists,
@@ -953,7 +985,7 @@ impl Engine {
                 command: None,
             };
             self.cursor = None;
-            self.fifo.push_back(Packet {
+            self.push_packet(Packet {
                 site,
                 op: PacketOp::SubmissionEnd,
             });
@@ -1007,6 +1039,17 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, true, &cond);
                         }
+                        if let Some(mut m) = ctx.device.model() {
+                            m.wait_acquire(
+                                self.queue_id,
+                                true,
+                                site,
+                                op,
+                                *address,
+                                *width,
+                                self.pushed,
+                            );
+                        }
                         self.pfp_blocked = None;
                         if let Some(c) = self.cursor.as_mut() {
                             c.word += len;
@@ -1020,6 +1063,9 @@ impl Engine {
             }
             Command::DispatchIndirect { args, .. } => {
                 // C7: the PFP reads the group count when it parses the command.
+                if let Some(mut m) = ctx.device.model() {
+                    m.pfp_read(self.queue_id, site, *args, self.pushed);
+                }
                 match self.read(ctx, *args, Width::W32, &site, op) {
                     Ok(n) => indirect_groups = Some(n as u32),
                     Err(f) => return Step::Faulted(f),
@@ -1040,7 +1086,7 @@ impl Engine {
             }
             _ => None,
         };
-        self.fifo.push_back(Packet {
+        self.push_packet(Packet {
             site,
             op: PacketOp::Command {
                 cmd,
@@ -1058,9 +1104,17 @@ impl Engine {
         let Some(packet) = self.fifo.pop_front() else {
             return Step::Idle;
         };
+        let index = self.popped;
+        self.popped += 1;
+        if let Some(mut m) = ctx.device.model() {
+            m.me_packet(self.queue_id, index);
+        }
         let Packet { site, op } = packet;
         match op {
             PacketOp::Signal { fence, value } => {
+                if let Some(mut m) = ctx.device.model() {
+                    m.retire_pushed(self.queue_id, true);
+                }
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
                     site,
@@ -1104,6 +1158,19 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, false, &cond);
                         }
+                        if let (Some(mut m), WaitCondition::Memory { address, width, .. }) =
+                            (ctx.device.model(), &cond)
+                        {
+                            m.wait_acquire(
+                                self.queue_id,
+                                false,
+                                site,
+                                name,
+                                *address,
+                                *width,
+                                self.pushed,
+                            );
+                        }
                         self.complete(site, name);
                         Step::Progressed
                     }
@@ -1117,10 +1184,13 @@ impl Engine {
                     }
                 }
             }
-            MeOp::Flush { site } => {
+            MeOp::Flush { site, flush } => {
                 if !self.inflight.is_empty() || !self.launches.is_empty() {
-                    self.me_op = Some(MeOp::Flush { site });
+                    self.me_op = Some(MeOp::Flush { site, flush });
                     return Step::Blocked(WaitCondition::Dispatches);
+                }
+                if let Some(mut m) = ctx.device.model() {
+                    m.flush_done(self.queue_id, flush);
                 }
                 self.flush_hold = false;
                 self.complete(site, "flush-pipeline");
@@ -1173,9 +1243,30 @@ impl Engine {
             return Err(fault(dst, Access::Write, "write to upload memory"));
         }
         let n = bytes / 4;
-        let vals: Vec<u32> = (0..n).map(|i| sb.load32(so + i * 4).unwrap_or(0)).collect();
-        for (i, v) in vals.into_iter().enumerate() {
-            db.store32(doff + i as u64 * 4, v);
+        let strict_copy = match ctx.device.model() {
+            Some(mut m) => {
+                let index = m.copy(self.queue_id, *site, dst, src, bytes);
+                if let Some(vis) = m.vis.as_mut() {
+                    // D5: a copy is an engine task; its reads may be stale, its writes dirty.
+                    let vals: Vec<u64> = (0..n)
+                        .map(|i| vis.task_read(ctx.device, self.queue_id, src + i * 4, 1))
+                        .collect();
+                    for (i, v) in vals.into_iter().enumerate() {
+                        let a = dst + i as u64 * 4;
+                        vis.task_write(ctx.device, self.queue_id, (true, index), a, v, 1);
+                    }
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        };
+        if !strict_copy {
+            let vals: Vec<u32> = (0..n).map(|i| sb.load32(so + i * 4).unwrap_or(0)).collect();
+            for (i, v) in vals.into_iter().enumerate() {
+                db.store32(doff + i as u64 * 4, v);
+            }
         }
         ctx.device.watches.notify_range(dst, dst + bytes);
         self.record_range(ctx, dst, dst + bytes, site, "copy");
@@ -1239,6 +1330,9 @@ impl Engine {
                 source,
             } => {
                 let v = Self::source_value(ctx, value, source, width);
+                if let Some(mut m) = ctx.device.model() {
+                    m.me_value_write(self.queue_id, site, op, address, width);
+                }
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
                     return Step::Faulted(f);
                 }
@@ -1250,8 +1344,11 @@ impl Engine {
                 width,
                 value,
                 source,
-                flush: _,
+                flush,
             } => {
+                if let Some(mut m) = ctx.device.model() {
+                    m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
+                }
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
                     site,
@@ -1261,6 +1358,7 @@ impl Engine {
                         value,
                         source,
                         op,
+                        flush,
                     },
                 });
                 self.complete(site, op);
@@ -1270,6 +1368,9 @@ impl Engine {
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
+                            if let Some(mut m) = ctx.device.model() {
+                                m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
+                            }
                             if let Err(f) = self.write(
                                 ctx,
                                 w.address,
@@ -1281,23 +1382,29 @@ impl Engine {
                                 return Step::Faulted(f);
                             }
                         }
-                        ImmediateMode::MarkerOut => self.retire.push_back(Retire {
-                            after: self.next_dispatch,
-                            site,
-                            op: RetireOp::Write {
-                                address: w.address,
-                                width: Width::W32,
-                                value: u64::from(w.value),
-                                source: WriteSource::Value,
-                                op,
-                            },
-                        }),
+                        ImmediateMode::MarkerOut => {
+                            if let Some(mut m) = ctx.device.model() {
+                                m.retire_pushed(self.queue_id, false);
+                            }
+                            self.retire.push_back(Retire {
+                                after: self.next_dispatch,
+                                site,
+                                op: RetireOp::Write {
+                                    address: w.address,
+                                    width: Width::W32,
+                                    value: u64::from(w.value),
+                                    source: WriteSource::Value,
+                                    op,
+                                    flush: Flush::NONE,
+                                },
+                            })
+                        }
                     }
                 }
                 self.complete(site, op);
                 Step::Progressed
             }
-            Command::FlushPipeline { .. } => self.me_resume(ctx, MeOp::Flush { site }),
+            Command::FlushPipeline { flush } => self.me_resume(ctx, MeOp::Flush { site, flush }),
             Command::Dispatch { kernel, groups } => self.launch(ctx, site, &kernel, groups, list),
             Command::DispatchIndirect { kernel, .. } => {
                 let groups = indirect_groups.unwrap_or(0);
@@ -1358,6 +1465,10 @@ impl Engine {
         if groups > 0 {
             let index = self.next_dispatch;
             self.next_dispatch += 1;
+            if let Some(mut m) = ctx.device.model() {
+                let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+                m.launch(self.queue_id, index, site, op, &kernel, groups);
+            }
             self.inflight.insert(index, groups);
             self.launches.push(Launch {
                 index,
@@ -1402,13 +1513,20 @@ impl Engine {
                 value,
                 source,
                 op,
+                flush,
             } => {
+                if let Some(mut m) = ctx.device.model() {
+                    m.bop_write(self.queue_id, r.site, op, address, width, flush);
+                }
                 let v = Self::source_value(ctx, value, source, width);
                 if let Err(f) = self.write(ctx, address, width, v, &r.site, op) {
                     return Step::Faulted(f);
                 }
             }
             RetireOp::Signal { fence, value } => {
+                if let Some(mut m) = ctx.device.model() {
+                    m.signal(self.queue_id, Arc::as_ptr(&fence) as usize);
+                }
                 let w = r.site.writer(self.queue_id);
                 let now = ctx.now_ns();
                 if let Some(t) = self.trace.as_mut() {

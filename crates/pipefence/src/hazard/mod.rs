@@ -1,0 +1,1255 @@
+//! Strict mode and hazard detection (D5; the model is `docs/memory-model.md`).
+//!
+//! [`Model`] holds the happens-before analysis (vector clocks in the style of FastTrack) and, in
+//! strict mode, the visibility model ([`strict::Visibility`]). The engine, the drivers and the
+//! host API call its hooks when the device has one; it never blocks and never reads time.
+//!
+//! Clock components: each queue has four, its PFP, its ME, its dispatches and its copies. A
+//! dispatch (copy) component counts a *prefix*: `C[disp(q)] = n` means "the first `n`
+//! dispatches of `q` happen before", which is exact here because every edge that orders a
+//! task (a flush, a Q7 boundary, a write-back release, a signal) covers all earlier tasks of
+//! its queue. Each host thread has one component.
+
+mod report;
+pub(crate) mod strict;
+
+pub use report::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
+
+use crate::api::DeviceShared;
+use crate::command::{Flush, Width};
+use crate::engine::Site;
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// Reports kept per device (more are counted, not kept).
+const MAX_HAZARDS: usize = 256;
+/// Releases remembered per queue for naming the missing synchronization.
+const RELEASE_LOG: usize = 256;
+/// Reads remembered per word.
+const MAX_READS: usize = 8;
+
+/// A vector clock: component -> count (missing components are 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Vc(Vec<u32>);
+
+impl Vc {
+    fn get(&self, c: u32) -> u32 {
+        self.0.get(c as usize).copied().unwrap_or(0)
+    }
+
+    fn raise(&mut self, c: u32, v: u32) {
+        let i = c as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0);
+        }
+        if self.0[i] < v {
+            self.0[i] = v;
+        }
+    }
+
+    fn join(&mut self, o: &Vc) {
+        if self.0.len() < o.0.len() {
+            self.0.resize(o.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a = (*a).max(*b);
+        }
+    }
+}
+
+/// One access's place in time: component and count. It happens before clock `C` when
+/// `v <= C[comp]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Epoch {
+    comp: u32,
+    v: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Comp {
+    Pfp(u32),
+    Me(u32),
+    Disp(u32),
+    Copy(u32),
+    Host(u64),
+}
+
+/// Who performs an access, internally.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum AgentRec {
+    Task { queue: u32, site: Site },
+    Me { queue: u32, site: Site },
+    Pfp { queue: u32, site: Site },
+    Host { id: u64, line: Option<u32> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct AccRec {
+    agent: AgentRec,
+    op: &'static str,
+    kernel: Option<Arc<str>>,
+    kind: AccessKind,
+}
+
+type AccId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WKind {
+    Data,
+    Value,
+    Atomic,
+}
+
+#[derive(Debug, Clone)]
+struct LastWrite {
+    ep: Epoch,
+    kind: WKind,
+    acc: AccId,
+    /// For value writes: what a wait satisfied by it acquires.
+    rel: Option<Arc<Vc>>,
+    /// The writer's queue and, for tasks, which ones (for naming the missing link).
+    from: WriterPos,
+    seq: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriterPos {
+    /// Task `index` (dispatch or copy) of queue `queue`.
+    Task { queue: u32, copy: bool, index: u32 },
+    /// The ME of `queue` at ME epoch `me`.
+    Cp { queue: u32 },
+    Host,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Shadow {
+    w: Option<LastWrite>,
+    reads: Vec<(Epoch, AccId, Option<u32>)>,
+}
+
+/// The clock of an agent making an access, and its own epoch.
+struct Actor<'a> {
+    clock: &'a Vc,
+    me: Epoch,
+    acc: AccId,
+    /// The reading engine, for tasks (stale-cache tracking) and the queue for the
+    /// same-queue rule.
+    queue: Option<u32>,
+    task: bool,
+}
+
+impl Actor<'_> {
+    fn ordered(&self, e: Epoch) -> bool {
+        e == self.me || e.v <= self.clock.get(e.comp)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RelKind {
+    Bop { writeback: bool, volatile: bool },
+    Top,
+    Signal,
+}
+
+#[derive(Debug, Clone)]
+struct RelRec {
+    me_epoch: u32,
+    disp: u32,
+    copy: u32,
+    kind: RelKind,
+    acc: AccId,
+}
+
+#[derive(Debug, Clone)]
+struct Task {
+    clock: Arc<Vc>,
+    me: Epoch,
+    read: AccId,
+    write: AccId,
+    atomic: AccId,
+}
+
+#[derive(Debug, Clone)]
+struct PfpRace {
+    packet: u64,
+    reader: AccId,
+    writer: AccId,
+    writer_ep: Epoch,
+    address: u64,
+}
+
+#[derive(Debug, Default)]
+struct QState {
+    /// The PFP clock.
+    p: Vc,
+    /// The ME's order clock.
+    o: Vc,
+    /// The ME's release clock.
+    r: Vc,
+    /// Clocks the PFP acquired, joined into `o` and `r` when the ME reaches packet `.0`.
+    pending: VecDeque<(u64, Vc)>,
+    /// Host clocks released with submissions, by sequence number.
+    subs: FxHashMap<u64, Vc>,
+    tasks: FxHashMap<(bool, u32), Task>,
+    /// Release clocks of bottom-of-pipe writes and signals, in retire order.
+    retire: VecDeque<(Vc, Option<(u32, u32)>)>,
+    releases: VecDeque<RelRec>,
+    pfp_races: Vec<PfpRace>,
+    /// The PFP epoch of the indirect-argument read of packet `.0`.
+    pfp_reads: VecDeque<(u64, u32)>,
+    /// ME waits satisfied while PFP races are pending: (packet, access, acquired).
+    me_waits: Vec<(u64, AccId, Arc<Vc>)>,
+    /// Words this engine's tasks read since its last invalidate, with the read's sequence.
+    readset: FxHashMap<u64, u64>,
+    /// Tasks launched so far (dispatches, copies).
+    disp: u32,
+    copy: u32,
+}
+
+/// The hazard analysis and, in strict mode, the visibility model of one device.
+#[derive(Debug)]
+pub(crate) struct Model {
+    pub(crate) mode: MemoryModel,
+    comps: FxHashMap<Comp, u32>,
+    accs: Vec<AccRec>,
+    acc_index: FxHashMap<AccRec, AccId>,
+    words: FxHashMap<u64, Shadow>,
+    queues: FxHashMap<u32, QState>,
+    hosts: FxHashMap<u64, Vc>,
+    fences: FxHashMap<usize, Arc<Vc>>,
+    seq: u64,
+    hazards: BTreeMap<(HazardKind, AccId, AccId, MissingRec), (u64, u64, Option<String>)>,
+    dropped: u64,
+    pub(crate) vis: Option<strict::Visibility>,
+}
+
+/// [`Missing`] with access ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum MissingRec {
+    NoWriteback { release: AccId, volatile: bool },
+    TopOfPipe { release: AccId },
+    NoFlush,
+    PfpBeforeWait { wait: AccId },
+    NoInvalidate,
+    Nothing,
+}
+
+impl PartialOrd for AccRec {
+    fn partial_cmp(&self, _: &Self) -> Option<std::cmp::Ordering> {
+        None
+    }
+}
+
+thread_local! {
+    static SOURCE_LINE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Labels the calling host thread's following pipefence calls with a source line, for hazard
+/// reports (the scenario runner sets the line of each action).
+pub fn set_source_line(line: Option<u32>) {
+    SOURCE_LINE.with(|l| l.set(line));
+}
+
+fn source_line() -> Option<u32> {
+    SOURCE_LINE.with(|l| l.get())
+}
+
+fn words_of(address: u64, width: Width) -> impl Iterator<Item = u64> {
+    let n = width.bytes() / 4;
+    (0..n).map(move |i| (address & !3) + i * 4)
+}
+
+impl Model {
+    pub(crate) fn new(mode: MemoryModel, seed: u64) -> Self {
+        Model {
+            mode,
+            comps: FxHashMap::default(),
+            accs: Vec::new(),
+            acc_index: FxHashMap::default(),
+            words: FxHashMap::default(),
+            queues: FxHashMap::default(),
+            hosts: FxHashMap::default(),
+            fences: FxHashMap::default(),
+            seq: 0,
+            hazards: BTreeMap::new(),
+            dropped: 0,
+            vis: (mode == MemoryModel::Strict).then(|| strict::Visibility::new(seed)),
+        }
+    }
+
+    fn comp(&mut self, c: Comp) -> u32 {
+        let n = self.comps.len() as u32;
+        *self.comps.entry(c).or_insert(n)
+    }
+
+    fn acc(&mut self, r: AccRec) -> AccId {
+        if let Some(id) = self.acc_index.get(&r) {
+            return *id;
+        }
+        let id = self.accs.len() as AccId;
+        self.accs.push(r.clone());
+        self.acc_index.insert(r, id);
+        id
+    }
+
+    fn q(&mut self, queue: u32) -> &mut QState {
+        if !self.queues.contains_key(&queue) {
+            let me = self.comp(Comp::Me(queue));
+            let pfp = self.comp(Comp::Pfp(queue));
+            self.comp(Comp::Disp(queue));
+            self.comp(Comp::Copy(queue));
+            let mut s = QState::default();
+            for c in [&mut s.p, &mut s.o, &mut s.r] {
+                c.raise(me, 1);
+                c.raise(pfp, 0);
+            }
+            self.queues.insert(queue, s);
+        }
+        self.queues.get_mut(&queue).expect("inserted above")
+    }
+
+    fn host_clock(&mut self) -> (u64, u32) {
+        let id = crate::host::current_id();
+        let c = self.comp(Comp::Host(id));
+        let h = self.hosts.entry(id).or_default();
+        h.raise(c, 1);
+        (id, c)
+    }
+
+    fn tick_host(&mut self, id: u64, c: u32) {
+        if let Some(h) = self.hosts.get_mut(&id) {
+            let v = h.get(c) + 1;
+            h.raise(c, v);
+        }
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Recording hazards
+
+    fn report(&mut self, kind: HazardKind, first: AccId, second: AccId, m: MissingRec, addr: u64) {
+        self.report_obs(kind, first, second, m, addr, None);
+    }
+
+    fn report_obs(
+        &mut self,
+        kind: HazardKind,
+        first: AccId,
+        second: AccId,
+        m: MissingRec,
+        addr: u64,
+        observed: Option<String>,
+    ) {
+        let key = (kind, first, second, m);
+        if let Some((lo, hi, _)) = self.hazards.get_mut(&key) {
+            *lo = (*lo).min(addr);
+            *hi = (*hi).max(addr + 4);
+            return;
+        }
+        if self.hazards.len() >= MAX_HAZARDS {
+            self.dropped += 1;
+            return;
+        }
+        self.hazards.insert(key, (addr, addr + 4, observed));
+    }
+
+    /// Names what is missing between writer `w` (at `pos`) and an access by `x`.
+    fn missing(&self, pos: WriterPos, x_queue: Option<u32>, x_clock: &Vc) -> MissingRec {
+        let (wq, copy, index) = match pos {
+            WriterPos::Task { queue, copy, index } => (queue, copy, Some(index)),
+            WriterPos::Cp { queue } => (queue, false, None),
+            WriterPos::Host => return MissingRec::Nothing,
+        };
+        if x_queue == Some(wq) {
+            return MissingRec::NoFlush;
+        }
+        let Some(s) = self.queues.get(&wq) else {
+            return MissingRec::Nothing;
+        };
+        let me = self.comps.get(&Comp::Me(wq)).copied().unwrap_or(u32::MAX);
+        let acquired = x_clock.get(me);
+        for rel in &s.releases {
+            let after_writer = match index {
+                Some(i) if copy => rel.copy > i,
+                Some(i) => rel.disp > i,
+                None => true,
+            };
+            if !after_writer || rel.me_epoch > acquired {
+                continue;
+            }
+            return match rel.kind {
+                RelKind::Bop {
+                    writeback: false,
+                    volatile,
+                } => MissingRec::NoWriteback {
+                    release: rel.acc,
+                    volatile,
+                },
+                RelKind::Top if index.is_some() => MissingRec::TopOfPipe { release: rel.acc },
+                _ => continue,
+            };
+        }
+        MissingRec::Nothing
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // The access rules (docs/memory-model.md 5.1)
+
+    fn data_read(&mut self, x: &Actor<'_>, word: u64) {
+        let seq = self.next_seq();
+        let sh = self.words.entry(word).or_default().clone();
+        if let Some(w) = &sh.w {
+            if !x.ordered(w.ep) {
+                let m = self.missing(w.from, x.queue, x.clock);
+                let (first, second) = (w.acc, x.acc);
+                let pfp = self.accs[x.acc as usize].op == "dispatch-indirect"
+                    && matches!(self.accs[x.acc as usize].agent, AgentRec::Pfp { .. });
+                if pfp && m != MissingRec::NoFlush {
+                    self.defer_pfp(x, w.acc, w.ep, word);
+                } else {
+                    self.report(HazardKind::UnreleasedRead, first, second, m, word);
+                }
+            } else if x.task {
+                if let Some(q) = x.queue {
+                    let own = matches!(w.from, WriterPos::Task { queue, .. } if queue == q);
+                    let prev = self.queues.get(&q).and_then(|s| s.readset.get(&word)).copied();
+                    if let Some(prev) = prev {
+                        if !own && w.seq > prev {
+                            let observed = self.vis.as_ref().and_then(|v| v.last_stale(q, word));
+                            self.report_obs(
+                                HazardKind::StaleCache,
+                                w.acc,
+                                x.acc,
+                                MissingRec::NoInvalidate,
+                                word,
+                                observed,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        if x.task {
+            if let Some(q) = x.queue {
+                self.q(q).readset.insert(word, seq);
+            }
+        }
+        let sh = self.words.entry(word).or_default();
+        sh.reads.retain(|(e, _, _)| !x.ordered(*e));
+        if sh.reads.len() < MAX_READS {
+            sh.reads.push((x.me, x.acc, x.queue));
+        }
+    }
+
+    fn defer_pfp(&mut self, x: &Actor<'_>, writer: AccId, writer_ep: Epoch, word: u64) {
+        let Some(q) = x.queue else { return };
+        let packet = self.q(q).pfp_reads.back().map_or(0, |p| p.0);
+        let s = self.q(q);
+        if s.pfp_races
+            .iter()
+            .any(|r| r.packet == packet && r.writer == writer && r.reader == x.acc)
+        {
+            if let Some(r) = s.pfp_races.iter_mut().find(|r| r.packet == packet) {
+                r.address = r.address.min(word);
+            }
+            return;
+        }
+        s.pfp_races.push(PfpRace {
+            packet,
+            reader: x.acc,
+            writer,
+            writer_ep,
+            address: word,
+        });
+    }
+
+    fn write(&mut self, x: &Actor<'_>, word: u64, kind: WKind, rel: Option<Arc<Vc>>, pos: WriterPos) {
+        let seq = self.next_seq();
+        let sh = self.words.entry(word).or_default().clone();
+        if let Some(w) = &sh.w {
+            let sync_pair = matches!(
+                (w.kind, kind),
+                (WKind::Atomic, WKind::Atomic) | (WKind::Atomic, WKind::Value) | (WKind::Value, WKind::Atomic)
+            );
+            if !sync_pair && !x.ordered(w.ep) {
+                let m = self.missing(w.from, x.queue, x.clock);
+                self.report(HazardKind::WriteWrite, w.acc, x.acc, m, word);
+            }
+        }
+        for (e, acc, rq) in &sh.reads {
+            if !x.ordered(*e) {
+                // A write landing on data an unordered reader read.
+                let reader = &self.accs[*acc as usize];
+                let pfp = matches!(reader.agent, AgentRec::Pfp { .. });
+                if pfp && rq.is_some() && rq != &x.queue {
+                    let r = Actor {
+                        clock: &Vc::default(),
+                        me: *e,
+                        acc: *acc,
+                        queue: *rq,
+                        task: false,
+                    };
+                    self.defer_pfp_for(&r, x.acc, x.me, word);
+                } else {
+                    let m = match (pos, *rq) {
+                        (WriterPos::Task { queue, .. } | WriterPos::Cp { queue }, Some(r))
+                            if r == queue =>
+                        {
+                            MissingRec::NoFlush
+                        }
+                        _ => MissingRec::Nothing,
+                    };
+                    self.report(HazardKind::UnreleasedRead, *acc, x.acc, m, word);
+                }
+            }
+        }
+        let sh = self.words.entry(word).or_default();
+        sh.reads.clear();
+        sh.w = Some(LastWrite {
+            ep: x.me,
+            kind,
+            acc: x.acc,
+            rel,
+            from: pos,
+            seq,
+        });
+    }
+
+    /// A race between a PFP read (of its queue's latest parsed indirect dispatch, or an
+    /// earlier one) and a later write: deferred like a read-side race.
+    fn defer_pfp_for(&mut self, reader: &Actor<'_>, writer: AccId, writer_ep: Epoch, word: u64) {
+        let Some(q) = reader.queue else { return };
+        let pfp_comp = self.comps.get(&Comp::Pfp(q)).copied();
+        let packet = self
+            .q(q)
+            .pfp_reads
+            .iter()
+            .find(|(_, e)| Some(reader.me.comp) == pfp_comp && *e == reader.me.v)
+            .map(|p| p.0);
+        match packet {
+            Some(packet) => {
+                let s = self.q(q);
+                s.pfp_races.push(PfpRace {
+                    packet,
+                    reader: reader.acc,
+                    writer,
+                    writer_ep,
+                    address: word,
+                });
+            }
+            // The dispatch already ran: nothing can guard the read any more.
+            None => self.report(
+                HazardKind::UnreleasedRead,
+                reader.acc,
+                writer,
+                MissingRec::Nothing,
+                word,
+            ),
+        }
+    }
+
+    /// A satisfied wait reads `word`: a data write not ordered before it is reported; a value
+    /// write's release clock is returned for the waiter to acquire.
+    fn wait_read(&mut self, x: &Actor<'_>, word: u64) -> Option<Arc<Vc>> {
+        let w = self.words.get(&word).and_then(|s| s.w.clone())?;
+        match w.kind {
+            WKind::Value => w.rel.clone(),
+            WKind::Atomic => None,
+            WKind::Data => {
+                if !x.ordered(w.ep) {
+                    let m = self.missing(w.from, x.queue, x.clock);
+                    self.report(HazardKind::UnreleasedRead, w.acc, x.acc, m, word);
+                }
+                None
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Engine hooks
+
+    fn queue_acc(&mut self, queue: u32, stage: u8, site: Site, op: &'static str, kind: AccessKind) -> AccId {
+        let agent = match stage {
+            0 => AgentRec::Pfp { queue, site },
+            1 => AgentRec::Me { queue, site },
+            _ => AgentRec::Task { queue, site },
+        };
+        self.acc(AccRec {
+            agent,
+            op,
+            kernel: None,
+            kind,
+        })
+    }
+
+    /// The PFP starts submission `seq` (any kind): it acquires what the host released with it.
+    pub(crate) fn submission_start(&mut self, queue: u32, seq: u64, pushed: u64) {
+        let s = self.q(queue);
+        if let Some(h) = s.subs.remove(&seq) {
+            s.p.join(&h);
+            let p = s.p.clone();
+            s.pending.push_back((pushed, p));
+        }
+    }
+
+    /// A Q7 boundary: the previous call's tasks join the ME's order clock; the PFP joins it.
+    /// Strict: their writes become CP-visible and the engine's read cache is dropped.
+    pub(crate) fn q7_boundary(&mut self, queue: u32) {
+        let dc = self.comp(Comp::Disp(queue));
+        let cc = self.comp(Comp::Copy(queue));
+        let s = self.q(queue);
+        let (d, c) = (s.disp, s.copy);
+        s.o.raise(dc, d);
+        s.o.raise(cc, c);
+        let o = s.o.clone();
+        s.p.join(&o);
+        s.tasks.clear();
+        s.readset.clear();
+        if let Some(v) = self.vis.as_mut() {
+            v.mark_cp_visible(queue);
+            v.invalidate(queue);
+        }
+    }
+
+    /// A queue wait is satisfied at the PFP.
+    pub(crate) fn queue_wait_acquire(&mut self, queue: u32, fence: usize, pushed: u64) {
+        let f = self.fences.get(&fence).cloned();
+        let s = self.q(queue);
+        if let Some(f) = f {
+            s.p.join(&f);
+            let p = s.p.clone();
+            s.pending.push_back((pushed, p));
+        }
+        s.readset.clear();
+        if let Some(v) = self.vis.as_mut() {
+            v.invalidate(queue);
+        }
+    }
+
+    /// A memory-value wait is satisfied (on the PFP when `pfp`, else on the ME).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn wait_acquire(
+        &mut self,
+        queue: u32,
+        pfp: bool,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        pushed: u64,
+    ) {
+        let acc = self.queue_acc(queue, if pfp { 0 } else { 1 }, site, op, AccessKind::Wait);
+        let me_c = self.comp(Comp::Me(queue));
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        let (clock, me) = if pfp {
+            (s.p.clone(), Epoch { comp: pfp_c, v: s.p.get(pfp_c) })
+        } else {
+            (s.o.clone(), Epoch { comp: me_c, v: s.o.get(me_c) })
+        };
+        let x = Actor {
+            clock: &clock,
+            me,
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        let mut acquired = Vc::default();
+        for word in words_of(address, width) {
+            if let Some(rel) = self.wait_read(&x, word) {
+                acquired.join(&rel);
+            }
+        }
+        let s = self.q(queue);
+        if pfp {
+            s.p.join(&acquired);
+            let p = s.p.clone();
+            s.pending.push_back((pushed, p));
+        } else {
+            s.o.join(&acquired);
+            s.r.join(&acquired);
+            if !s.pfp_races.is_empty() {
+                // The ME is at the packet after the last one it popped.
+                s.me_waits.push((0, acc, Arc::new(acquired)));
+            }
+        }
+    }
+
+    /// The PFP reads a `dispatch_indirect`'s arguments for packet `packet`.
+    pub(crate) fn pfp_read(&mut self, queue: u32, site: Site, address: u64, packet: u64) {
+        let acc = self.queue_acc(queue, 0, site, "dispatch-indirect", AccessKind::Read);
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        let v = s.p.get(pfp_c) + 1;
+        s.p.raise(pfp_c, v);
+        s.pfp_reads.push_back((packet, v));
+        let clock = s.p.clone();
+        let x = Actor {
+            clock: &clock,
+            me: Epoch { comp: pfp_c, v },
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        self.data_read(&x, address & !3);
+    }
+
+    /// The ME pops packet `packet`: what the PFP acquired up to it joins the ME's clocks.
+    pub(crate) fn me_packet(&mut self, queue: u32, packet: u64) {
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        while s.pending.front().is_some_and(|(k, _)| *k <= packet) {
+            if let Some((_, c)) = s.pending.pop_front() {
+                s.o.join(&c);
+                s.r.join(&c);
+            }
+        }
+        while s.pfp_reads.front().is_some_and(|(k, _)| *k <= packet) {
+            if let Some((_, e)) = s.pfp_reads.pop_front() {
+                s.o.raise(pfp_c, e);
+                s.r.raise(pfp_c, e);
+            }
+        }
+        if s.pfp_races.iter().any(|r| r.packet <= packet) {
+            let (due, keep): (Vec<_>, Vec<_>) =
+                s.pfp_races.drain(..).partition(|r| r.packet <= packet);
+            s.pfp_races = keep;
+            let waits = std::mem::take(&mut s.me_waits);
+            for r in due {
+                let wait = waits
+                    .iter()
+                    .find(|(_, _, c)| r.writer_ep.v <= c.get(r.writer_ep.comp))
+                    .map(|w| w.1);
+                let (kind, m) = match wait {
+                    Some(w) => (HazardKind::PfpReadBeforeWait, MissingRec::PfpBeforeWait { wait: w }),
+                    None => (HazardKind::UnreleasedRead, MissingRec::Nothing),
+                };
+                let (first, second) = if self.accs[r.reader as usize].kind == AccessKind::Read
+                    && matches!(self.accs[r.writer as usize].kind, AccessKind::Read)
+                {
+                    (r.reader, r.writer)
+                } else {
+                    (r.writer, r.reader)
+                };
+                self.report(kind, first, second, m, r.address);
+            }
+            let s = self.q(queue);
+            if !s.pfp_races.is_empty() {
+                s.me_waits = waits;
+            }
+        }
+    }
+
+    /// The ME writes a value at once (top-of-pipe, immediate DEFAULT / MARKER_IN).
+    pub(crate) fn me_value_write(&mut self, queue: u32, site: Site, op: &'static str, address: u64, width: Width) {
+        let rel = Arc::new(self.q(queue).r.clone());
+        self.value_write_at(queue, site, op, address, width, rel, RelKind::Top);
+    }
+
+    /// A bottom-of-pipe write or signal enters the retire queue: its release clock is fixed now.
+    pub(crate) fn retire_pushed(&mut self, queue: u32, full: bool) {
+        let dc = self.comp(Comp::Disp(queue));
+        let cc = self.comp(Comp::Copy(queue));
+        let s = self.q(queue);
+        let (d, c) = (s.disp, s.copy);
+        let mut clock = if full { s.o.clone() } else { s.r.clone() };
+        if full {
+            clock.raise(dc, d);
+            clock.raise(cc, c);
+        }
+        s.retire.push_back((clock, full.then_some((d, c))));
+    }
+
+    /// A bottom-of-pipe write (or MARKER_OUT) retires.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bop_write(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        flush: Flush,
+    ) {
+        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
+        if let Some((d, c)) = upto {
+            let s = self.q(queue);
+            s.r.join(&clock);
+            if let Some(v) = self.vis.as_mut() {
+                v.write_back_tasks(queue, d, c);
+            }
+        }
+        if flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE) {
+            self.q(queue).readset.clear();
+            if let Some(v) = self.vis.as_mut() {
+                v.invalidate(queue);
+            }
+        }
+        let volatile = flush.contains(Flush::L1_VOLATILE) || flush.contains(Flush::L2_VOLATILE);
+        self.value_write_at(
+            queue,
+            site,
+            op,
+            address,
+            width,
+            Arc::new(clock),
+            RelKind::Bop {
+                writeback: upto.is_some(),
+                volatile,
+            },
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn value_write_at(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        rel: Arc<Vc>,
+        kind: RelKind,
+    ) {
+        let acc = self.queue_acc(queue, 1, site, op, AccessKind::ValueWrite);
+        let me_c = self.comp(Comp::Me(queue));
+        let s = self.q(queue);
+        let clock = s.o.clone();
+        let me = Epoch { comp: me_c, v: clock.get(me_c) };
+        let (d, c) = (s.disp, s.copy);
+        let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
+        let s = self.q(queue);
+        if s.releases.len() >= RELEASE_LOG {
+            s.releases.pop_front();
+        }
+        s.releases.push_back(RelRec {
+            me_epoch: me.v,
+            disp: d,
+            copy: c,
+            kind,
+            acc: rel_acc,
+        });
+        let x = Actor {
+            clock: &clock,
+            me,
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        for word in words_of(address, width) {
+            self.write(&x, word, WKind::Value, Some(rel.clone()), WriterPos::Cp { queue });
+        }
+        if let Some(v) = self.vis.as_mut() {
+            v.cp_write(queue, address, width);
+        }
+        let s = self.q(queue);
+        s.o.raise(me_c, me.v + 1);
+        s.r.raise(me_c, me.v + 1);
+    }
+
+    /// A queue signal retires: the fence's release clock is everything before it.
+    pub(crate) fn signal(&mut self, queue: u32, fence: usize) {
+        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
+        if let Some((d, c)) = upto {
+            self.q(queue).r.join(&clock);
+            if let Some(v) = self.vis.as_mut() {
+                v.write_back_tasks(queue, d, c);
+            }
+        }
+        let me_c = self.comp(Comp::Me(queue));
+        let s = self.q(queue);
+        let v = s.o.get(me_c) + 1;
+        s.o.raise(me_c, v);
+        s.r.raise(me_c, v);
+        self.fences.insert(fence, Arc::new(clock));
+    }
+
+    /// A `flush_pipeline` completes on the ME.
+    pub(crate) fn flush_done(&mut self, queue: u32, flush: Flush) {
+        let dc = self.comp(Comp::Disp(queue));
+        let cc = self.comp(Comp::Copy(queue));
+        let s = self.q(queue);
+        let (d, c) = (s.disp, s.copy);
+        s.o.raise(dc, d);
+        s.o.raise(cc, c);
+        let o = s.o.clone();
+        s.p.join(&o);
+        s.tasks.clear();
+        let wb = flush.contains(Flush::L2_WRITEBACK);
+        if wb {
+            s.r.raise(dc, d);
+            s.r.raise(cc, c);
+        }
+        let inval = flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE);
+        if inval {
+            s.readset.clear();
+        }
+        if let Some(v) = self.vis.as_mut() {
+            if wb {
+                v.write_back_tasks(queue, d, c);
+            }
+            v.mark_cp_visible(queue);
+            if inval {
+                v.invalidate(queue);
+            }
+        }
+    }
+
+    /// A dispatch with at least one group is launched: task `index`, forked from the ME's
+    /// order clock. Built-ins record their declared ranges now.
+    pub(crate) fn launch(
+        &mut self,
+        queue: u32,
+        index: u64,
+        site: Site,
+        op: &'static str,
+        kernel: &crate::engine::Kernel,
+        groups: u32,
+    ) {
+        let dc = self.comp(Comp::Disp(queue));
+        let s = self.q(queue);
+        s.disp = s.disp.max(index as u32 + 1);
+        let clock = Arc::new(s.o.clone());
+        let name: Arc<str> = kernel.name().into();
+        let mk = |kind| AccRec {
+            agent: AgentRec::Task { queue, site },
+            op,
+            kernel: Some(name.clone()),
+            kind,
+        };
+        let task = Task {
+            clock,
+            me: Epoch {
+                comp: dc,
+                v: index as u32 + 1,
+            },
+            read: self.acc(mk(AccessKind::Read)),
+            write: self.acc(mk(AccessKind::Write)),
+            atomic: self.acc(mk(AccessKind::Atomic)),
+        };
+        self.q(queue).tasks.insert((false, index as u32), task.clone());
+        if self.vis.is_none() {
+            self.builtin_ranges(queue, &task, kernel, 0..groups);
+        }
+    }
+
+    /// Strict mode: group `group` of built-in task `index` ran; its declared ranges are
+    /// checked now.
+    pub(crate) fn group_accesses(
+        &mut self,
+        queue: u32,
+        index: u64,
+        kernel: &crate::engine::Kernel,
+        group: u32,
+    ) {
+        let key = (false, index as u32);
+        if let Some(t) = self.queues.get(&queue).and_then(|s| s.tasks.get(&key)).cloned() {
+            self.builtin_ranges(queue, &t, kernel, group..group + 1);
+        }
+    }
+
+    fn builtin_ranges(
+        &mut self,
+        queue: u32,
+        task: &Task,
+        kernel: &crate::engine::Kernel,
+        groups: std::ops::Range<u32>,
+    ) {
+        let gb = crate::engine::kernels::GROUP_BYTES;
+        let first = u64::from(groups.start) * gb;
+        let bytes = u64::from(groups.end - groups.start) * gb;
+        use crate::engine::Kernel as K;
+        let (task, dst, src) = match kernel {
+            K::Fill { dst, .. } => (task, dst.wrapping_add(first), 0),
+            K::Add { dst, src, .. } => (task, dst.wrapping_add(first), src.wrapping_add(first)),
+            K::Sum { dst, src } => (task, *dst, src.wrapping_add(first)),
+            K::Spin { .. } | K::User(_) => return,
+        };
+        match kernel {
+            K::Fill { .. } => self.task_range(queue, task, dst, bytes, WKind::Data, false),
+            K::Add { .. } => {
+                self.task_range(queue, task, src, bytes, WKind::Data, true);
+                self.task_range(queue, task, dst, bytes, WKind::Data, false);
+            }
+            _ => {
+                self.task_range(queue, task, src, bytes, WKind::Data, true);
+                self.task_range(queue, task, dst, 8, WKind::Atomic, false);
+            }
+        }
+    }
+
+    fn task_range(&mut self, queue: u32, t: &Task, start: u64, bytes: u64, kind: WKind, read: bool) {
+        let copy_c = self.comps.get(&Comp::Copy(queue)).copied();
+        let is_copy = Some(t.me.comp) == copy_c;
+        let pos = WriterPos::Task {
+            queue,
+            copy: is_copy,
+            index: t.me.v - 1,
+        };
+        let x = Actor {
+            clock: &t.clock,
+            me: t.me,
+            acc: match (read, kind) {
+                (true, _) => t.read,
+                (false, WKind::Atomic) => t.atomic,
+                _ => t.write,
+            },
+            queue: Some(queue),
+            task: true,
+        };
+        let mut a = start & !3;
+        let end = start.saturating_add(bytes);
+        while a < end {
+            if read {
+                self.data_read(&x, a);
+            } else {
+                self.write(&x, a, kind, None, pos);
+            }
+            a += 4;
+        }
+    }
+
+    /// A user kernel's group of task `index` accessed memory (recorded after the group ran).
+    pub(crate) fn user_accesses(&mut self, queue: u32, index: u64, log: &[(u64, u8, AccessKind)]) {
+        let Some(t) = self.queues.get(&queue).and_then(|s| s.tasks.get(&(false, index as u32))).cloned()
+        else {
+            return;
+        };
+        for (addr, words, kind) in log {
+            let (wk, read) = match kind {
+                AccessKind::Read => (WKind::Data, true),
+                AccessKind::Atomic => (WKind::Atomic, false),
+                _ => (WKind::Data, false),
+            };
+            self.task_range(queue, &t, *addr, u64::from(*words) * 4, wk, read);
+        }
+    }
+
+    /// A copy by the ME (copy number `index`): a task forked from the ME's order clock that the
+    /// ME waits for (joined into the order clock, not the release clock).
+    pub(crate) fn copy(&mut self, queue: u32, site: Site, dst: u64, src: u64, bytes: u64) -> u32 {
+        let cc = self.comp(Comp::Copy(queue));
+        let s = self.q(queue);
+        let index = s.copy;
+        s.copy += 1;
+        let clock = Arc::new(s.o.clone());
+        let mk = |kind| AccRec {
+            agent: AgentRec::Task { queue, site },
+            op: "copy",
+            kernel: None,
+            kind,
+        };
+        let task = Task {
+            clock,
+            me: Epoch { comp: cc, v: index + 1 },
+            read: self.acc(mk(AccessKind::Read)),
+            write: self.acc(mk(AccessKind::Write)),
+            atomic: self.acc(mk(AccessKind::Atomic)),
+        };
+        self.task_range(queue, &task, src, bytes, WKind::Data, true);
+        self.task_range(queue, &task, dst, bytes, WKind::Data, false);
+        self.q(queue).o.raise(cc, index + 1);
+        index
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Host hooks
+
+    fn host_acc(&mut self, id: u64, op: &'static str, kind: AccessKind) -> AccId {
+        self.acc(AccRec {
+            agent: AgentRec::Host {
+                id,
+                line: source_line(),
+            },
+            op,
+            kernel: None,
+            kind,
+        })
+    }
+
+    /// The host submits `seq` to `queue`: the submission carries the host's clock.
+    pub(crate) fn host_submit(&mut self, queue: u32, seq: u64) {
+        let (id, c) = self.host_clock();
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        self.q(queue).subs.insert(seq, h);
+        self.tick_host(id, c);
+    }
+
+    /// The host signals a fence.
+    pub(crate) fn host_signal(&mut self, fence: usize) {
+        let (id, c) = self.host_clock();
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        self.fences.insert(fence, Arc::new(h));
+        self.tick_host(id, c);
+    }
+
+    /// A host wait on fences was satisfied: it acquires their release clocks.
+    pub(crate) fn host_acquire_fences(&mut self, fences: &[usize]) {
+        let (id, _) = self.host_clock();
+        let mut acquired = Vc::default();
+        for f in fences {
+            if let Some(c) = self.fences.get(f) {
+                acquired.join(c);
+            }
+        }
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.join(&acquired);
+        }
+    }
+
+    /// A host value write (`Buffer::write_*`).
+    pub(crate) fn host_write(&mut self, op: &'static str, address: u64, width: Width) {
+        let (id, c) = self.host_clock();
+        let acc = self.host_acc(id, op, AccessKind::ValueWrite);
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        let rel = Arc::new(h.clone());
+        let x = Actor {
+            clock: &h,
+            me: Epoch { comp: c, v: h.get(c) },
+            acc,
+            queue: None,
+            task: false,
+        };
+        for word in words_of(address, width) {
+            self.write(&x, word, WKind::Value, Some(rel.clone()), WriterPos::Host);
+        }
+        self.tick_host(id, c);
+    }
+
+    /// A host data read (`Buffer::read_*`).
+    pub(crate) fn host_read(&mut self, op: &'static str, address: u64, width: Width) {
+        let (id, c) = self.host_clock();
+        let acc = self.host_acc(id, op, AccessKind::Read);
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        let x = Actor {
+            clock: &h,
+            me: Epoch { comp: c, v: h.get(c) },
+            acc,
+            queue: None,
+            task: false,
+        };
+        for word in words_of(address, width) {
+            self.data_read(&x, word);
+        }
+    }
+
+    /// A host memory-value wait (`Buffer::wait_*`, `cpu-poll`) was satisfied.
+    pub(crate) fn host_wait(&mut self, op: &'static str, address: u64, width: Width) {
+        let (id, c) = self.host_clock();
+        let acc = self.host_acc(id, op, AccessKind::Wait);
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        let x = Actor {
+            clock: &h,
+            me: Epoch { comp: c, v: h.get(c) },
+            acc,
+            queue: None,
+            task: false,
+        };
+        let mut acquired = Vc::default();
+        for word in words_of(address, width) {
+            if let Some(rel) = self.wait_read(&x, word) {
+                acquired.join(&rel);
+            }
+        }
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.join(&acquired);
+        }
+    }
+
+    /// `wait_idle` returned: a full release by each queue, acquired by the host.
+    pub(crate) fn host_wait_idle(&mut self) {
+        let (id, _) = self.host_clock();
+        let qs: Vec<u32> = self.queues.keys().copied().collect();
+        let mut acquired = Vc::default();
+        for q in qs {
+            let dc = self.comp(Comp::Disp(q));
+            let cc = self.comp(Comp::Copy(q));
+            let s = self.q(q);
+            let mut c = s.o.clone();
+            c.raise(dc, s.disp);
+            c.raise(cc, s.copy);
+            acquired.join(&c);
+        }
+        if let Some(v) = self.vis.as_mut() {
+            v.write_back_all();
+        }
+        if let Some(h) = self.hosts.get_mut(&id) {
+            h.join(&acquired);
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Results
+
+    fn access(&self, dev: &DeviceShared, id: AccId) -> HazardAccess {
+        let r = &self.accs[id as usize];
+        let agent = match &r.agent {
+            AgentRec::Task { queue, site } | AgentRec::Me { queue, site } | AgentRec::Pfp { queue, site } => {
+                HazardAgent::Queue {
+                    queue: dev.queue_name(*queue),
+                    stage: match r.agent {
+                        AgentRec::Task { .. } => "task",
+                        AgentRec::Me { .. } => "me",
+                        _ => "pfp",
+                    },
+                    site: *site,
+                    list: site.list.map(|l| dev.list_name(l)),
+                }
+            }
+            AgentRec::Host { id, line } => HazardAgent::Host {
+                host: crate::host::name_of(*id),
+                line: *line,
+            },
+        };
+        HazardAccess {
+            agent,
+            op: r.op,
+            kernel: r.kernel.as_ref().map(|k| k.to_string()),
+            kind: r.kind,
+        }
+    }
+
+    /// The hazards found so far, in a stable order.
+    pub(crate) fn hazards(&self, dev: &DeviceShared) -> Vec<Hazard> {
+        self.hazards
+            .iter()
+            .map(|((kind, first, second, m), (lo, hi, observed))| Hazard {
+                kind: *kind,
+                address: *lo,
+                bytes: hi - lo,
+                buffer: dev
+                    .memory
+                    .resolve(*lo, 4)
+                    .map(|(b, off)| (b.name.to_string(), off)),
+                first: self.access(dev, *first),
+                second: self.access(dev, *second),
+                missing: match m {
+                    MissingRec::NoWriteback { release, volatile } => Missing::NoWriteback {
+                        release: self.access(dev, *release),
+                        volatile: *volatile,
+                    },
+                    MissingRec::TopOfPipe { release } => Missing::TopOfPipe {
+                        release: self.access(dev, *release),
+                    },
+                    MissingRec::NoFlush => Missing::NoFlush,
+                    MissingRec::PfpBeforeWait { wait } => Missing::PfpBeforeWait {
+                        wait: self.access(dev, *wait),
+                    },
+                    MissingRec::NoInvalidate => Missing::NoInvalidate,
+                    MissingRec::Nothing => Missing::Nothing,
+                },
+                observed: observed.clone(),
+            })
+            .collect()
+    }
+
+    /// Reports not kept because of the cap.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}

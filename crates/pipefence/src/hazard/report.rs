@@ -1,0 +1,333 @@
+//! The public side of hazard detection: what a report says (`docs/memory-model.md` 5.3, 5.4).
+
+use crate::engine::Site;
+use std::fmt;
+
+/// Which memory model a device runs (D5, `docs/memory-model.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum MemoryModel {
+    /// Everything an engine writes is visible at once; no hazard analysis (the default).
+    #[default]
+    Plain,
+    /// Hazard analysis only (vector clocks), no change to values: the validation layer
+    /// (`--validate`). Works on both drivers; slower.
+    Validate,
+    /// The weakest legal GPU plus hazard analysis (`--strict`): per-engine write-back buffers,
+    /// stale read caches, early write-backs and maximal PFP run-ahead chosen by the schedule.
+    /// Needs the deterministic driver.
+    Strict,
+}
+
+impl MemoryModel {
+    /// Whether hazards are tracked.
+    pub fn tracks_hazards(self) -> bool {
+        !matches!(self, MemoryModel::Plain)
+    }
+}
+
+/// The four hazard kinds (`docs/memory-model.md` 5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HazardKind {
+    /// A read of data whose last write was not released to the reader (or a write that lands
+    /// on data an unordered reader read).
+    UnreleasedRead,
+    /// A `dispatch_indirect` whose arguments the PFP read before an earlier ME wait that would
+    /// have guarded them was satisfied (C7).
+    PfpReadBeforeWait,
+    /// A read that may hit a stale line of the engine's read cache.
+    StaleCache,
+    /// Two unordered writes to the same bytes.
+    WriteWrite,
+}
+
+impl HazardKind {
+    /// The name used in reports and JSON: `unreleased-read`, `pfp-read-before-wait`,
+    /// `stale-cache`, `write-write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HazardKind::UnreleasedRead => "unreleased-read",
+            HazardKind::PfpReadBeforeWait => "pfp-read-before-wait",
+            HazardKind::StaleCache => "stale-cache",
+            HazardKind::WriteWrite => "write-write",
+        }
+    }
+}
+
+impl fmt::Display for HazardKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Who made an access.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HazardAgent {
+    /// A command of a queue: a dispatch or copy (a task), the ME, or the PFP.
+    Queue {
+        /// The queue's name.
+        queue: String,
+        /// `task`, `me` or `pfp`.
+        stage: &'static str,
+        /// Where the command came from.
+        site: Site,
+        /// The command list's name, for commands of a list.
+        list: Option<String>,
+    },
+    /// A host thread.
+    Host {
+        /// The host thread's name.
+        host: String,
+        /// The source line it set with [`crate::host::set_source_line`], if any.
+        line: Option<u32>,
+    },
+}
+
+/// What an access did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// A data read (task read, PFP argument read, host read).
+    Read,
+    /// A data write (task write).
+    Write,
+    /// A value write (CP or host), a synchronization access.
+    ValueWrite,
+    /// A kernel's atomic read-modify-write.
+    Atomic,
+    /// A satisfied memory-value wait.
+    Wait,
+    /// A release (bottom-of-pipe or top-of-pipe write, signal) named as the missing link.
+    Release,
+}
+
+impl AccessKind {
+    /// `read`, `write`, `value write`, `atomic`, `wait`, `release`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+            AccessKind::ValueWrite => "value write",
+            AccessKind::Atomic => "atomic",
+            AccessKind::Wait => "wait",
+            AccessKind::Release => "release",
+        }
+    }
+}
+
+/// One access of a hazard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HazardAccess {
+    /// Who.
+    pub agent: HazardAgent,
+    /// The command or call: `dispatch`, `write-value32-bop`, `cpu-write`, ...
+    pub op: &'static str,
+    /// A built-in or user kernel's name, for dispatches.
+    pub kernel: Option<String>,
+    /// What it did.
+    pub kind: AccessKind,
+}
+
+impl HazardAccess {
+    /// `queue/list:command` for a command of a list, `queue (op)` for a queue-level
+    /// submission, `host NAME` for a host thread.
+    pub fn short(&self) -> String {
+        match &self.agent {
+            HazardAgent::Queue {
+                queue, site, list, ..
+            } => match (list, site.command) {
+                (Some(l), Some(c)) => format!("{queue}/{l}:{c}"),
+                _ => format!("{queue} ({})", self.op),
+            },
+            HazardAgent::Host { host, .. } => format!("host {host}"),
+        }
+    }
+
+    /// The command with its kernel: `dispatch fill`, `write-value32-bop`.
+    pub fn what(&self) -> String {
+        match &self.kernel {
+            Some(k) => format!("{} {k}", self.op),
+            None => self.op.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for HazardAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.short(), self.what())
+    }
+}
+
+/// What synchronization is missing (`docs/memory-model.md` 5.4).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Missing {
+    /// The reader acquired a bottom-of-pipe write later than the writer that has no
+    /// `L2_WRITEBACK` (the seed's warning).
+    NoWriteback {
+        /// The bottom-of-pipe write.
+        release: HazardAccess,
+        /// It had a volatile flag, which does not count.
+        volatile: bool,
+    },
+    /// The reader acquired a top-of-pipe or immediate write, which does not wait for the task.
+    TopOfPipe {
+        /// That write.
+        release: HazardAccess,
+    },
+    /// Both on one queue, with no `flush_pipeline` between them.
+    NoFlush,
+    /// The PFP read the arguments before this ME wait, which acquires their write, was
+    /// satisfied.
+    PfpBeforeWait {
+        /// The ME wait.
+        wait: HazardAccess,
+    },
+    /// The reading engine read the word before and has not invalidated since.
+    NoInvalidate,
+    /// Nothing orders the two accesses.
+    Nothing,
+}
+
+/// A synchronization hazard: two accesses that some legal schedule can turn into wrong values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hazard {
+    /// The kind.
+    pub kind: HazardKind,
+    /// The first byte of the affected range.
+    pub address: u64,
+    /// The range's length in bytes (words grouped per pair of accesses).
+    pub bytes: u64,
+    /// The buffer holding `address` and the offset in it, when it is still mapped.
+    pub buffer: Option<(String, u64)>,
+    /// The earlier access: the write (or, for a write landing on read data, the read).
+    pub first: HazardAccess,
+    /// The later access.
+    pub second: HazardAccess,
+    /// What is missing between them.
+    pub missing: Missing,
+    /// For `stale-cache`: what this schedule returned, e.g. `old value 3; current 5`.
+    pub observed: Option<String>,
+}
+
+impl Hazard {
+    fn range_text(&self) -> String {
+        let base = match &self.buffer {
+            Some((name, off)) => {
+                if *off == 0 {
+                    name.clone()
+                } else {
+                    format!("{name}+{off:#x}")
+                }
+            }
+            None => format!("{:#x}", self.address),
+        };
+        if self.bytes > 4 {
+            format!("{base}..+{:#x}", self.bytes)
+        } else {
+            base
+        }
+    }
+
+    /// The missing synchronization, in words, with accesses labelled by `label`.
+    pub fn missing_text(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        match &self.missing {
+            Missing::NoWriteback { release, volatile } => {
+                let v = if *volatile {
+                    " (volatile flags do not count)"
+                } else {
+                    ""
+                };
+                format!(
+                    "the bottom-of-pipe write at {}, acquired by the reader, has no l2-writeback{v}",
+                    label(release)
+                )
+            }
+            Missing::TopOfPipe { release } => format!(
+                "the reader acquired the top-of-pipe write at {}, which does not wait for the {}",
+                label(release),
+                self.first.op
+            ),
+            Missing::NoFlush => "no flush-pipeline between them on the queue".into(),
+            Missing::PfpBeforeWait { wait } => format!(
+                "the PFP read before the ME wait at {} was satisfied",
+                label(wait)
+            ),
+            Missing::NoInvalidate => format!(
+                "the reading engine read this word before and has not invalidated since{}",
+                self.observed
+                    .as_ref()
+                    .map(|o| format!(" (this schedule returned {o})"))
+                    .unwrap_or_default()
+            ),
+            Missing::Nothing => "nothing orders them".into(),
+        }
+    }
+
+    /// What would fix it, with accesses labelled by `label`.
+    pub fn fix_text(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        let host_first = matches!(self.first.agent, HazardAgent::Host { .. });
+        let host_second = matches!(self.second.agent, HazardAgent::Host { .. });
+        match &self.missing {
+            Missing::NoWriteback { release, .. } => format!(
+                "add flush=l2-writeback to the bottom-of-pipe write at {}",
+                label(release)
+            ),
+            Missing::TopOfPipe { release } => format!(
+                "replace the top-of-pipe write at {} by a bottom-of-pipe write with flush=l2-writeback",
+                label(release)
+            ),
+            Missing::NoFlush if self.second.op == "dispatch-indirect" => format!(
+                "flush-pipeline before the dispatch-indirect at {}",
+                label(&self.second)
+            ),
+            Missing::NoFlush => format!(
+                "flush-pipeline between {} and {}",
+                label(&self.first),
+                label(&self.second)
+            ),
+            Missing::PfpBeforeWait { wait } => {
+                format!("make the wait at {} cmp=greater-equal engine=pfp", label(wait))
+            }
+            Missing::NoInvalidate => format!(
+                "flush-pipeline flush=l1-invalidate before {} (or wait on a fence instead)",
+                label(&self.second)
+            ),
+            Missing::Nothing if host_first && !host_second => format!(
+                "make {} acquire the host's write: execute or wait on the queue after it",
+                label(&self.second)
+            ),
+            Missing::Nothing if host_second => format!(
+                "make the host wait (cpu-wait on a fence the queue signals after {}) before it",
+                label(&self.first)
+            ),
+            Missing::Nothing => format!(
+                "order them: signal a fence after {} and wait for it before {} (or a \
+                 bottom-of-pipe write with flush=l2-writeback and a wait on it)",
+                label(&self.first),
+                label(&self.second)
+            ),
+        }
+    }
+
+    /// The whole report, with accesses labelled by `label`.
+    pub fn message(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        let (a, b) = match self.kind {
+            HazardKind::WriteWrite => ("written by", "and written by"),
+            _ if self.first.kind == AccessKind::Read => ("read by", "then written by"),
+            _ => ("written by", "read by"),
+        };
+        format!(
+            "hazard {}: {} {a} {}, {b} {}: {}. fix: {}",
+            self.kind,
+            self.range_text(),
+            label(&self.first),
+            label(&self.second),
+            self.missing_text(label),
+            self.fix_text(label)
+        )
+    }
+}
+
+impl fmt::Display for Hazard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(&|a| a.to_string()))
+    }
+}
