@@ -122,6 +122,14 @@ enum WriterPos {
     Host,
 }
 
+/// The parts of a [`LastWrite`] a read checks.
+struct LastW {
+    ep: Epoch,
+    acc: AccId,
+    from: WriterPos,
+    seq: u64,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Shadow {
     w: Option<LastWrite>,
@@ -402,8 +410,19 @@ impl Model {
 
     fn data_read(&mut self, x: &Actor<'_>, word: u64) {
         let seq = self.next_seq();
-        let sh = self.words.entry(word).or_default().clone();
-        if let Some(w) = &sh.w {
+        let last = self
+            .words
+            .get(&word)
+            .and_then(|s| s.w.as_ref())
+            .map(|w| (w.ep, w.acc, w.from, w.seq));
+        if let Some((ep, acc, from, wseq)) = last {
+            let w = LastW {
+                ep,
+                acc,
+                from,
+                seq: wseq,
+            };
+            let w = &w;
             if !x.ordered(w.ep) {
                 let m = self.missing(w.from, x.queue, x.clock);
                 let (first, second) = (w.acc, x.acc);
@@ -470,7 +489,11 @@ impl Model {
 
     fn write(&mut self, x: &Actor<'_>, word: u64, kind: WKind, rel: Option<Arc<Vc>>, pos: WriterPos) {
         let seq = self.next_seq();
-        let sh = self.words.entry(word).or_default().clone();
+        let sh = self.words.entry(word).or_default();
+        let sh = Shadow {
+            w: sh.w.take(),
+            reads: std::mem::take(&mut sh.reads),
+        };
         if let Some(w) = &sh.w {
             let sync_pair = matches!(
                 (w.kind, kind),

@@ -55,15 +55,11 @@ impl Rng {
 pub(crate) struct Visibility {
     engines: FxHashMap<u32, EngineVis>,
     rng: Rng,
+    /// The buffer of the last access, with the address-space generation it is valid for.
+    last: Option<(u64, Arc<BufferCore>)>,
     /// Lines written back early, stale reads returned (statistics).
     pub(crate) early_writebacks: u64,
     pub(crate) stale_reads: u64,
-}
-
-fn load_word(dev: &DeviceShared, addr: u64) -> Option<(Arc<BufferCore>, u64, u32)> {
-    let (b, off) = dev.memory.resolve(addr, 4)?;
-    let v = b.load32(off)?;
-    Some((b, off, v))
 }
 
 impl Visibility {
@@ -71,6 +67,7 @@ impl Visibility {
         Visibility {
             engines: FxHashMap::default(),
             rng: Rng(seed ^ 0x57_1C7_0000_D5D5),
+            last: None,
             early_writebacks: 0,
             stale_reads: 0,
         }
@@ -137,13 +134,19 @@ impl Visibility {
     pub(crate) fn write_back_random_line(&mut self, q: u32) {
         let r = self.rng.next();
         let e = self.e(q);
-        let mut lines: Vec<u64> = e.dirty.keys().map(|a| a & !(LINE - 1)).collect();
-        lines.dedup();
-        if lines.is_empty() {
+        let (Some(first), Some(last)) = (e.dirty.keys().next(), e.dirty.keys().next_back()) else {
             return;
-        }
-        let line = lines[(r % lines.len() as u64) as usize];
-        let addrs: Vec<u64> = e.dirty.range(line..line + LINE).map(|(a, _)| *a).collect();
+        };
+        // A random dirty word picks the first line; the run is 1 to 64 lines long (so that a
+        // big buffer does not cost one scheduling step per line).
+        let span = (last - first) / 4 + 1;
+        let probe = first + (r % span) * 4;
+        let Some(start) = e.dirty.range(probe..).next().map(|(a, _)| a & !(LINE - 1)) else {
+            return;
+        };
+        let run = 1u64 << ((r >> 32) % 7);
+        let end = start.saturating_add(run * LINE);
+        let addrs: Vec<u64> = e.dirty.range(start..end).map(|(a, _)| *a).collect();
         for a in addrs {
             Self::write_back_word(e, a);
         }
@@ -177,10 +180,35 @@ impl Visibility {
         v
     }
 
-    fn load_line(dev: &DeviceShared, line: u64) -> [Option<u32>; LINE_WORDS] {
+    /// The buffer holding `addr` (one cached resolution, valid for the address space's
+    /// generation).
+    fn resolve(&mut self, dev: &DeviceShared, addr: u64) -> Option<(Arc<BufferCore>, u64)> {
+        let generation = dev.memory.generation();
+        if let Some((g, b)) = &self.last {
+            if *g == generation && addr >= b.base && b.contains(addr - b.base, 4) {
+                return Some((b.clone(), addr - b.base));
+            }
+        }
+        let (b, off) = dev.memory.resolve(addr, 4)?;
+        self.last = Some((generation, b.clone()));
+        Some((b, off))
+    }
+
+    fn load(&mut self, dev: &DeviceShared, addr: u64) -> Option<u32> {
+        let generation = dev.memory.generation();
+        if let Some((g, b)) = &self.last {
+            if *g == generation && addr >= b.base && b.contains(addr - b.base, 4) {
+                return b.load32(addr - b.base);
+            }
+        }
+        let (b, off) = self.resolve(dev, addr)?;
+        b.load32(off)
+    }
+
+    fn load_line(&mut self, dev: &DeviceShared, line: u64) -> [Option<u32>; LINE_WORDS] {
         let mut words = [None; LINE_WORDS];
         for (i, w) in words.iter_mut().enumerate() {
-            *w = load_word(dev, line + i as u64 * 4).map(|x| x.2);
+            *w = self.load(dev, line + i as u64 * 4);
         }
         words
     }
@@ -191,31 +219,37 @@ impl Visibility {
     pub(crate) fn task_read(&mut self, dev: &DeviceShared, q: u32, address: u64, n: u64) -> u64 {
         let line = address & !(LINE - 1);
         let idx = ((address - line) / 4) as usize;
-        let mem: Vec<u32> = (0..n)
-            .map(|i| load_word(dev, address + i * 4).map_or(0, |x| x.2))
-            .collect();
-        let pick = self.rng.next();
+        let n = n.clamp(1, 2) as usize;
+        let mut mem = [0u32; 2];
+        for (i, m) in mem.iter_mut().enumerate().take(n) {
+            *m = self.load(dev, address + i as u64 * 4).unwrap_or(0);
+        }
         let e = self.e(q);
-        let mut out = mem.clone();
+        let mut out = mem;
         let cached = e.cache.get(&line).map(|l| {
-            (0..n as usize)
-                .map(|i| l.get(idx + i).copied().flatten().unwrap_or(0))
-                .collect::<Vec<u32>>()
+            let mut c = [0u32; 2];
+            for (i, x) in c.iter_mut().enumerate().take(n) {
+                *x = l.get(idx + i).copied().flatten().unwrap_or(0);
+            }
+            c
         });
+        let differs = cached.is_some_and(|c| c != mem);
+        let pick = if differs { self.rng.next() } else { 0 };
+        let e = self.e(q);
         match cached {
-            Some(c) if c != mem && pick % 2 == 0 => {
-                for i in 0..n as usize {
+            Some(c) if differs && pick % 2 == 0 => {
+                for i in 0..n {
                     e.stale.insert(address + i as u64 * 4, (c[i], mem[i]));
                 }
                 out = c;
                 self.stale_reads += 1;
             }
-            Some(c) if c == mem => {}
+            Some(_) if !differs => {}
             _ => {
-                let l = Self::load_line(dev, line);
+                let l = self.load_line(dev, line);
                 let e = self.e(q);
                 e.cache.insert(line, l);
-                for i in 0..n {
+                for i in 0..n as u64 {
                     e.stale.remove(&(address + i * 4));
                 }
             }
@@ -226,9 +260,8 @@ impl Visibility {
                 *o = d.value;
             }
         }
-        let lo = u64::from(out[0]);
-        let hi = out.get(1).map_or(0, |h| u64::from(*h));
-        lo | (hi << 32)
+        let hi = if n == 2 { u64::from(out[1]) } else { 0 };
+        u64::from(out[0]) | (hi << 32)
     }
 
     /// A task (`task`: copy?, index) of engine `q` writes `n` words at `address` (into the
@@ -245,7 +278,7 @@ impl Visibility {
         for i in 0..n {
             let a = address + i * 4;
             let v = (value >> (32 * i)) as u32;
-            let Some((buf, off)) = dev.memory.resolve(a, 4) else {
+            let Some((buf, off)) = self.resolve(dev, a) else {
                 continue;
             };
             let e = self.e(q);
@@ -289,9 +322,8 @@ impl Visibility {
         };
         // The engine's cached copy of the line is updated by its own atomic.
         let line = address & !(LINE - 1);
-        let e = self.e(q);
-        if e.cache.contains_key(&line) {
-            let l = Self::load_line(dev, line);
+        if self.e(q).cache.contains_key(&line) {
+            let l = self.load_line(dev, line);
             self.e(q).cache.insert(line, l);
         }
         old
