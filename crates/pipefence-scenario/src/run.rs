@@ -1034,11 +1034,7 @@ fn hazard_reports(ctx: &Ctx, li: &HashMap<u32, usize>) -> Vec<HazardReport> {
                 _ => None,
             };
             let message = h.message(&label);
-            let range = message
-                .split_once(": ")
-                .and_then(|(_, r)| r.split_once(' '))
-                .map(|(r, _)| r.to_string())
-                .unwrap_or_default();
+            let range = h.range_text();
             HazardReport {
                 kind: h.kind.name().to_string(),
                 range,

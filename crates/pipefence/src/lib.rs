@@ -70,8 +70,6 @@ pub use diagnose::{Classification, RemovalReport};
 pub use driver::{Strategy, COPY_NS_PER_KIB};
 pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
 pub use error::{Error, RemovalReason, Result};
-pub use hazard::{
-    AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing,
-};
+pub use hazard::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};

@@ -12,8 +12,8 @@ use crate::driver::threaded::{spawn_engine, Pool};
 use crate::driver::{EngineWaker, Strategy};
 use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
-use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
 use crate::hazard::{Hazard, MemoryModel, Model};
+use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
 use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sync::Writer;
 use crate::sync::{

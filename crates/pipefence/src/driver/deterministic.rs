@@ -648,7 +648,13 @@ impl Scheduler {
                     let result = if dev.strict() {
                         run_group_strict(&g.kernel, dev, g.queue, g.index, g.group)
                     } else {
-                        run_groups(&g.kernel, dev, g.group..g.group + 1, false, (g.queue, g.index))
+                        run_groups(
+                            &g.kernel,
+                            dev,
+                            g.group..g.group + 1,
+                            false,
+                            (g.queue, g.index),
+                        )
                     };
                     match result {
                         Ok(()) => {

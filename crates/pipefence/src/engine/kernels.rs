@@ -309,7 +309,14 @@ impl KernelContext<'_> {
         let words = (width.bytes() / 4) as u8;
         self.note(address, words, AccessKind::Write);
         if let Some((vis, q, t)) = self.strict.as_mut() {
-            vis.task_write(self.device, *q, (false, *t), address, value, u64::from(words));
+            vis.task_write(
+                self.device,
+                *q,
+                (false, *t),
+                address,
+                value,
+                u64::from(words),
+            );
             return;
         }
         match width {

@@ -116,9 +116,15 @@ struct LastWrite {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriterPos {
     /// Task `index` (dispatch or copy) of queue `queue`.
-    Task { queue: u32, copy: bool, index: u32 },
+    Task {
+        queue: u32,
+        copy: bool,
+        index: u32,
+    },
     /// The ME of `queue` at ME epoch `me`.
-    Cp { queue: u32 },
+    Cp {
+        queue: u32,
+    },
     Host,
 }
 
@@ -157,7 +163,6 @@ impl Actor<'_> {
 enum RelKind {
     Bop { writeback: bool, volatile: bool },
     Top,
-    Signal,
 }
 
 #[derive(Debug, Clone)]
@@ -218,7 +223,6 @@ struct QState {
 /// The hazard analysis and, in strict mode, the visibility model of one device.
 #[derive(Debug)]
 pub(crate) struct Model {
-    pub(crate) mode: MemoryModel,
     comps: FxHashMap<Comp, u32>,
     accs: Vec<AccRec>,
     acc_index: FxHashMap<AccRec, AccId>,
@@ -227,10 +231,13 @@ pub(crate) struct Model {
     hosts: FxHashMap<u64, Vc>,
     fences: FxHashMap<usize, Arc<Vc>>,
     seq: u64,
-    hazards: BTreeMap<(HazardKind, AccId, AccId, MissingRec), (u64, u64, Option<String>)>,
+    hazards: BTreeMap<HazardKey, (u64, u64, Option<String>)>,
     dropped: u64,
     pub(crate) vis: Option<strict::Visibility>,
 }
+
+/// A report's identity: kind, first and second access, what is missing.
+type HazardKey = (HazardKind, AccId, AccId, MissingRec);
 
 /// [`Missing`] with access ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -271,7 +278,6 @@ fn words_of(address: u64, width: Width) -> impl Iterator<Item = u64> {
 impl Model {
     pub(crate) fn new(mode: MemoryModel, seed: u64) -> Self {
         Model {
-            mode,
             comps: FxHashMap::default(),
             accs: Vec::new(),
             acc_index: FxHashMap::default(),
@@ -436,10 +442,17 @@ impl Model {
             } else if x.task {
                 if let Some(q) = x.queue {
                     let own = matches!(w.from, WriterPos::Task { queue, .. } if queue == q);
-                    let prev = self.queues.get(&q).and_then(|s| s.readset.get(&word)).copied();
+                    let prev = self
+                        .queues
+                        .get(&q)
+                        .and_then(|s| s.readset.get(&word))
+                        .copied();
                     if let Some(prev) = prev {
                         if !own && w.seq > prev {
-                            let observed = self.vis.as_ref().and_then(|v| v.last_stale(q, word));
+                            let observed = self.vis.as_ref().map(|v| {
+                                v.last_stale(q, word)
+                                    .unwrap_or_else(|| "the current value".to_string())
+                            });
                             self.report_obs(
                                 HazardKind::StaleCache,
                                 w.acc,
@@ -487,7 +500,14 @@ impl Model {
         });
     }
 
-    fn write(&mut self, x: &Actor<'_>, word: u64, kind: WKind, rel: Option<Arc<Vc>>, pos: WriterPos) {
+    fn write(
+        &mut self,
+        x: &Actor<'_>,
+        word: u64,
+        kind: WKind,
+        rel: Option<Arc<Vc>>,
+        pos: WriterPos,
+    ) {
         let seq = self.next_seq();
         let sh = self.words.entry(word).or_default();
         let sh = Shadow {
@@ -497,7 +517,9 @@ impl Model {
         if let Some(w) = &sh.w {
             let sync_pair = matches!(
                 (w.kind, kind),
-                (WKind::Atomic, WKind::Atomic) | (WKind::Atomic, WKind::Value) | (WKind::Value, WKind::Atomic)
+                (WKind::Atomic, WKind::Atomic)
+                    | (WKind::Atomic, WKind::Value)
+                    | (WKind::Value, WKind::Atomic)
             );
             if !sync_pair && !x.ordered(w.ep) {
                 let m = self.missing(w.from, x.queue, x.clock);
@@ -596,7 +618,14 @@ impl Model {
     // ----------------------------------------------------------------------------------------
     // Engine hooks
 
-    fn queue_acc(&mut self, queue: u32, stage: u8, site: Site, op: &'static str, kind: AccessKind) -> AccId {
+    fn queue_acc(
+        &mut self,
+        queue: u32,
+        stage: u8,
+        site: Site,
+        op: &'static str,
+        kind: AccessKind,
+    ) -> AccId {
         let agent = match stage {
             0 => AgentRec::Pfp { queue, site },
             1 => AgentRec::Me { queue, site },
@@ -671,9 +700,21 @@ impl Model {
         let pfp_c = self.comp(Comp::Pfp(queue));
         let s = self.q(queue);
         let (clock, me) = if pfp {
-            (s.p.clone(), Epoch { comp: pfp_c, v: s.p.get(pfp_c) })
+            (
+                s.p.clone(),
+                Epoch {
+                    comp: pfp_c,
+                    v: s.p.get(pfp_c),
+                },
+            )
         } else {
-            (s.o.clone(), Epoch { comp: me_c, v: s.o.get(me_c) })
+            (
+                s.o.clone(),
+                Epoch {
+                    comp: me_c,
+                    v: s.o.get(me_c),
+                },
+            )
         };
         let x = Actor {
             clock: &clock,
@@ -749,7 +790,10 @@ impl Model {
                     .find(|(_, _, c)| r.writer_ep.v <= c.get(r.writer_ep.comp))
                     .map(|w| w.1);
                 let (kind, m) = match wait {
-                    Some(w) => (HazardKind::PfpReadBeforeWait, MissingRec::PfpBeforeWait { wait: w }),
+                    Some(w) => (
+                        HazardKind::PfpReadBeforeWait,
+                        MissingRec::PfpBeforeWait { wait: w },
+                    ),
                     None => (HazardKind::UnreleasedRead, MissingRec::Nothing),
                 };
                 let (first, second) = if self.accs[r.reader as usize].kind == AccessKind::Read
@@ -769,7 +813,14 @@ impl Model {
     }
 
     /// The ME writes a value at once (top-of-pipe, immediate DEFAULT / MARKER_IN).
-    pub(crate) fn me_value_write(&mut self, queue: u32, site: Site, op: &'static str, address: u64, width: Width) {
+    pub(crate) fn me_value_write(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+    ) {
         let rel = Arc::new(self.q(queue).r.clone());
         self.value_write_at(queue, site, op, address, width, rel, RelKind::Top);
     }
@@ -843,7 +894,10 @@ impl Model {
         let me_c = self.comp(Comp::Me(queue));
         let s = self.q(queue);
         let clock = s.o.clone();
-        let me = Epoch { comp: me_c, v: clock.get(me_c) };
+        let me = Epoch {
+            comp: me_c,
+            v: clock.get(me_c),
+        };
         let (d, c) = (s.disp, s.copy);
         let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
         let s = self.q(queue);
@@ -865,7 +919,13 @@ impl Model {
             task: false,
         };
         for word in words_of(address, width) {
-            self.write(&x, word, WKind::Value, Some(rel.clone()), WriterPos::Cp { queue });
+            self.write(
+                &x,
+                word,
+                WKind::Value,
+                Some(rel.clone()),
+                WriterPos::Cp { queue },
+            );
         }
         if let Some(v) = self.vis.as_mut() {
             v.cp_write(queue, address, width);
@@ -955,7 +1015,9 @@ impl Model {
             write: self.acc(mk(AccessKind::Write)),
             atomic: self.acc(mk(AccessKind::Atomic)),
         };
-        self.q(queue).tasks.insert((false, index as u32), task.clone());
+        self.q(queue)
+            .tasks
+            .insert((false, index as u32), task.clone());
         if self.vis.is_none() {
             self.builtin_ranges(queue, &task, kernel, 0..groups);
         }
@@ -971,7 +1033,12 @@ impl Model {
         group: u32,
     ) {
         let key = (false, index as u32);
-        if let Some(t) = self.queues.get(&queue).and_then(|s| s.tasks.get(&key)).cloned() {
+        if let Some(t) = self
+            .queues
+            .get(&queue)
+            .and_then(|s| s.tasks.get(&key))
+            .cloned()
+        {
             self.builtin_ranges(queue, &t, kernel, group..group + 1);
         }
     }
@@ -1006,7 +1073,15 @@ impl Model {
         }
     }
 
-    fn task_range(&mut self, queue: u32, t: &Task, start: u64, bytes: u64, kind: WKind, read: bool) {
+    fn task_range(
+        &mut self,
+        queue: u32,
+        t: &Task,
+        start: u64,
+        bytes: u64,
+        kind: WKind,
+        read: bool,
+    ) {
         let copy_c = self.comps.get(&Comp::Copy(queue)).copied();
         let is_copy = Some(t.me.comp) == copy_c;
         let pos = WriterPos::Task {
@@ -1039,7 +1114,11 @@ impl Model {
 
     /// A user kernel's group of task `index` accessed memory (recorded after the group ran).
     pub(crate) fn user_accesses(&mut self, queue: u32, index: u64, log: &[(u64, u8, AccessKind)]) {
-        let Some(t) = self.queues.get(&queue).and_then(|s| s.tasks.get(&(false, index as u32))).cloned()
+        let Some(t) = self
+            .queues
+            .get(&queue)
+            .and_then(|s| s.tasks.get(&(false, index as u32)))
+            .cloned()
         else {
             return;
         };
@@ -1069,7 +1148,10 @@ impl Model {
         };
         let task = Task {
             clock,
-            me: Epoch { comp: cc, v: index + 1 },
+            me: Epoch {
+                comp: cc,
+                v: index + 1,
+            },
             read: self.acc(mk(AccessKind::Read)),
             write: self.acc(mk(AccessKind::Write)),
             atomic: self.acc(mk(AccessKind::Atomic)),
@@ -1133,7 +1215,10 @@ impl Model {
         let rel = Arc::new(h.clone());
         let x = Actor {
             clock: &h,
-            me: Epoch { comp: c, v: h.get(c) },
+            me: Epoch {
+                comp: c,
+                v: h.get(c),
+            },
             acc,
             queue: None,
             task: false,
@@ -1151,7 +1236,10 @@ impl Model {
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
         let x = Actor {
             clock: &h,
-            me: Epoch { comp: c, v: h.get(c) },
+            me: Epoch {
+                comp: c,
+                v: h.get(c),
+            },
             acc,
             queue: None,
             task: false,
@@ -1168,7 +1256,10 @@ impl Model {
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
         let x = Actor {
             clock: &h,
-            me: Epoch { comp: c, v: h.get(c) },
+            me: Epoch {
+                comp: c,
+                v: h.get(c),
+            },
             acc,
             queue: None,
             task: false,
@@ -1212,18 +1303,18 @@ impl Model {
     fn access(&self, dev: &DeviceShared, id: AccId) -> HazardAccess {
         let r = &self.accs[id as usize];
         let agent = match &r.agent {
-            AgentRec::Task { queue, site } | AgentRec::Me { queue, site } | AgentRec::Pfp { queue, site } => {
-                HazardAgent::Queue {
-                    queue: dev.queue_name(*queue),
-                    stage: match r.agent {
-                        AgentRec::Task { .. } => "task",
-                        AgentRec::Me { .. } => "me",
-                        _ => "pfp",
-                    },
-                    site: *site,
-                    list: site.list.map(|l| dev.list_name(l)),
-                }
-            }
+            AgentRec::Task { queue, site }
+            | AgentRec::Me { queue, site }
+            | AgentRec::Pfp { queue, site } => HazardAgent::Queue {
+                queue: dev.queue_name(*queue),
+                stage: match r.agent {
+                    AgentRec::Task { .. } => "task",
+                    AgentRec::Me { .. } => "me",
+                    _ => "pfp",
+                },
+                site: *site,
+                list: site.list.map(|l| dev.list_name(l)),
+            },
             AgentRec::Host { id, line } => HazardAgent::Host {
                 host: crate::host::name_of(*id),
                 line: *line,

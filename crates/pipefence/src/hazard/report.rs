@@ -208,7 +208,8 @@ pub struct Hazard {
 }
 
 impl Hazard {
-    fn range_text(&self) -> String {
+    /// The affected range: `buffer+offset..+length` (or the address when no buffer holds it).
+    pub fn range_text(&self) -> String {
         let base = match &self.buffer {
             Some((name, off)) => {
                 if *off == 0 {
@@ -310,7 +311,7 @@ impl Hazard {
     /// The whole report, with accesses labelled by `label`.
     pub fn message(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
         let (a, b) = match self.kind {
-            HazardKind::WriteWrite => ("written by", "and written by"),
+            HazardKind::WriteWrite => ("written by", "and by"),
             _ if self.first.kind == AccessKind::Read => ("read by", "then written by"),
             _ => ("written by", "read by"),
         };

@@ -66,7 +66,7 @@ impl Visibility {
     pub(crate) fn new(seed: u64) -> Self {
         Visibility {
             engines: FxHashMap::default(),
-            rng: Rng(seed ^ 0x57_1C7_0000_D5D5),
+            rng: Rng(seed ^ 0x0005_71C7_0000_D5D5),
             last: None,
             early_writebacks: 0,
             stale_reads: 0,
