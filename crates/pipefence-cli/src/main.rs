@@ -46,10 +46,13 @@ enum Command {
         /// The deterministic driver's schedule seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Strict mode: the weakest legal GPU (implies the deterministic driver).
+        /// Strict mode (docs/memory-model.md): the weakest legal GPU (per-engine write-back
+        /// buffers, stale read caches, maximal PFP run-ahead) plus hazard reports; implies the
+        /// deterministic driver. A hazard fails the run (exit 1).
         #[arg(long)]
         strict: bool,
-        /// Hazard detection as a validation layer on the threaded driver.
+        /// Hazard reports without changing any value (a validation layer, slower); works with
+        /// either driver. A hazard fails the run (exit 1).
         #[arg(long)]
         validate: bool,
         /// Print exactly one JSON object on stdout (summaries go to stderr).
@@ -72,7 +75,7 @@ enum Command {
         /// First seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Strict mode.
+        /// Strict mode for every schedule (see `run --strict`); a hazard fails the schedule.
         #[arg(long)]
         strict: bool,
         /// Print exactly one JSON object on stdout.
@@ -213,14 +216,30 @@ fn check_command(
         report.failures.len(),
         report.elapsed_ns as f64 / 1e6
     );
-    for f in &report.failures {
+    let replay = if strict {
+        "--strict"
+    } else {
+        "--driver deterministic"
+    };
+    for f in report.failures.iter().take(SHOWN_FAILURES) {
         summary += &format!(
-            "  seed {} ({:?}, exit {}): replay with `pipefence run {name} --driver deterministic --seed {}`\n",
+            "  seed {} ({:?}, exit {}): replay with `pipefence run {name} {replay} --seed {}`\n",
             f.seed, f.status, f.exit, f.seed
         );
         for w in &f.what {
             summary += &format!("      {w}\n");
         }
+    }
+    if report.failures.len() > SHOWN_FAILURES {
+        let rest: Vec<String> = report.failures[SHOWN_FAILURES..]
+            .iter()
+            .map(|f| f.seed.to_string())
+            .collect();
+        summary += &format!(
+            "  {} more failing seeds (--json lists each outcome): {}\n",
+            rest.len(),
+            rest.join(" ")
+        );
     }
     if json {
         eprint!("{summary}");
@@ -233,6 +252,9 @@ fn check_command(
     }
     ExitCode::from(report.exit_code() as u8)
 }
+
+/// Failing seeds `check` prints in full (the rest are listed by seed).
+const SHOWN_FAILURES: usize = 10;
 
 /// Strict mode and validation, as asked on the command line.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,6 @@
-//! `pipefence check`: one scenario under many deterministic schedules (D4). Every schedule is
-//! reproducible with `pipefence run FILE --driver deterministic --seed K`.
+//! `pipefence check`: one scenario under many deterministic schedules (D4), optionally in
+//! strict mode (D5). Every schedule is reproducible with
+//! `pipefence run FILE --driver deterministic --seed K` (plus `--strict`).
 
 use crate::plan::Scenario;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
@@ -85,6 +86,9 @@ fn describe(o: &Outcome) -> Vec<String> {
     }
     for e in &o.host_errors {
         what.push(format!("line {}: host {}: {}", e.line, e.host, e.message));
+    }
+    for h in &o.hazards {
+        what.push(h.message.clone());
     }
     if let Some(r) = &o.removed {
         let mut s = format!("device removed: {}", r.reason);
