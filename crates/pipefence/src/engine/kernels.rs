@@ -294,7 +294,10 @@ impl KernelContext<'_> {
         let words = (width.bytes() / 4) as u8;
         self.note(address, words, AccessKind::Read);
         if let Some((vis, q, _)) = self.strict.as_mut() {
-            return vis.task_read(self.device, *q, address, u64::from(words));
+            let mut v = [0u32; 2];
+            let n = usize::from(words);
+            vis.task_read(self.device, *q, address, &mut v[..n]);
+            return u64::from(v[0]) | (u64::from(v[1]) << 32);
         }
         match width {
             Width::W32 => b.load32(o).map_or(0, u64::from),
@@ -309,13 +312,13 @@ impl KernelContext<'_> {
         let words = (width.bytes() / 4) as u8;
         self.note(address, words, AccessKind::Write);
         if let Some((vis, q, t)) = self.strict.as_mut() {
+            let v = [value as u32, (value >> 32) as u32];
             vis.task_write(
                 self.device,
                 *q,
                 (false, *t),
                 address,
-                value,
-                u64::from(words),
+                &v[..usize::from(words)],
             );
             return;
         }
@@ -514,10 +517,7 @@ pub(crate) fn run_group_strict(
             let start = dst.wrapping_add(first);
             resolve_range(device, start, GROUP_BYTES, Access::Write)?;
             if let Some(vis) = m.vis.as_mut() {
-                for i in 0..GROUP_BYTES / 4 {
-                    let a = start + i * 4;
-                    vis.task_write(device, queue, task, a, u64::from(*value), 1);
-                }
+                vis.task_write(device, queue, task, start, &[*value; LANES as usize]);
             }
         }
         Kernel::Add { dst, src, value } => {
@@ -525,11 +525,12 @@ pub(crate) fn run_group_strict(
             resolve_range(device, s, GROUP_BYTES, Access::Read)?;
             resolve_range(device, d, GROUP_BYTES, Access::Write)?;
             if let Some(vis) = m.vis.as_mut() {
-                for i in 0..GROUP_BYTES / 4 {
-                    let v = vis.task_read(device, queue, s + i * 4, 1) as u32;
-                    let w = u64::from(v.wrapping_add(*value));
-                    vis.task_write(device, queue, task, d + i * 4, w, 1);
+                let mut v = [0u32; LANES as usize];
+                vis.task_read(device, queue, s, &mut v);
+                for x in v.iter_mut() {
+                    *x = x.wrapping_add(*value);
                 }
+                vis.task_write(device, queue, task, d, &v);
             }
         }
         Kernel::Sum { dst, src } => {
@@ -537,10 +538,9 @@ pub(crate) fn run_group_strict(
             resolve_range(device, s, GROUP_BYTES, Access::Read)?;
             resolve_range(device, *dst, 8, Access::Write)?;
             if let Some(vis) = m.vis.as_mut() {
-                let mut total: u64 = 0;
-                for i in 0..GROUP_BYTES / 4 {
-                    total = total.wrapping_add(vis.task_read(device, queue, s + i * 4, 1));
-                }
+                let mut v = [0u32; LANES as usize];
+                vis.task_read(device, queue, s, &mut v);
+                let total = v.iter().fold(0u64, |t, x| t.wrapping_add(u64::from(*x)));
                 vis.atomic_add(device, queue, *dst, Width::W64, total);
             }
         }

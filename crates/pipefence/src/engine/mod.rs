@@ -1248,13 +1248,9 @@ impl Engine {
                 let index = m.copy(self.queue_id, *site, dst, src, bytes);
                 if let Some(vis) = m.vis.as_mut() {
                     // D5: a copy is an engine task; its reads may be stale, its writes dirty.
-                    let vals: Vec<u64> = (0..n)
-                        .map(|i| vis.task_read(ctx.device, self.queue_id, src + i * 4, 1))
-                        .collect();
-                    for (i, v) in vals.into_iter().enumerate() {
-                        let a = dst + i as u64 * 4;
-                        vis.task_write(ctx.device, self.queue_id, (true, index), a, v, 1);
-                    }
+                    let mut vals = vec![0u32; n as usize];
+                    vis.task_read(ctx.device, self.queue_id, src, &mut vals);
+                    vis.task_write(ctx.device, self.queue_id, (true, index), dst, &vals);
                     true
                 } else {
                     false

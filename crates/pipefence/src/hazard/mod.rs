@@ -19,6 +19,7 @@ use crate::api::DeviceShared;
 use crate::command::{Flush, Width};
 use crate::engine::Site;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -128,18 +129,64 @@ enum WriterPos {
     Host,
 }
 
-/// The parts of a [`LastWrite`] a read checks.
-struct LastW {
-    ep: Epoch,
-    acc: AccId,
-    from: WriterPos,
-    seq: u64,
-}
-
 #[derive(Debug, Clone, Default)]
 struct Shadow {
     w: Option<LastWrite>,
-    reads: Vec<(Epoch, AccId, Option<u32>)>,
+    /// Data reads not ordered before each other since the last write.
+    reads: SmallVec<[(Epoch, AccId, Option<u32>); 2]>,
+    /// Per engine: its tasks' last read of the word (queue, invalidate generation, sequence).
+    engine_reads: SmallVec<[(u32, u32, u64); 1]>,
+}
+
+/// Shadow state as segments: `start -> (end, shadow)`, disjoint, each a range of words with
+/// the same history (a built-in kernel's group range stays one segment).
+#[derive(Debug, Default)]
+struct ShadowMap {
+    segs: BTreeMap<u64, (u64, Shadow)>,
+}
+
+impl ShadowMap {
+    /// Makes `a` a segment boundary.
+    fn split(&mut self, a: u64) {
+        let Some((&s, (e, _))) = self.segs.range(..a).next_back() else {
+            return;
+        };
+        if *e <= a {
+            return;
+        }
+        let Some((e, sh)) = self.segs.get_mut(&s) else {
+            return;
+        };
+        let tail = (*e, sh.clone());
+        *e = a;
+        self.segs.insert(a, tail);
+    }
+
+    /// Calls `f` on each segment of `[start, end)` in address order, creating empty segments
+    /// for words never accessed.
+    fn each(&mut self, start: u64, end: u64, mut f: impl FnMut(u64, u64, &mut Shadow)) {
+        if start >= end {
+            return;
+        }
+        self.split(start);
+        self.split(end);
+        let keys: SmallVec<[u64; 4]> = self.segs.range(start..end).map(|(k, _)| *k).collect();
+        let mut cur = start;
+        for k in keys {
+            if k > cur {
+                let (_, sh) = self.segs.entry(cur).or_insert((k, Shadow::default()));
+                f(cur, k, sh);
+            }
+            if let Some((e, sh)) = self.segs.get_mut(&k) {
+                f(k, *e, sh);
+                cur = *e;
+            }
+        }
+        if cur < end {
+            let (_, sh) = self.segs.entry(cur).or_insert((end, Shadow::default()));
+            f(cur, end, sh);
+        }
+    }
 }
 
 /// The clock of an agent making an access, and its own epoch.
@@ -189,7 +236,7 @@ struct PfpRace {
     reader: AccId,
     writer: AccId,
     writer_ep: Epoch,
-    address: u64,
+    span: Span,
 }
 
 #[derive(Debug, Default)]
@@ -213,8 +260,9 @@ struct QState {
     pfp_reads: VecDeque<(u64, u32)>,
     /// ME waits satisfied while PFP races are pending: (packet, access, acquired).
     me_waits: Vec<(u64, AccId, Arc<Vc>)>,
-    /// Words this engine's tasks read since its last invalidate, with the read's sequence.
-    readset: FxHashMap<u64, u64>,
+    /// Bumped by each invalidate of this engine's read cache (older task reads no longer
+    /// count for stale-cache reports).
+    inval: u32,
     /// Tasks launched so far (dispatches, copies).
     disp: u32,
     copy: u32,
@@ -226,7 +274,7 @@ pub(crate) struct Model {
     comps: FxHashMap<Comp, u32>,
     accs: Vec<AccRec>,
     acc_index: FxHashMap<AccRec, AccId>,
-    words: FxHashMap<u64, Shadow>,
+    words: ShadowMap,
     queues: FxHashMap<u32, QState>,
     hosts: FxHashMap<u64, Vc>,
     fences: FxHashMap<usize, Arc<Vc>>,
@@ -270,9 +318,12 @@ fn source_line() -> Option<u32> {
     SOURCE_LINE.with(|l| l.get())
 }
 
-fn words_of(address: u64, width: Width) -> impl Iterator<Item = u64> {
-    let n = width.bytes() / 4;
-    (0..n).map(move |i| (address & !3) + i * 4)
+/// A byte range `[start, end)`.
+type Span = (u64, u64);
+
+fn span_of(address: u64, width: Width) -> Span {
+    let a = address & !3;
+    (a, a + width.bytes())
 }
 
 impl Model {
@@ -281,7 +332,7 @@ impl Model {
             comps: FxHashMap::default(),
             accs: Vec::new(),
             acc_index: FxHashMap::default(),
-            words: FxHashMap::default(),
+            words: ShadowMap::default(),
             queues: FxHashMap::default(),
             hosts: FxHashMap::default(),
             fences: FxHashMap::default(),
@@ -346,8 +397,8 @@ impl Model {
     // ----------------------------------------------------------------------------------------
     // Recording hazards
 
-    fn report(&mut self, kind: HazardKind, first: AccId, second: AccId, m: MissingRec, addr: u64) {
-        self.report_obs(kind, first, second, m, addr, None);
+    fn report(&mut self, kind: HazardKind, first: AccId, second: AccId, m: MissingRec, r: Span) {
+        self.report_obs(kind, first, second, m, r, None);
     }
 
     fn report_obs(
@@ -356,20 +407,26 @@ impl Model {
         first: AccId,
         second: AccId,
         m: MissingRec,
-        addr: u64,
+        (lo, hi): Span,
         observed: Option<String>,
     ) {
+        // Two unordered writes are one report whichever landed first.
+        let (first, second) = if kind == HazardKind::WriteWrite && first > second {
+            (second, first)
+        } else {
+            (first, second)
+        };
         let key = (kind, first, second, m);
-        if let Some((lo, hi, _)) = self.hazards.get_mut(&key) {
-            *lo = (*lo).min(addr);
-            *hi = (*hi).max(addr + 4);
+        if let Some((l, h, _)) = self.hazards.get_mut(&key) {
+            *l = (*l).min(lo);
+            *h = (*h).max(hi);
             return;
         }
         if self.hazards.len() >= MAX_HAZARDS {
             self.dropped += 1;
             return;
         }
-        self.hazards.insert(key, (addr, addr + 4, observed));
+        self.hazards.insert(key, (lo, hi, observed));
     }
 
     /// Names what is missing between writer `w` (at `pos`) and an access by `x`.
@@ -414,205 +471,227 @@ impl Model {
     // ----------------------------------------------------------------------------------------
     // The access rules (docs/memory-model.md 5.1)
 
-    fn data_read(&mut self, x: &Actor<'_>, word: u64) {
+    /// A data read of `[start, end)` by `x`.
+    fn data_read(&mut self, x: &Actor<'_>, start: u64, end: u64) {
         let seq = self.next_seq();
-        let last = self
-            .words
-            .get(&word)
-            .and_then(|s| s.w.as_ref())
-            .map(|w| (w.ep, w.acc, w.from, w.seq));
-        if let Some((ep, acc, from, wseq)) = last {
-            let w = LastW {
-                ep,
-                acc,
-                from,
-                seq: wseq,
-            };
-            let w = &w;
-            if !x.ordered(w.ep) {
-                let m = self.missing(w.from, x.queue, x.clock);
-                let (first, second) = (w.acc, x.acc);
-                let pfp = self.accs[x.acc as usize].op == "dispatch-indirect"
-                    && matches!(self.accs[x.acc as usize].agent, AgentRec::Pfp { .. });
-                if pfp && m != MissingRec::NoFlush {
-                    self.defer_pfp(x, w.acc, w.ep, word);
-                } else {
-                    self.report(HazardKind::UnreleasedRead, first, second, m, word);
-                }
-            } else if x.task {
-                if let Some(q) = x.queue {
+        // The reading engine's invalidate generation (stale-cache tracking, tasks only).
+        let engine = match (x.task, x.queue) {
+            (true, Some(q)) => Some((q, self.q(q).inval)),
+            _ => None,
+        };
+        let mut racy: SmallVec<[(Span, Epoch, AccId, WriterPos); 2]> = SmallVec::new();
+        let mut stale: SmallVec<[(Span, AccId); 2]> = SmallVec::new();
+        self.words.each(start, end, |lo, hi, sh| {
+            if let Some(w) = &sh.w {
+                if !x.ordered(w.ep) {
+                    racy.push(((lo, hi), w.ep, w.acc, w.from));
+                } else if let Some((q, inval)) = engine {
                     let own = matches!(w.from, WriterPos::Task { queue, .. } if queue == q);
-                    let prev = self
-                        .queues
-                        .get(&q)
-                        .and_then(|s| s.readset.get(&word))
-                        .copied();
-                    if let Some(prev) = prev {
-                        if !own && w.seq > prev {
-                            let observed = self.vis.as_ref().map(|v| {
-                                v.last_stale(q, word)
-                                    .unwrap_or_else(|| "the current value".to_string())
-                            });
-                            self.report_obs(
-                                HazardKind::StaleCache,
-                                w.acc,
-                                x.acc,
-                                MissingRec::NoInvalidate,
-                                word,
-                                observed,
-                            );
-                        }
+                    let before = sh
+                        .engine_reads
+                        .iter()
+                        .any(|(eq, g, s)| *eq == q && *g == inval && *s < w.seq);
+                    if !own && before {
+                        stale.push(((lo, hi), w.acc));
                     }
                 }
             }
-        }
-        if x.task {
-            if let Some(q) = x.queue {
-                self.q(q).readset.insert(word, seq);
+            if let Some((q, inval)) = engine {
+                match sh.engine_reads.iter_mut().find(|(eq, _, _)| *eq == q) {
+                    Some(e) => *e = (q, inval, seq),
+                    None => sh.engine_reads.push((q, inval, seq)),
+                }
+            }
+            sh.reads.retain(|(e, _, _)| !x.ordered(*e));
+            if sh.reads.len() < MAX_READS {
+                sh.reads.push((x.me, x.acc, x.queue));
+            }
+        });
+        let pfp = matches!(self.accs[x.acc as usize].agent, AgentRec::Pfp { .. });
+        for (span, ep, acc, from) in racy {
+            let m = self.missing(from, x.queue, x.clock);
+            if pfp && m != MissingRec::NoFlush {
+                self.defer_pfp(x.queue, x.me, x.acc, acc, ep, span);
+            } else {
+                self.report(HazardKind::UnreleasedRead, acc, x.acc, m, span);
             }
         }
-        let sh = self.words.entry(word).or_default();
-        sh.reads.retain(|(e, _, _)| !x.ordered(*e));
-        if sh.reads.len() < MAX_READS {
-            sh.reads.push((x.me, x.acc, x.queue));
+        if let Some((q, _)) = engine {
+            for (span, wacc) in stale {
+                let observed = self.vis.as_ref().map(|v| {
+                    v.last_stale(q, span.0)
+                        .unwrap_or_else(|| "the current value".to_string())
+                });
+                self.report_obs(
+                    HazardKind::StaleCache,
+                    wacc,
+                    x.acc,
+                    MissingRec::NoInvalidate,
+                    span,
+                    observed,
+                );
+            }
         }
     }
 
-    fn defer_pfp(&mut self, x: &Actor<'_>, writer: AccId, writer_ep: Epoch, word: u64) {
-        let Some(q) = x.queue else { return };
-        let packet = self.q(q).pfp_reads.back().map_or(0, |p| p.0);
-        let s = self.q(q);
-        if s.pfp_races
+    /// A race between the PFP read with epoch `read_ep` (by `reader` on `queue`) and a write:
+    /// decided when the ME reaches the read's packet (was a wait there to guard it?).
+    fn defer_pfp(
+        &mut self,
+        queue: Option<u32>,
+        read_ep: Epoch,
+        reader: AccId,
+        writer: AccId,
+        writer_ep: Epoch,
+        span: Span,
+    ) {
+        let Some(q) = queue else { return };
+        let packet = self
+            .q(q)
+            .pfp_reads
             .iter()
-            .any(|r| r.packet == packet && r.writer == writer && r.reader == x.acc)
+            .find(|(_, e)| *e == read_ep.v)
+            .map(|p| p.0);
+        let Some(packet) = packet else {
+            // The ME already ran the dispatch: nothing can guard the read any more.
+            self.report(
+                HazardKind::UnreleasedRead,
+                writer,
+                reader,
+                MissingRec::Nothing,
+                span,
+            );
+            return;
+        };
+        let s = self.q(q);
+        if let Some(r) = s
+            .pfp_races
+            .iter_mut()
+            .find(|r| r.packet == packet && r.writer == writer && r.reader == reader)
         {
-            if let Some(r) = s.pfp_races.iter_mut().find(|r| r.packet == packet) {
-                r.address = r.address.min(word);
-            }
+            r.span = (r.span.0.min(span.0), r.span.1.max(span.1));
             return;
         }
         s.pfp_races.push(PfpRace {
             packet,
-            reader: x.acc,
+            reader,
             writer,
             writer_ep,
-            address: word,
+            span,
         });
     }
 
+    /// A write of `[start, end)` by `x`.
     fn write(
         &mut self,
         x: &Actor<'_>,
-        word: u64,
+        (start, end): Span,
         kind: WKind,
         rel: Option<Arc<Vc>>,
         pos: WriterPos,
     ) {
         let seq = self.next_seq();
-        let sh = self.words.entry(word).or_default();
-        let sh = Shadow {
-            w: sh.w.take(),
-            reads: std::mem::take(&mut sh.reads),
-        };
-        if let Some(w) = &sh.w {
-            let sync_pair = matches!(
-                (w.kind, kind),
-                (WKind::Atomic, WKind::Atomic)
-                    | (WKind::Atomic, WKind::Value)
-                    | (WKind::Value, WKind::Atomic)
-            );
-            if !sync_pair && !x.ordered(w.ep) {
-                let m = self.missing(w.from, x.queue, x.clock);
-                self.report(HazardKind::WriteWrite, w.acc, x.acc, m, word);
+        let mut ww: SmallVec<[(Span, AccId, WriterPos); 2]> = SmallVec::new();
+        let mut wr: SmallVec<[(Span, Epoch, AccId, Option<u32>); 2]> = SmallVec::new();
+        self.words.each(start, end, |lo, hi, sh| {
+            if let Some(w) = &sh.w {
+                let sync_pair = matches!(
+                    (w.kind, kind),
+                    (WKind::Atomic, WKind::Atomic)
+                        | (WKind::Atomic, WKind::Value)
+                        | (WKind::Value, WKind::Atomic)
+                );
+                if !sync_pair && !x.ordered(w.ep) {
+                    ww.push(((lo, hi), w.acc, w.from));
+                }
             }
+            for (e, acc, rq) in &sh.reads {
+                if !x.ordered(*e) {
+                    wr.push(((lo, hi), *e, *acc, *rq));
+                }
+            }
+            sh.reads.clear();
+            sh.w = Some(LastWrite {
+                ep: x.me,
+                kind,
+                acc: x.acc,
+                rel: rel.clone(),
+                from: pos,
+                seq,
+            });
+        });
+        for (span, acc, from) in ww {
+            let m = self.missing(from, x.queue, x.clock);
+            self.report(HazardKind::WriteWrite, acc, x.acc, m, span);
         }
-        for (e, acc, rq) in &sh.reads {
-            if !x.ordered(*e) {
-                // A write landing on data an unordered reader read.
-                let reader = &self.accs[*acc as usize];
-                let pfp = matches!(reader.agent, AgentRec::Pfp { .. });
-                if pfp && rq.is_some() && rq != &x.queue {
-                    let r = Actor {
-                        clock: &Vc::default(),
-                        me: *e,
-                        acc: *acc,
-                        queue: *rq,
-                        task: false,
-                    };
-                    self.defer_pfp_for(&r, x.acc, x.me, word);
-                } else {
-                    let m = match (pos, *rq) {
+        for (span, e, acc, rq) in wr {
+            // A write landing on data an unordered reader read.
+            let pfp = matches!(self.accs[acc as usize].agent, AgentRec::Pfp { .. });
+            if pfp && rq.is_some() && rq != x.queue {
+                self.defer_pfp(rq, e, acc, x.acc, x.me, span);
+            } else {
+                // Reported as the same pair a read after the write would give: the write,
+                // then the read it was not released to.
+                let m = match self.reader_clock(e, acc) {
+                    Some(c) => self.missing(pos, rq, &c),
+                    None => match (pos, rq) {
                         (WriterPos::Task { queue, .. } | WriterPos::Cp { queue }, Some(r))
                             if r == queue =>
                         {
                             MissingRec::NoFlush
                         }
                         _ => MissingRec::Nothing,
-                    };
-                    self.report(HazardKind::UnreleasedRead, *acc, x.acc, m, word);
-                }
+                    },
+                };
+                self.report(HazardKind::UnreleasedRead, x.acc, acc, m, span);
             }
         }
-        let sh = self.words.entry(word).or_default();
-        sh.reads.clear();
-        sh.w = Some(LastWrite {
-            ep: x.me,
-            kind,
-            acc: x.acc,
-            rel,
-            from: pos,
-            seq,
+    }
+
+    /// The clock an earlier read was made with, when it is still known: a dispatch's clock
+    /// at launch, or the host thread's clock now (it only grows).
+    fn reader_clock(&self, e: Epoch, acc: AccId) -> Option<Vc> {
+        match &self.accs[acc as usize].agent {
+            AgentRec::Task { queue, .. } => {
+                if self.comps.get(&Comp::Disp(*queue)) != Some(&e.comp) {
+                    return None;
+                }
+                let s = self.queues.get(queue)?;
+                let t = s.tasks.get(&(false, e.v.checked_sub(1)?))?;
+                Some((*t.clock).clone())
+            }
+            AgentRec::Host { id, .. } => self.hosts.get(id).cloned(),
+            _ => None,
+        }
+    }
+
+    /// A satisfied wait reads `[start, end)`: a data write not ordered before it is reported;
+    /// the release clocks of the value writes it read are returned for the waiter to acquire.
+    fn wait_read(&mut self, x: &Actor<'_>, (start, end): Span) -> Vc {
+        let mut acquired = Vc::default();
+        let mut racy: SmallVec<[(Span, AccId, WriterPos); 1]> = SmallVec::new();
+        self.words.each(start, end, |lo, hi, sh| {
+            if let Some(w) = &sh.w {
+                match w.kind {
+                    WKind::Value => {
+                        if let Some(r) = &w.rel {
+                            acquired.join(r);
+                        }
+                    }
+                    WKind::Atomic => {}
+                    WKind::Data => {
+                        if !x.ordered(w.ep) {
+                            racy.push(((lo, hi), w.acc, w.from));
+                        }
+                    }
+                }
+            }
         });
-    }
-
-    /// A race between a PFP read (of its queue's latest parsed indirect dispatch, or an
-    /// earlier one) and a later write: deferred like a read-side race.
-    fn defer_pfp_for(&mut self, reader: &Actor<'_>, writer: AccId, writer_ep: Epoch, word: u64) {
-        let Some(q) = reader.queue else { return };
-        let pfp_comp = self.comps.get(&Comp::Pfp(q)).copied();
-        let packet = self
-            .q(q)
-            .pfp_reads
-            .iter()
-            .find(|(_, e)| Some(reader.me.comp) == pfp_comp && *e == reader.me.v)
-            .map(|p| p.0);
-        match packet {
-            Some(packet) => {
-                let s = self.q(q);
-                s.pfp_races.push(PfpRace {
-                    packet,
-                    reader: reader.acc,
-                    writer,
-                    writer_ep,
-                    address: word,
-                });
-            }
-            // The dispatch already ran: nothing can guard the read any more.
-            None => self.report(
-                HazardKind::UnreleasedRead,
-                reader.acc,
-                writer,
-                MissingRec::Nothing,
-                word,
-            ),
+        for (span, acc, from) in racy {
+            let m = self.missing(from, x.queue, x.clock);
+            self.report(HazardKind::UnreleasedRead, acc, x.acc, m, span);
         }
-    }
-
-    /// A satisfied wait reads `word`: a data write not ordered before it is reported; a value
-    /// write's release clock is returned for the waiter to acquire.
-    fn wait_read(&mut self, x: &Actor<'_>, word: u64) -> Option<Arc<Vc>> {
-        let w = self.words.get(&word).and_then(|s| s.w.clone())?;
-        match w.kind {
-            WKind::Value => w.rel.clone(),
-            WKind::Atomic => None,
-            WKind::Data => {
-                if !x.ordered(w.ep) {
-                    let m = self.missing(w.from, x.queue, x.clock);
-                    self.report(HazardKind::UnreleasedRead, w.acc, x.acc, m, word);
-                }
-                None
-            }
-        }
+        acquired
     }
 
     // ----------------------------------------------------------------------------------------
@@ -661,7 +740,7 @@ impl Model {
         let o = s.o.clone();
         s.p.join(&o);
         s.tasks.clear();
-        s.readset.clear();
+        s.inval += 1;
         if let Some(v) = self.vis.as_mut() {
             v.mark_cp_visible(queue);
             v.invalidate(queue);
@@ -677,7 +756,7 @@ impl Model {
             let p = s.p.clone();
             s.pending.push_back((pushed, p));
         }
-        s.readset.clear();
+        s.inval += 1;
         if let Some(v) = self.vis.as_mut() {
             v.invalidate(queue);
         }
@@ -723,12 +802,7 @@ impl Model {
             queue: Some(queue),
             task: false,
         };
-        let mut acquired = Vc::default();
-        for word in words_of(address, width) {
-            if let Some(rel) = self.wait_read(&x, word) {
-                acquired.join(&rel);
-            }
-        }
+        let acquired = self.wait_read(&x, span_of(address, width));
         let s = self.q(queue);
         if pfp {
             s.p.join(&acquired);
@@ -760,7 +834,7 @@ impl Model {
             queue: Some(queue),
             task: false,
         };
-        self.data_read(&x, address & !3);
+        self.data_read(&x, address & !3, (address & !3) + 4);
     }
 
     /// The ME pops packet `packet`: what the PFP acquired up to it joins the ME's clocks.
@@ -796,14 +870,7 @@ impl Model {
                     ),
                     None => (HazardKind::UnreleasedRead, MissingRec::Nothing),
                 };
-                let (first, second) = if self.accs[r.reader as usize].kind == AccessKind::Read
-                    && matches!(self.accs[r.writer as usize].kind, AccessKind::Read)
-                {
-                    (r.reader, r.writer)
-                } else {
-                    (r.writer, r.reader)
-                };
-                self.report(kind, first, second, m, r.address);
+                self.report(kind, r.writer, r.reader, m, r.span);
             }
             let s = self.q(queue);
             if !s.pfp_races.is_empty() {
@@ -859,7 +926,7 @@ impl Model {
             }
         }
         if flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE) {
-            self.q(queue).readset.clear();
+            self.q(queue).inval += 1;
             if let Some(v) = self.vis.as_mut() {
                 v.invalidate(queue);
             }
@@ -918,15 +985,8 @@ impl Model {
             queue: Some(queue),
             task: false,
         };
-        for word in words_of(address, width) {
-            self.write(
-                &x,
-                word,
-                WKind::Value,
-                Some(rel.clone()),
-                WriterPos::Cp { queue },
-            );
-        }
+        let span = span_of(address, width);
+        self.write(&x, span, WKind::Value, Some(rel), WriterPos::Cp { queue });
         if let Some(v) = self.vis.as_mut() {
             v.cp_write(queue, address, width);
         }
@@ -970,7 +1030,7 @@ impl Model {
         }
         let inval = flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE);
         if inval {
-            s.readset.clear();
+            s.inval += 1;
         }
         if let Some(v) = self.vis.as_mut() {
             if wb {
@@ -1100,15 +1160,11 @@ impl Model {
             queue: Some(queue),
             task: true,
         };
-        let mut a = start & !3;
-        let end = start.saturating_add(bytes);
-        while a < end {
-            if read {
-                self.data_read(&x, a);
-            } else {
-                self.write(&x, a, kind, None, pos);
-            }
-            a += 4;
+        let (lo, hi) = (start & !3, start.saturating_add(bytes));
+        if read {
+            self.data_read(&x, lo, hi);
+        } else {
+            self.write(&x, (lo, hi), kind, None, pos);
         }
     }
 
@@ -1223,9 +1279,13 @@ impl Model {
             queue: None,
             task: false,
         };
-        for word in words_of(address, width) {
-            self.write(&x, word, WKind::Value, Some(rel.clone()), WriterPos::Host);
-        }
+        self.write(
+            &x,
+            span_of(address, width),
+            WKind::Value,
+            Some(rel),
+            WriterPos::Host,
+        );
         self.tick_host(id, c);
     }
 
@@ -1244,9 +1304,8 @@ impl Model {
             queue: None,
             task: false,
         };
-        for word in words_of(address, width) {
-            self.data_read(&x, word);
-        }
+        let (lo, hi) = span_of(address, width);
+        self.data_read(&x, lo, hi);
     }
 
     /// A host memory-value wait (`Buffer::wait_*`, `cpu-poll`) was satisfied.
@@ -1264,12 +1323,7 @@ impl Model {
             queue: None,
             task: false,
         };
-        let mut acquired = Vc::default();
-        for word in words_of(address, width) {
-            if let Some(rel) = self.wait_read(&x, word) {
-                acquired.join(&rel);
-            }
-        }
+        let acquired = self.wait_read(&x, span_of(address, width));
         if let Some(h) = self.hosts.get_mut(&id) {
             h.join(&acquired);
         }

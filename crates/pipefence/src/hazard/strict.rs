@@ -3,23 +3,22 @@
 //! buffers) is the shared level that CP writes, host accesses and atomics use.
 //!
 //! Only the deterministic driver runs strict mode, so every call here happens with the model
-//! lock held by the one running thread.
+//! lock held by the one running thread. Buffers start 256-byte aligned, so a line never spans
+//! two buffers.
 
 use crate::api::DeviceShared;
 use crate::command::Width;
 use crate::memory::BufferCore;
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Bytes per cache line (INFERENCE: a common GPU line; the seeds give no size).
 pub(crate) const LINE: u64 = 64;
 const LINE_WORDS: usize = (LINE / 4) as usize;
 
-#[derive(Debug, Clone)]
-struct Dirty {
-    buf: Arc<BufferCore>,
-    off: u64,
+/// A word an engine's task wrote and nobody has written back.
+#[derive(Debug, Clone, Copy)]
+struct DirtyWord {
     value: u32,
     /// The task that wrote it: (copy?, index).
     task: (bool, u32),
@@ -27,13 +26,54 @@ struct Dirty {
     cp_visible: bool,
 }
 
+/// The dirty words of one line of one engine.
+#[derive(Debug, Clone)]
+struct DirtyLine {
+    buf: Arc<BufferCore>,
+    /// The line's first byte, as an offset in `buf` (lines never span buffers).
+    off: u64,
+    words: [Option<DirtyWord>; LINE_WORDS],
+}
+
+impl DirtyLine {
+    fn write_back(&mut self, i: usize) {
+        if let Some(d) = self.words[i].take() {
+            self.buf.store32(self.off + i as u64 * 4, d.value);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.words.iter().all(Option::is_none)
+    }
+}
+
 #[derive(Debug, Default)]
 struct EngineVis {
-    dirty: BTreeMap<u64, Dirty>,
+    dirty: FxHashMap<u64, DirtyLine>,
     /// Line address -> the words as loaded (None: not mapped).
     cache: FxHashMap<u64, [Option<u32>; LINE_WORDS]>,
     /// The last stale value returned per word: (old, current).
     stale: FxHashMap<u64, (u32, u32)>,
+}
+
+impl EngineVis {
+    fn dirty_word(&self, addr: u64) -> Option<&DirtyWord> {
+        let l = self.dirty.get(&(addr & !(LINE - 1)))?;
+        l.words[((addr % LINE) / 4) as usize].as_ref()
+    }
+
+    fn write_back_words(&mut self, addr: u64, n: u64) {
+        for i in 0..n {
+            let a = addr + i * 4;
+            let line = a & !(LINE - 1);
+            if let Some(l) = self.dirty.get_mut(&line) {
+                l.write_back(((a % LINE) / 4) as usize);
+                if l.is_empty() {
+                    self.dirty.remove(&line);
+                }
+            }
+        }
+    }
 }
 
 /// SplitMix64, seeded from the schedule's seed.
@@ -57,7 +97,7 @@ pub(crate) struct Visibility {
     rng: Rng,
     /// The buffer of the last access, with the address-space generation it is valid for.
     last: Option<(u64, Arc<BufferCore>)>,
-    /// Lines written back early, stale reads returned (statistics).
+    /// Early write-backs done, stale reads returned (statistics).
     pub(crate) early_writebacks: u64,
     pub(crate) stale_reads: u64,
 }
@@ -84,20 +124,15 @@ impl Visibility {
 
     /// Drops engine `q`'s read cache (an invalidate).
     pub(crate) fn invalidate(&mut self, q: u32) {
-        let e = self.e(q);
-        e.cache.clear();
+        self.e(q).cache.clear();
     }
 
     /// Makes engine `q`'s dirty words visible to its own PFP and ME.
     pub(crate) fn mark_cp_visible(&mut self, q: u32) {
-        for d in self.e(q).dirty.values_mut() {
-            d.cp_visible = true;
-        }
-    }
-
-    fn write_back_word(e: &mut EngineVis, addr: u64) {
-        if let Some(d) = e.dirty.remove(&addr) {
-            d.buf.store32(d.off, d.value);
+        for l in self.e(q).dirty.values_mut() {
+            for d in l.words.iter_mut().flatten() {
+                d.cp_visible = true;
+            }
         }
     }
 
@@ -105,50 +140,51 @@ impl Visibility {
     /// `copy` (a release).
     pub(crate) fn write_back_tasks(&mut self, q: u32, disp: u32, copy: u32) {
         let e = self.e(q);
-        let addrs: Vec<u64> = e
-            .dirty
-            .iter()
-            .filter(|(_, d)| match d.task {
-                (true, i) => i < copy,
-                (false, i) => i < disp,
-            })
-            .map(|(a, _)| *a)
-            .collect();
-        for a in addrs {
-            Self::write_back_word(e, a);
-        }
+        e.dirty.retain(|_, l| {
+            for i in 0..LINE_WORDS {
+                let covered = match l.words[i].map(|d| d.task) {
+                    Some((true, t)) => t < copy,
+                    Some((false, t)) => t < disp,
+                    None => false,
+                };
+                if covered {
+                    l.write_back(i);
+                }
+            }
+            !l.is_empty()
+        });
     }
 
     /// Writes back every engine's dirty words (`wait_idle`).
     pub(crate) fn write_back_all(&mut self) {
         for e in self.engines.values_mut() {
-            let addrs: Vec<u64> = e.dirty.keys().copied().collect();
-            for a in addrs {
-                Self::write_back_word(e, a);
+            for (_, mut l) in e.dirty.drain() {
+                for i in 0..LINE_WORDS {
+                    l.write_back(i);
+                }
             }
         }
     }
 
-    /// Writes back one line of engine `q`'s dirty words, chosen by the schedule (an early
-    /// write-back, D5: "never late").
+    /// Writes back a run of 1 to 64 of engine `q`'s dirty lines from one the schedule picks
+    /// (an early write-back, D5: "never late"; a run, so that a big buffer does not cost one
+    /// scheduling step per line).
     pub(crate) fn write_back_random_line(&mut self, q: u32) {
         let r = self.rng.next();
         let e = self.e(q);
-        let (Some(first), Some(last)) = (e.dirty.keys().next(), e.dirty.keys().next_back()) else {
+        let mut lines: Vec<u64> = e.dirty.keys().copied().collect();
+        if lines.is_empty() {
             return;
-        };
-        // A random dirty word picks the first line; the run is 1 to 64 lines long (so that a
-        // big buffer does not cost one scheduling step per line).
-        let span = (last - first) / 4 + 1;
-        let probe = first + (r % span) * 4;
-        let Some(start) = e.dirty.range(probe..).next().map(|(a, _)| a & !(LINE - 1)) else {
-            return;
-        };
-        let run = 1u64 << ((r >> 32) % 7);
-        let end = start.saturating_add(run * LINE);
-        let addrs: Vec<u64> = e.dirty.range(start..end).map(|(a, _)| *a).collect();
-        for a in addrs {
-            Self::write_back_word(e, a);
+        }
+        lines.sort_unstable();
+        let first = (r % lines.len() as u64) as usize;
+        let run = 1usize << ((r >> 32) % 7);
+        for line in lines.iter().skip(first).take(run) {
+            if let Some(mut l) = e.dirty.remove(line) {
+                for i in 0..LINE_WORDS {
+                    l.write_back(i);
+                }
+            }
         }
         self.early_writebacks += 1;
     }
@@ -158,7 +194,14 @@ impl Visibility {
     pub(crate) fn cp_write(&mut self, q: u32, address: u64, width: Width) {
         let e = self.e(q);
         for i in 0..width.bytes() / 4 {
-            e.dirty.remove(&((address & !3) + i * 4));
+            let a = (address & !3) + i * 4;
+            let line = a & !(LINE - 1);
+            if let Some(l) = e.dirty.get_mut(&line) {
+                l.words[((a % LINE) / 4) as usize] = None;
+                if l.is_empty() {
+                    e.dirty.remove(&line);
+                }
+            }
         }
     }
 
@@ -170,7 +213,7 @@ impl Visibility {
         };
         let mut v = memory;
         for i in 0..width.bytes() / 4 {
-            if let Some(d) = e.dirty.get(&((address & !3) + i * 4)) {
+            if let Some(d) = e.dirty_word((address & !3) + i * 4) {
                 if d.cp_visible {
                     let shift = 32 * i;
                     v = (v & !(0xFFFF_FFFFu64 << shift)) | (u64::from(d.value) << shift);
@@ -194,108 +237,118 @@ impl Visibility {
         Some((b, off))
     }
 
-    fn load(&mut self, dev: &DeviceShared, addr: u64) -> Option<u32> {
-        let generation = dev.memory.generation();
-        if let Some((g, b)) = &self.last {
-            if *g == generation && addr >= b.base && b.contains(addr - b.base, 4) {
-                return b.load32(addr - b.base);
-            }
-        }
-        let (b, off) = self.resolve(dev, addr)?;
-        b.load32(off)
-    }
-
     fn load_line(&mut self, dev: &DeviceShared, line: u64) -> [Option<u32>; LINE_WORDS] {
         let mut words = [None; LINE_WORDS];
-        for (i, w) in words.iter_mut().enumerate() {
-            *w = self.load(dev, line + i as u64 * 4);
+        if let Some((b, off)) = self.resolve(dev, line) {
+            for (i, w) in words.iter_mut().enumerate() {
+                *w = b.load32(off + i as u64 * 4);
+            }
         }
         words
     }
 
-    /// A task of engine `q` reads `n` (1 or 2) words at `address`: its own dirty words first,
-    /// then its cached line (a stale copy when the schedule picks it), else memory (loading
-    /// the line). The whole access comes from one moment.
-    pub(crate) fn task_read(&mut self, dev: &DeviceShared, q: u32, address: u64, n: u64) -> u64 {
-        let line = address & !(LINE - 1);
-        let idx = ((address - line) / 4) as usize;
-        let n = n.clamp(1, 2) as usize;
-        let mut mem = [0u32; 2];
-        for (i, m) in mem.iter_mut().enumerate().take(n) {
-            *m = self.load(dev, address + i as u64 * 4).unwrap_or(0);
-        }
-        let e = self.e(q);
-        let mut out = mem;
-        let cached = e.cache.get(&line).map(|l| {
-            let mut c = [0u32; 2];
-            for (i, x) in c.iter_mut().enumerate().take(n) {
-                *x = l.get(idx + i).copied().flatten().unwrap_or(0);
-            }
-            c
-        });
-        let differs = cached.is_some_and(|c| c != mem);
-        let pick = if differs { self.rng.next() } else { 0 };
-        let e = self.e(q);
-        match cached {
-            Some(c) if differs && pick % 2 == 0 => {
-                for i in 0..n {
-                    e.stale.insert(address + i as u64 * 4, (c[i], mem[i]));
+    /// A task of engine `q` reads `out.len()` words from `address`: its own dirty words first,
+    /// then its cached lines (each line a snapshot of one moment: stale as a whole when the
+    /// schedule picks it and memory changed since), else memory (loading the line).
+    pub(crate) fn task_read(&mut self, dev: &DeviceShared, q: u32, address: u64, out: &mut [u32]) {
+        let mut i = 0;
+        while i < out.len() {
+            let a = address + i as u64 * 4;
+            let line = a & !(LINE - 1);
+            let first = ((a - line) / 4) as usize;
+            let n = (LINE_WORDS - first).min(out.len() - i);
+            let mem = self.load_line(dev, line);
+            let e = self.e(q);
+            let cached = e.cache.get(&line).copied();
+            let differs = cached.is_some_and(|c| c[first..first + n] != mem[first..first + n]);
+            let stale = differs && self.rng.next() % 2 == 0;
+            let e = self.e(q);
+            let src = match cached {
+                Some(c) if stale => {
+                    for k in first..first + n {
+                        let (old, cur) = (c[k].unwrap_or(0), mem[k].unwrap_or(0));
+                        e.stale.insert(line + k as u64 * 4, (old, cur));
+                    }
+                    c
                 }
-                out = c;
+                _ => {
+                    if cached != Some(mem) {
+                        e.cache.insert(line, mem);
+                    }
+                    if !e.stale.is_empty() {
+                        for k in first..first + n {
+                            e.stale.remove(&(line + k as u64 * 4));
+                        }
+                    }
+                    mem
+                }
+            };
+            let dirty = e.dirty.get(&line);
+            for k in 0..n {
+                let w = first + k;
+                out[i + k] = match dirty.and_then(|l| l.words[w]) {
+                    Some(d) => d.value,
+                    None => src[w].unwrap_or(0),
+                };
+            }
+            if stale {
                 self.stale_reads += 1;
             }
-            Some(_) if !differs => {}
-            _ => {
-                let l = self.load_line(dev, line);
-                let e = self.e(q);
-                e.cache.insert(line, l);
-                for i in 0..n as u64 {
-                    e.stale.remove(&(address + i * 4));
-                }
-            }
+            i += n;
         }
-        let e = self.e(q);
-        for (i, o) in out.iter_mut().enumerate() {
-            if let Some(d) = e.dirty.get(&(address + i as u64 * 4)) {
-                *o = d.value;
-            }
-        }
-        let hi = if n == 2 { u64::from(out[1]) } else { 0 };
-        u64::from(out[0]) | (hi << 32)
     }
 
-    /// A task (`task`: copy?, index) of engine `q` writes `n` words at `address` (into the
-    /// engine's dirty words; its cached line sees it too).
+    /// A task (`task`: copy?, index) of engine `q` writes `values` from `address` into the
+    /// engine's dirty words; its cached lines see them too.
     pub(crate) fn task_write(
         &mut self,
         dev: &DeviceShared,
         q: u32,
         task: (bool, u32),
         address: u64,
-        value: u64,
-        n: u64,
+        values: &[u32],
     ) {
-        for i in 0..n {
-            let a = address + i * 4;
-            let v = (value >> (32 * i)) as u32;
-            let Some((buf, off)) = self.resolve(dev, a) else {
-                continue;
+        let mut i = 0;
+        while i < values.len() {
+            let a = address + i as u64 * 4;
+            let line = a & !(LINE - 1);
+            let first = ((a - line) / 4) as usize;
+            let n = (LINE_WORDS - first).min(values.len() - i);
+            let resolved = match self.e(q).dirty.contains_key(&line) {
+                true => None,
+                false => match self.resolve(dev, a) {
+                    Some((buf, off)) => Some((buf, off - (a - line))),
+                    None => {
+                        i += n;
+                        continue;
+                    }
+                },
             };
             let e = self.e(q);
-            let line = a & !(LINE - 1);
-            if let Some(l) = e.cache.get_mut(&line) {
-                l[((a - line) / 4) as usize] = Some(v);
-            }
-            e.dirty.insert(
-                a,
-                Dirty {
+            let l = match resolved {
+                Some((buf, off)) => e.dirty.entry(line).or_insert(DirtyLine {
                     buf,
                     off,
-                    value: v,
+                    words: [None; LINE_WORDS],
+                }),
+                None => match e.dirty.get_mut(&line) {
+                    Some(l) => l,
+                    None => unreachable!("checked above"),
+                },
+            };
+            for k in 0..n {
+                l.words[first + k] = Some(DirtyWord {
+                    value: values[i + k],
                     task,
                     cp_visible: false,
-                },
-            );
+                });
+            }
+            if let Some(c) = e.cache.get_mut(&line) {
+                for k in 0..n {
+                    c[first + k] = Some(values[i + k]);
+                }
+            }
+            i += n;
         }
     }
 
@@ -309,10 +362,7 @@ impl Visibility {
         width: Width,
         value: u64,
     ) -> u64 {
-        let e = self.e(q);
-        for i in 0..width.bytes() / 4 {
-            Self::write_back_word(e, address + i * 4);
-        }
+        self.e(q).write_back_words(address, width.bytes() / 4);
         let Some((b, off)) = dev.memory.resolve(address, width.bytes()) else {
             return 0;
         };
@@ -320,7 +370,7 @@ impl Visibility {
             Width::W32 => b.fetch_add32(off, value as u32).map_or(0, u64::from),
             Width::W64 => b.fetch_add64(off, value).unwrap_or(0),
         };
-        // The engine's cached copy of the line is updated by its own atomic.
+        // The engine's cached copy of the line follows its own atomic.
         let line = address & !(LINE - 1);
         if self.e(q).cache.contains_key(&line) {
             let l = self.load_line(dev, line);
