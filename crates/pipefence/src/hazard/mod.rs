@@ -321,6 +321,9 @@ fn source_line() -> Option<u32> {
 /// A byte range `[start, end)`.
 type Span = (u64, u64);
 
+/// A read a write races with: where, the read's epoch and access, the reader's queue.
+type ReadRace = (Span, Epoch, AccId, Option<u32>);
+
 fn span_of(address: u64, width: Width) -> Span {
     let a = address & !3;
     (a, a + width.bytes())
@@ -592,7 +595,7 @@ impl Model {
     ) {
         let seq = self.next_seq();
         let mut ww: SmallVec<[(Span, AccId, WriterPos); 2]> = SmallVec::new();
-        let mut wr: SmallVec<[(Span, Epoch, AccId, Option<u32>); 2]> = SmallVec::new();
+        let mut wr: SmallVec<[ReadRace; 2]> = SmallVec::new();
         self.words.each(start, end, |lo, hi, sh| {
             if let Some(w) = &sh.w {
                 let sync_pair = matches!(

@@ -261,7 +261,7 @@ impl Visibility {
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();
             let differs = cached.is_some_and(|c| c[first..first + n] != mem[first..first + n]);
-            let stale = differs && self.rng.next() % 2 == 0;
+            let stale = differs && self.rng.next().is_multiple_of(2);
             let e = self.e(q);
             let src = match cached {
                 Some(c) if stale => {
