@@ -274,3 +274,103 @@ fn d6_hang_classification_matches_the_threaded_driver() {
         }
     }
 }
+
+#[test]
+fn d5_run_strict_reports_the_missing_writeback_and_exits_1() {
+    let out = pipefence(&[
+        "run",
+        "examples/missing-writeback.kdl",
+        "--strict",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["status"], "failed");
+    let h = v["hazards"].as_array().expect("hazards array");
+    assert_eq!(h.len(), 1, "{v}");
+    let h = &h[0];
+    assert_eq!(h["kind"], "unreleased-read");
+    assert_eq!(h["range"], "data..+0x1000");
+    assert_eq!(h["first"]["queue"], "producer");
+    assert_eq!(h["first"]["list"], "produce");
+    assert_eq!(h["first"]["command"], 0);
+    assert_eq!(h["first"]["line"], 18);
+    assert_eq!(h["first"]["kernel"], "fill");
+    assert_eq!(h["second"]["queue"], "consumer");
+    assert_eq!(h["second"]["line"], 23);
+    assert_eq!(h["via"]["op"], "write-value32-bop");
+    assert_eq!(h["via"]["line"], 19);
+    assert!(h["missing"].as_str().unwrap().contains("no l2-writeback"));
+    assert!(h["fix"].as_str().unwrap().contains("flush=l2-writeback"));
+    // The human summary (stderr with --json) lists the hazard too.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hazard unreleased-read: data..+0x1000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn d5_run_validate_on_the_threaded_driver_finds_the_same_hazard() {
+    let out = pipefence(&[
+        "run",
+        "examples/missing-writeback.kdl",
+        "--validate",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["hazards"][0]["kind"], "unreleased-read");
+    assert_eq!(v["hazards"][0]["via"]["line"], 19);
+    let out = pipefence(&["run", "examples/async-compute.kdl", "--validate", "--json"]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["hazards"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn d5_check_strict_fails_every_seed_and_replays_with_strict() {
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--strict",
+        "--schedules",
+        "20",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("20 failing"), "{text}");
+    assert!(
+        text.contains("pipefence run tests/scenarios/pfp-indirect-race.kdl --strict --seed 0"),
+        "{text}"
+    );
+    assert!(text.contains("hazard pfp-read-before-wait"), "{text}");
+    assert!(text.contains("engine=pfp"), "{text}");
+    // Past ten failing seeds the rest are listed by seed only.
+    assert!(text.contains("10 more failing seeds"), "{text}");
+}
+
+#[test]
+fn d5_strict_examples_are_clean_and_flag_misuse_is_a_usage_error() {
+    for ex in EXAMPLES
+        .iter()
+        .filter(|e| !e.contains("deadlock") && !e.contains("missing"))
+    {
+        for seed in ["0", "1", "2"] {
+            let out = pipefence(&["run", ex, "--strict", "--seed", seed, "--json"]);
+            let v = json(&out);
+            assert_eq!(out.status.code(), Some(0), "{ex} seed {seed}: {v}");
+            assert_eq!(v["hazards"].as_array().map(Vec::len), Some(0));
+        }
+    }
+    let both = pipefence(&[
+        "run",
+        "examples/async-compute.kdl",
+        "--strict",
+        "--validate",
+    ]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--validate"));
+}
