@@ -6,8 +6,8 @@ use crate::fences::{condvar_pingpong, CondvarFence, WaitKind, WAIT_TIMEOUT};
 use crate::harness::{ns_per_iter, Bench, Config, Goal, Report, Stats, Unit};
 use pipefence::command::{decode, encode, Command};
 use pipefence::{
-    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, Heap, Kernel, Queue,
-    QueueDesc, QueueKind, WaitEngine, Width, WriteSource,
+    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, Heap, Kernel,
+    MemoryModel, Queue, QueueDesc, QueueKind, WaitEngine, Width, WriteSource,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -47,20 +47,26 @@ fn err(e: pipefence::Error) -> String {
 }
 
 fn device(workers: usize) -> Result<Device, String> {
+    device_with(workers, MemoryModel::Plain)
+}
+
+/// A threaded device with `workers` workers and the memory model `memory_model`.
+pub(crate) fn device_with(workers: usize, memory_model: MemoryModel) -> Result<Device, String> {
     Device::new(DeviceDesc {
         workers,
+        memory_model,
         ..DeviceDesc::default()
     })
     .map_err(|e| format!("Device::new: {e}"))
 }
 
-fn compute_queue(device: &Device, name: &str) -> Result<Queue, String> {
+pub(crate) fn compute_queue(device: &Device, name: &str) -> Result<Queue, String> {
     device
         .create_queue(&QueueDesc::new(QueueKind::Compute, name))
         .map_err(err)
 }
 
-fn cpus() -> usize {
+pub(crate) fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -318,17 +324,52 @@ pub(crate) fn throughput_list(
     Ok(l)
 }
 
-/// Packets per second of one execution of `list`, from execute to `wait_idle` return.
-fn engine_throughput(
-    device: &Device,
-    queue: &Queue,
-    list: &CommandList,
-    packets: u64,
-) -> Result<f64, String> {
-    let t = Instant::now();
-    queue.execute_command_lists(&[list]).map_err(err)?;
-    device.wait_idle(WAIT_TIMEOUT).map_err(err)?;
-    Ok(packets as f64 / secs(t))
+/// engine/command-throughput's workload on one device: a compute queue, the small Shared
+/// buffer and the closed [`throughput_list`] of `packets` packets.
+pub(crate) struct ThroughputRig {
+    queue: Queue,
+    buf: Buffer,
+    list: CommandList,
+    /// Packets of the list.
+    pub(crate) packets: u64,
+    /// Seconds recording and closing the list took.
+    pub(crate) record_s: f64,
+}
+
+impl ThroughputRig {
+    /// Creates the queue and buffer and records the list on `device`.
+    pub(crate) fn new(device: &Device, packets: u64) -> Result<ThroughputRig, String> {
+        let queue = compute_queue(device, "cp")?;
+        let buf = device
+            .create_buffer(&BufferDesc::new(SMALL_BUFFER, Heap::Shared).named("small"))
+            .map_err(err)?;
+        let t = Instant::now();
+        let list = throughput_list(device, &buf, packets)?;
+        let record_s = secs(t);
+        Ok(ThroughputRig {
+            queue,
+            buf,
+            list,
+            packets,
+            record_s,
+        })
+    }
+
+    /// Packets per second of one execution of the list, from execute to `wait_idle` return.
+    pub(crate) fn run(&self, device: &Device) -> Result<f64, String> {
+        let t = Instant::now();
+        self.queue
+            .execute_command_lists(&[&self.list])
+            .map_err(err)?;
+        device.wait_idle(WAIT_TIMEOUT).map_err(err)?;
+        Ok(self.packets as f64 / secs(t))
+    }
+
+    /// The index of the list's last write, and the value the engine left in its slot.
+    pub(crate) fn last_write(&self) -> Result<(u64, u32), String> {
+        let last = self.packets / 2 - 1;
+        Ok((last, self.buf.read_u32(write_offset(last)).map_err(err)?))
+    }
 }
 
 /// The word of `mem` holding byte offset `off` and the shift of its u32 half.
@@ -396,22 +437,16 @@ fn bench_command_throughput(cfg: &Config) -> Result<Report, String> {
     let packets: u64 = cfg.pick(1_000_000, 100_000);
     let reps = cfg.pick(5, 3);
     let dev = device(1)?;
-    let queue = compute_queue(&dev, "cp")?;
-    let buf = dev
-        .create_buffer(&BufferDesc::new(SMALL_BUFFER, Heap::Shared).named("small"))
-        .map_err(err)?;
-    let t = Instant::now();
-    let list = throughput_list(&dev, &buf, packets)?;
-    let record_s = secs(t);
-    let words = encode(list.commands());
+    let rig = ThroughputRig::new(&dev, packets)?;
+    let record_s = rig.record_s;
+    let words = encode(rig.list.commands());
     let mem: Vec<AtomicU64> = (0..SMALL_BUFFER / 8).map(|_| AtomicU64::new(0)).collect();
-    let base = buf.address(0);
+    let base = rig.buf.address(0);
 
     // Warm-up (and the check that both really ran every packet).
-    engine_throughput(&dev, &queue, &list, packets)?;
+    rig.run(&dev)?;
     baseline_throughput(&words, base, &mem)?;
-    let last = packets / 2 - 1;
-    let got = buf.read_u32(write_offset(last)).map_err(err)?;
+    let (last, got) = rig.last_write()?;
     let (w, shift) = word_at(&mem, write_offset(last))?;
     let got_base = (w.load(Ordering::Acquire) >> shift) as u32;
     if got != last as u32 || got_base != last as u32 {
@@ -422,7 +457,7 @@ fn bench_command_throughput(cfg: &Config) -> Result<Report, String> {
 
     let (mut proj, mut basev) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        proj.push(engine_throughput(&dev, &queue, &list, packets)?);
+        proj.push(rig.run(&dev)?);
         basev.push(baseline_throughput(&words, base, &mem)?);
     }
     let proj = Stats::from_samples(proj);
@@ -459,7 +494,7 @@ fn bench_command_throughput(cfg: &Config) -> Result<Report, String> {
 const GROUP_BYTES: u64 = 256;
 /// The fill value: all four bytes equal, so that `write_bytes` produces the same words.
 const FILL_BYTE: u8 = 0xAB;
-const FILL_VALUE: u32 = u32::from_ne_bytes([FILL_BYTE; 4]);
+pub(crate) const FILL_VALUE: u32 = u32::from_ne_bytes([FILL_BYTE; 4]);
 
 /// Bytes per second of one execution of `list` moving `bytes`.
 fn engine_bandwidth(
@@ -508,57 +543,108 @@ fn baseline_add(dst: &mut [u32], src: &[u32], value: u32, threads: usize) -> f64
     bytes / secs(t)
 }
 
+/// engine/kernel-bandwidth's workload on one device: a compute queue, `dst` and `src`
+/// DeviceLocal buffers of `size` bytes (`src` initialized to 7), and two closed lists of one
+/// dispatch over all of `dst`: `fill` (with [`FILL_VALUE`]) and `add` (`dst = src + 1`).
+pub(crate) struct KernelRig {
+    queue: Queue,
+    dst: Buffer,
+    /// Kept alive: `add` reads it.
+    _src: Buffer,
+    fill: CommandList,
+    add: CommandList,
+    /// Bytes of each buffer.
+    pub(crate) size: u64,
+    /// Groups of each dispatch.
+    pub(crate) groups: u32,
+}
+
+impl KernelRig {
+    /// Creates the queue, buffers and lists on `device`.
+    pub(crate) fn new(device: &Device, size: u64) -> Result<KernelRig, String> {
+        let groups = u32::try_from(size / GROUP_BYTES).map_err(|_| "too many groups")?;
+        let queue = compute_queue(device, "kernels")?;
+        let dst = device
+            .create_buffer(&BufferDesc::new(size, Heap::DeviceLocal).named("dst"))
+            .map_err(err)?;
+        let src = device
+            .create_buffer(
+                &BufferDesc::new(size, Heap::DeviceLocal)
+                    .named("src")
+                    .with_init(7),
+            )
+            .map_err(err)?;
+        let list = |name: &str, k: Kernel| -> Result<CommandList, String> {
+            let mut l = device
+                .create_command_list(QueueKind::Compute, name)
+                .map_err(err)?;
+            l.dispatch(&k, groups);
+            l.close().map_err(err)?;
+            Ok(l)
+        };
+        let fill = list("fill", Kernel::fill(dst.gpu_address(), FILL_VALUE))?;
+        let add = list("add", Kernel::add(dst.gpu_address(), src.gpu_address(), 1))?;
+        Ok(KernelRig {
+            queue,
+            dst,
+            _src: src,
+            fill,
+            add,
+            size,
+            groups,
+        })
+    }
+
+    /// Bytes per second of one `fill` dispatch (bytes written).
+    pub(crate) fn run_fill(&self, device: &Device) -> Result<f64, String> {
+        engine_bandwidth(device, &self.queue, &self.fill, self.size)
+    }
+
+    /// Bytes per second of one `add` dispatch (bytes read plus bytes written).
+    pub(crate) fn run_add(&self, device: &Device) -> Result<f64, String> {
+        engine_bandwidth(device, &self.queue, &self.add, 2 * self.size)
+    }
+
+    /// Checks that the first, middle and last words of `dst` hold `want` after `what`.
+    pub(crate) fn check(&self, what: &str, want: u32) -> Result<(), String> {
+        for off in [0, self.size / 2, self.size - 4] {
+            let got = self.dst.debug_read_u32(off).map_err(err)?;
+            if got != want {
+                return Err(format!("{what}: dst[{off}] = {got:#x}, expected {want:#x}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value of every `dst` word after [`KernelRig`]'s `add` (src 7 plus 1).
+pub(crate) const ADD_RESULT: u32 = 8;
+
 fn bench_kernel_bandwidth(cfg: &Config) -> Result<Report, String> {
     let size: u64 = cfg.pick(256, 64) << 20;
     let reps = cfg.pick(5, 3);
     let workers = cpus();
-    let groups = u32::try_from(size / GROUP_BYTES).map_err(|_| "too many groups")?;
     let dev = device(workers)?;
-    let queue = compute_queue(&dev, "kernels")?;
-    let dst = dev
-        .create_buffer(&BufferDesc::new(size, Heap::DeviceLocal).named("dst"))
-        .map_err(err)?;
-    let src = dev
-        .create_buffer(
-            &BufferDesc::new(size, Heap::DeviceLocal)
-                .named("src")
-                .with_init(7),
-        )
-        .map_err(err)?;
-    let list = |name: &str, k: Kernel| -> Result<CommandList, String> {
-        let mut l = dev
-            .create_command_list(QueueKind::Compute, name)
-            .map_err(err)?;
-        l.dispatch(&k, groups);
-        l.close().map_err(err)?;
-        Ok(l)
-    };
-    let fill = list("fill", Kernel::fill(dst.gpu_address(), FILL_VALUE))?;
-    let add = list("add", Kernel::add(dst.gpu_address(), src.gpu_address(), 1))?;
+    let rig = KernelRig::new(&dev, size)?;
+    let groups = rig.groups;
 
     let n = (size / 4) as usize;
     let mut bdst = vec![1u32; n];
     let bsrc = vec![7u32; n];
 
     // Warm-up: touches every page on both sides.
-    engine_bandwidth(&dev, &queue, &fill, size)?;
-    engine_bandwidth(&dev, &queue, &add, 2 * size)?;
+    rig.run_fill(&dev)?;
+    rig.run_add(&dev)?;
     baseline_fill(&mut bdst, workers);
     baseline_add(&mut bdst, &bsrc, 1, workers);
 
     let mut s: [Vec<f64>; 4] = Default::default();
     for _ in 0..reps {
-        s[0].push(engine_bandwidth(&dev, &queue, &fill, size)?);
+        s[0].push(rig.run_fill(&dev)?);
         s[1].push(baseline_fill(&mut bdst, workers));
     }
-    let last = size - 4;
     let check = |what: &str, want: u32, base: u32| -> Result<(), String> {
-        for off in [0, size / 2, last] {
-            let got = dst.debug_read_u32(off).map_err(err)?;
-            if got != want {
-                return Err(format!("{what}: dst[{off}] = {got:#x}, expected {want:#x}"));
-            }
-        }
+        rig.check(what, want)?;
         if base != want {
             return Err(format!("{what} baseline: {base:#x}, expected {want:#x}"));
         }
@@ -566,10 +652,10 @@ fn bench_kernel_bandwidth(cfg: &Config) -> Result<Report, String> {
     };
     check("fill", FILL_VALUE, bdst[n - 1])?;
     for _ in 0..reps {
-        s[2].push(engine_bandwidth(&dev, &queue, &add, 2 * size)?);
+        s[2].push(rig.run_add(&dev)?);
         s[3].push(baseline_add(&mut bdst, &bsrc, 1, workers));
     }
-    check("add", 8, bdst[n / 2])?;
+    check("add", ADD_RESULT, bdst[n / 2])?;
     let [ef, bf, ea, ba] = s;
     let mib = size >> 20;
     Ok(Report::new("engine/kernel-bandwidth")

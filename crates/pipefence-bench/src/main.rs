@@ -11,6 +11,7 @@ mod engine;
 mod fences;
 mod harness;
 mod schedules;
+mod strict;
 mod tracing;
 
 use harness::{Bench, Config, Header, Report, Verdict};
@@ -32,6 +33,7 @@ fn all_benches() -> Vec<Bench> {
     v.extend_from_slice(engine::BENCHES);
     v.extend_from_slice(schedules::BENCHES);
     v.extend_from_slice(tracing::BENCHES);
+    v.extend_from_slice(strict::BENCHES);
     v
 }
 

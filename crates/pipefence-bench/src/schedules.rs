@@ -30,9 +30,14 @@ const GOAL_PER_SEC: f64 = 2_000.0;
 /// from the third frame on, and `frames + 3` closing host actions (49 commands for 3 frames).
 const GENERATED_FRAMES: usize = 3;
 
+/// The root of the workspace (scenario files are read from it at run time).
+pub(crate) fn workspace_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// The examples directory of the workspace.
 fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+    workspace_dir().join("examples")
 }
 
 /// Parses `source`, rendering the diagnostics on failure.
@@ -45,8 +50,8 @@ fn parse(file: &str, source: &str) -> Result<Scenario, String> {
     })
 }
 
-/// Every `examples/*.kdl`, by file name, parsed.
-fn load_examples() -> Result<Vec<(String, Scenario)>, String> {
+/// Every `examples/*.kdl`, sorted.
+pub(crate) fn example_paths() -> Result<Vec<PathBuf>, String> {
     let dir = examples_dir();
     let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut paths: Vec<PathBuf> = entries
@@ -57,22 +62,28 @@ fn load_examples() -> Result<Vec<(String, Scenario)>, String> {
     if paths.is_empty() {
         return Err(format!("no *.kdl scenario in {}", dir.display()));
     }
-    paths
-        .iter()
-        .map(|p| {
-            let source = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let name = p
-                .file_stem()
-                .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into());
-            let file = p.display().to_string();
-            Ok((name, parse(&file, &source)?))
-        })
-        .collect()
+    Ok(paths)
+}
+
+/// The scenario file `path`, by file name (without `.kdl`), parsed.
+pub(crate) fn load_kdl(path: &Path) -> Result<(String, Scenario), String> {
+    let source = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into(),
+    );
+    let file = path.display().to_string();
+    Ok((name, parse(&file, &source)?))
+}
+
+/// Every `examples/*.kdl`, by file name, parsed.
+fn load_examples() -> Result<Vec<(String, Scenario)>, String> {
+    example_paths()?.iter().map(|p| load_kdl(p)).collect()
 }
 
 /// The scenario's commands: the commands of its lists plus its host actions (main program and
 /// `host` threads; the marker that starts a host thread is not counted).
-fn command_count(sc: &Scenario) -> usize {
+pub(crate) fn command_count(sc: &Scenario) -> usize {
     let list: usize = sc.lists.iter().map(|l| l.commands.len()).sum();
     let host = sc
         .main
