@@ -279,10 +279,14 @@ pub(crate) struct Model {
     hosts: FxHashMap<u64, Vc>,
     fences: FxHashMap<usize, Arc<Vc>>,
     seq: u64,
-    hazards: BTreeMap<HazardKey, (u64, u64, Option<String>)>,
+    hazards: BTreeMap<HazardKey, (u64, u64, Option<Observed>)>,
     dropped: u64,
     pub(crate) vis: Option<strict::Visibility>,
 }
+
+/// What a strict schedule's stale-cache read returned: `None` the current value, else (old,
+/// current, address) of the first stale word. (`None` outside strict mode.)
+type Observed = Option<(u32, u32, u64)>;
 
 /// A report's identity: kind, first and second access, what is missing.
 type HazardKey = (HazardKind, AccId, AccId, MissingRec);
@@ -411,7 +415,7 @@ impl Model {
         second: AccId,
         m: MissingRec,
         (lo, hi): Span,
-        observed: Option<String>,
+        observed: Option<Observed>,
     ) {
         // Two unordered writes are one report whichever landed first.
         let (first, second) = if kind == HazardKind::WriteWrite && first > second {
@@ -420,9 +424,13 @@ impl Model {
             (first, second)
         };
         let key = (kind, first, second, m);
-        if let Some((l, h, _)) = self.hazards.get_mut(&key) {
+        if let Some((l, h, o)) = self.hazards.get_mut(&key) {
             *l = (*l).min(lo);
             *h = (*h).max(hi);
+            // A stale value seen in any part of the range is worth saying.
+            if matches!(o, Some(None)) && matches!(observed, Some(Some(_))) {
+                *o = observed;
+            }
             return;
         }
         if self.hazards.len() >= MAX_HAZARDS {
@@ -521,10 +529,7 @@ impl Model {
         }
         if let Some((q, _)) = engine {
             for (span, wacc) in stale {
-                let observed = self.vis.as_ref().map(|v| {
-                    v.last_stale(q, span.0)
-                        .unwrap_or_else(|| "the current value".to_string())
-                });
+                let observed = self.vis.as_ref().map(|v| v.last_stale(q, span));
                 self.report_obs(
                     HazardKind::StaleCache,
                     wacc,
@@ -1414,7 +1419,16 @@ impl Model {
                     MissingRec::NoInvalidate => Missing::NoInvalidate,
                     MissingRec::Nothing => Missing::Nothing,
                 },
-                observed: observed.clone(),
+                observed: observed.map(|o| match o {
+                    Some((old, cur, a)) => {
+                        let at = match dev.memory.resolve(a, 4) {
+                            Some((b, off)) => format!("{}+{off:#x}", b.name),
+                            None => format!("{a:#x}"),
+                        };
+                        format!("old value {old} at {at}, current {cur}")
+                    }
+                    None => "the current value".to_string(),
+                }),
             })
             .collect()
     }

@@ -379,9 +379,20 @@ impl Visibility {
         old
     }
 
-    /// `old value A; current B` when engine `q`'s last read of `word` returned a stale value.
-    pub(crate) fn last_stale(&self, q: u32, word: u64) -> Option<String> {
-        let (old, cur) = self.engines.get(&q)?.stale.get(&word)?;
-        Some(format!("old value {old}; current {cur}"))
+    /// (old value, current value, address) when engine `q`'s last read of a word of
+    /// `[lo, hi)` returned a stale value (the first such word).
+    pub(crate) fn last_stale(&self, q: u32, (lo, hi): (u64, u64)) -> Option<(u32, u32, u64)> {
+        let e = self.engines.get(&q)?;
+        if e.stale.is_empty() {
+            return None;
+        }
+        let mut a = lo & !3;
+        while a < hi {
+            if let Some((old, cur)) = e.stale.get(&a) {
+                return Some((*old, *cur, a));
+            }
+            a += 4;
+        }
+        None
     }
 }
