@@ -71,9 +71,36 @@ struct Epoch {
 enum Comp {
     Pfp(u32),
     Me(u32),
-    Disp(u32),
-    Copy(u32),
+    /// A queue's dispatches' reads and writes, and its copies' (prefix counts). Reads and
+    /// writes are apart because a bottom-of-pipe write without `L2_WRITEBACK` releases the
+    /// reads of the tasks before it (they are complete) but not their writes.
+    DispRead(u32),
+    DispWrite(u32),
+    CopyRead(u32),
+    CopyWrite(u32),
     Host(u64),
+}
+
+/// A queue's task components: dispatch reads, dispatch writes, copy reads, copy writes.
+#[derive(Debug, Clone, Copy)]
+struct TaskComps {
+    dr: u32,
+    dw: u32,
+    cr: u32,
+    cw: u32,
+}
+
+impl TaskComps {
+    /// Raises `c` so that the first `d` dispatches and `k` copies happen before it: their
+    /// reads, and with `writes` their writes too.
+    fn raise(&self, c: &mut Vc, d: u32, k: u32, writes: bool) {
+        c.raise(self.dr, d);
+        c.raise(self.cr, k);
+        if writes {
+            c.raise(self.dw, d);
+            c.raise(self.cw, k);
+        }
+    }
 }
 
 /// Who performs an access, internally.
@@ -193,6 +220,8 @@ impl ShadowMap {
 struct Actor<'a> {
     clock: &'a Vc,
     me: Epoch,
+    /// A task's other epoch (its writes' for a read, its reads' for a write): the same task.
+    alt: Option<Epoch>,
     acc: AccId,
     /// The reading engine, for tasks (stale-cache tracking) and the queue for the
     /// same-queue rule.
@@ -202,7 +231,7 @@ struct Actor<'a> {
 
 impl Actor<'_> {
     fn ordered(&self, e: Epoch) -> bool {
-        e == self.me || e.v <= self.clock.get(e.comp)
+        e == self.me || Some(e) == self.alt || e.v <= self.clock.get(e.comp)
     }
 }
 
@@ -224,7 +253,11 @@ struct RelRec {
 #[derive(Debug, Clone)]
 struct Task {
     clock: Arc<Vc>,
-    me: Epoch,
+    /// Its epochs for reads and for writes.
+    read_ep: Epoch,
+    write_ep: Epoch,
+    copy: bool,
+    index: u32,
     read: AccId,
     write: AccId,
     atomic: AccId,
@@ -322,6 +355,19 @@ fn source_line() -> Option<u32> {
     SOURCE_LINE.with(|l| l.get())
 }
 
+/// The site an access is recorded under: every execution of a list command is one access
+/// (submission 0), so a program that runs a list many times keeps one record per command.
+fn one_site(site: Site) -> Site {
+    if site.list.is_some() {
+        Site {
+            submission: 0,
+            ..site
+        }
+    } else {
+        site
+    }
+}
+
 /// A byte range `[start, end)`.
 type Span = (u64, u64);
 
@@ -365,12 +411,20 @@ impl Model {
         id
     }
 
+    fn task_comps(&mut self, queue: u32) -> TaskComps {
+        TaskComps {
+            dr: self.comp(Comp::DispRead(queue)),
+            dw: self.comp(Comp::DispWrite(queue)),
+            cr: self.comp(Comp::CopyRead(queue)),
+            cw: self.comp(Comp::CopyWrite(queue)),
+        }
+    }
+
     fn q(&mut self, queue: u32) -> &mut QState {
         if !self.queues.contains_key(&queue) {
             let me = self.comp(Comp::Me(queue));
             let pfp = self.comp(Comp::Pfp(queue));
-            self.comp(Comp::Disp(queue));
-            self.comp(Comp::Copy(queue));
+            self.task_comps(queue);
             let mut s = QState::default();
             for c in [&mut s.p, &mut s.o, &mut s.r] {
                 c.raise(me, 1);
@@ -661,7 +715,7 @@ impl Model {
     fn reader_clock(&self, e: Epoch, acc: AccId) -> Option<Vc> {
         match &self.accs[acc as usize].agent {
             AgentRec::Task { queue, .. } => {
-                if self.comps.get(&Comp::Disp(*queue)) != Some(&e.comp) {
+                if self.comps.get(&Comp::DispRead(*queue)) != Some(&e.comp) {
                     return None;
                 }
                 let s = self.queues.get(queue)?;
@@ -714,9 +768,18 @@ impl Model {
         kind: AccessKind,
     ) -> AccId {
         let agent = match stage {
-            0 => AgentRec::Pfp { queue, site },
-            1 => AgentRec::Me { queue, site },
-            _ => AgentRec::Task { queue, site },
+            0 => AgentRec::Pfp {
+                queue,
+                site: one_site(site),
+            },
+            1 => AgentRec::Me {
+                queue,
+                site: one_site(site),
+            },
+            _ => AgentRec::Task {
+                queue,
+                site: one_site(site),
+            },
         };
         self.acc(AccRec {
             agent,
@@ -739,12 +802,12 @@ impl Model {
     /// A Q7 boundary: the previous call's tasks join the ME's order clock; the PFP joins it.
     /// Strict: their writes become CP-visible and the engine's read cache is dropped.
     pub(crate) fn q7_boundary(&mut self, queue: u32) {
-        let dc = self.comp(Comp::Disp(queue));
-        let cc = self.comp(Comp::Copy(queue));
+        let tc = self.task_comps(queue);
         let s = self.q(queue);
         let (d, c) = (s.disp, s.copy);
-        s.o.raise(dc, d);
-        s.o.raise(cc, c);
+        tc.raise(&mut s.o, d, c, true);
+        // The tasks are complete: their reads are over for every later release.
+        tc.raise(&mut s.r, d, c, false);
         let o = s.o.clone();
         s.p.join(&o);
         s.tasks.clear();
@@ -804,6 +867,7 @@ impl Model {
             )
         };
         let x = Actor {
+            alt: None,
             clock: &clock,
             me,
             acc,
@@ -836,6 +900,7 @@ impl Model {
         s.pfp_reads.push_back((packet, v));
         let clock = s.p.clone();
         let x = Actor {
+            alt: None,
             clock: &clock,
             me: Epoch { comp: pfp_c, v },
             acc,
@@ -902,15 +967,13 @@ impl Model {
 
     /// A bottom-of-pipe write or signal enters the retire queue: its release clock is fixed now.
     pub(crate) fn retire_pushed(&mut self, queue: u32, full: bool) {
-        let dc = self.comp(Comp::Disp(queue));
-        let cc = self.comp(Comp::Copy(queue));
+        let tc = self.task_comps(queue);
         let s = self.q(queue);
         let (d, c) = (s.disp, s.copy);
         let mut clock = if full { s.o.clone() } else { s.r.clone() };
-        if full {
-            clock.raise(dc, d);
-            clock.raise(cc, c);
-        }
+        // It lands once the earlier tasks finished: their reads are released either way, their
+        // writes only with a write-back.
+        tc.raise(&mut clock, d, c, full);
         s.retire.push_back((clock, full.then_some((d, c))));
     }
 
@@ -987,6 +1050,7 @@ impl Model {
             acc: rel_acc,
         });
         let x = Actor {
+            alt: None,
             clock: &clock,
             me,
             acc,
@@ -1022,20 +1086,15 @@ impl Model {
 
     /// A `flush_pipeline` completes on the ME.
     pub(crate) fn flush_done(&mut self, queue: u32, flush: Flush) {
-        let dc = self.comp(Comp::Disp(queue));
-        let cc = self.comp(Comp::Copy(queue));
+        let tc = self.task_comps(queue);
         let s = self.q(queue);
         let (d, c) = (s.disp, s.copy);
-        s.o.raise(dc, d);
-        s.o.raise(cc, c);
+        tc.raise(&mut s.o, d, c, true);
         let o = s.o.clone();
         s.p.join(&o);
         s.tasks.clear();
         let wb = flush.contains(Flush::L2_WRITEBACK);
-        if wb {
-            s.r.raise(dc, d);
-            s.r.raise(cc, c);
-        }
+        tc.raise(&mut s.r, d, c, wb);
         let inval = flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE);
         if inval {
             s.inval += 1;
@@ -1062,23 +1121,27 @@ impl Model {
         kernel: &crate::engine::Kernel,
         groups: u32,
     ) {
-        let dc = self.comp(Comp::Disp(queue));
+        let tc = self.task_comps(queue);
         let s = self.q(queue);
         s.disp = s.disp.max(index as u32 + 1);
         let clock = Arc::new(s.o.clone());
         let name: Arc<str> = kernel.name().into();
         let mk = |kind| AccRec {
-            agent: AgentRec::Task { queue, site },
+            agent: AgentRec::Task {
+                queue,
+                site: one_site(site),
+            },
             op,
             kernel: Some(name.clone()),
             kind,
         };
+        let v = index as u32 + 1;
         let task = Task {
             clock,
-            me: Epoch {
-                comp: dc,
-                v: index as u32 + 1,
-            },
+            read_ep: Epoch { comp: tc.dr, v },
+            write_ep: Epoch { comp: tc.dw, v },
+            copy: false,
+            index: index as u32,
             read: self.acc(mk(AccessKind::Read)),
             write: self.acc(mk(AccessKind::Write)),
             atomic: self.acc(mk(AccessKind::Atomic)),
@@ -1150,16 +1213,20 @@ impl Model {
         kind: WKind,
         read: bool,
     ) {
-        let copy_c = self.comps.get(&Comp::Copy(queue)).copied();
-        let is_copy = Some(t.me.comp) == copy_c;
         let pos = WriterPos::Task {
             queue,
-            copy: is_copy,
-            index: t.me.v - 1,
+            copy: t.copy,
+            index: t.index,
+        };
+        let (me, alt) = if read {
+            (t.read_ep, t.write_ep)
+        } else {
+            (t.write_ep, t.read_ep)
         };
         let x = Actor {
             clock: &t.clock,
-            me: t.me,
+            me,
+            alt: Some(alt),
             acc: match (read, kind) {
                 (true, _) => t.read,
                 (false, WKind::Atomic) => t.atomic,
@@ -1199,30 +1266,43 @@ impl Model {
     /// A copy by the ME (copy number `index`): a task forked from the ME's order clock that the
     /// ME waits for (joined into the order clock, not the release clock).
     pub(crate) fn copy(&mut self, queue: u32, site: Site, dst: u64, src: u64, bytes: u64) -> u32 {
-        let cc = self.comp(Comp::Copy(queue));
+        let tc = self.task_comps(queue);
         let s = self.q(queue);
         let index = s.copy;
         s.copy += 1;
         let clock = Arc::new(s.o.clone());
         let mk = |kind| AccRec {
-            agent: AgentRec::Task { queue, site },
+            agent: AgentRec::Task {
+                queue,
+                site: one_site(site),
+            },
             op: "copy",
             kernel: None,
             kind,
         };
         let task = Task {
             clock,
-            me: Epoch {
-                comp: cc,
+            read_ep: Epoch {
+                comp: tc.cr,
                 v: index + 1,
             },
+            write_ep: Epoch {
+                comp: tc.cw,
+                v: index + 1,
+            },
+            copy: true,
+            index,
             read: self.acc(mk(AccessKind::Read)),
             write: self.acc(mk(AccessKind::Write)),
             atomic: self.acc(mk(AccessKind::Atomic)),
         };
         self.task_range(queue, &task, src, bytes, WKind::Data, true);
         self.task_range(queue, &task, dst, bytes, WKind::Data, false);
-        self.q(queue).o.raise(cc, index + 1);
+        // The ME waits for the copy: later work is ordered after it; its reads are over.
+        let s = self.q(queue);
+        s.o.raise(tc.cr, index + 1);
+        s.o.raise(tc.cw, index + 1);
+        s.r.raise(tc.cr, index + 1);
         index
     }
 
@@ -1278,6 +1358,7 @@ impl Model {
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
         let rel = Arc::new(h.clone());
         let x = Actor {
+            alt: None,
             clock: &h,
             me: Epoch {
                 comp: c,
@@ -1303,6 +1384,7 @@ impl Model {
         let acc = self.host_acc(id, op, AccessKind::Read);
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
         let x = Actor {
+            alt: None,
             clock: &h,
             me: Epoch {
                 comp: c,
@@ -1322,6 +1404,7 @@ impl Model {
         let acc = self.host_acc(id, op, AccessKind::Wait);
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
         let x = Actor {
+            alt: None,
             clock: &h,
             me: Epoch {
                 comp: c,
@@ -1343,12 +1426,10 @@ impl Model {
         let qs: Vec<u32> = self.queues.keys().copied().collect();
         let mut acquired = Vc::default();
         for q in qs {
-            let dc = self.comp(Comp::Disp(q));
-            let cc = self.comp(Comp::Copy(q));
+            let tc = self.task_comps(q);
             let s = self.q(q);
             let mut c = s.o.clone();
-            c.raise(dc, s.disp);
-            c.raise(cc, s.copy);
+            tc.raise(&mut c, s.disp, s.copy, true);
             acquired.join(&c);
         }
         if let Some(v) = self.vis.as_mut() {

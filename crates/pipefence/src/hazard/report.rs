@@ -68,7 +68,8 @@ pub enum HazardAgent {
         queue: String,
         /// `task`, `me` or `pfp`.
         stage: &'static str,
-        /// Where the command came from.
+        /// Where the command came from (for commands of a list, `submission` is 0: every
+        /// execution of the list is reported as one).
         site: Site,
         /// The command list's name, for commands of a list.
         list: Option<String>,
@@ -186,6 +187,17 @@ pub enum Missing {
     Nothing,
 }
 
+/// How a report calls a command-processor value write.
+fn cp_write_name(op: &str) -> &'static str {
+    if op.ends_with("-top") {
+        "top-of-pipe write"
+    } else if op == "write-immediate" {
+        "immediate write"
+    } else {
+        "value write"
+    }
+}
+
 /// A synchronization hazard: two accesses that some legal schedule can turn into wrong values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hazard {
@@ -241,8 +253,15 @@ impl Hazard {
                     label(release)
                 )
             }
+            Missing::TopOfPipe { release } if self.first.op == "copy" => format!(
+                "the reader acquired the {} at {}, which waits for the copy but does not write \
+                 its data back",
+                cp_write_name(release.op),
+                label(release)
+            ),
             Missing::TopOfPipe { release } => format!(
-                "the reader acquired the top-of-pipe write at {}, which does not wait for the {}",
+                "the reader acquired the {} at {}, which does not wait for the {}",
+                cp_write_name(release.op),
                 label(release),
                 self.first.op
             ),
@@ -267,12 +286,19 @@ impl Hazard {
         let host_first = matches!(self.first.agent, HazardAgent::Host { .. });
         let host_second = matches!(self.second.agent, HazardAgent::Host { .. });
         match &self.missing {
+            Missing::NoWriteback { release, .. } if release.op == "write-immediate" => format!(
+                "replace the write-immediate (MARKER_OUT) at {} by write-value32-bop with \
+                 flush=l2-writeback",
+                label(release)
+            ),
             Missing::NoWriteback { release, .. } => format!(
                 "add flush=l2-writeback to the bottom-of-pipe write at {}",
                 label(release)
             ),
             Missing::TopOfPipe { release } => format!(
-                "replace the top-of-pipe write at {} by a bottom-of-pipe write with flush=l2-writeback",
+                "replace the {} at {} by a bottom-of-pipe write with flush=l2-writeback \
+                 (write-value32-bop or write-value64-bop)",
+                cp_write_name(release.op),
                 label(release)
             ),
             Missing::NoFlush if self.second.op == "dispatch-indirect" => format!(
@@ -285,10 +311,18 @@ impl Hazard {
                 label(&self.second)
             ),
             Missing::PfpBeforeWait { wait } => {
-                format!("make the wait at {} cmp=greater-equal engine=pfp", label(wait))
+                format!(
+                    "make the wait at {} cmp=greater-equal engine=pfp",
+                    label(wait)
+                )
             }
             Missing::NoInvalidate => format!(
                 "flush-pipeline flush=l1-invalidate before {} (or wait on a fence instead)",
+                label(&self.second)
+            ),
+            Missing::Nothing if host_first && host_second => format!(
+                "order the host threads: cpu-signal a fence after {} and cpu-wait for it before {}",
+                label(&self.first),
                 label(&self.second)
             ),
             Missing::Nothing if host_first && !host_second => format!(
