@@ -4,9 +4,6 @@
 //! depend on the values a schedule produced); each fixed variant and every correct example clean
 //! over 500 strict schedules; `--validate` on the threaded driver finding the same kinds; and the
 //! `"hazards"` JSON fields.
-//!
-//! Tests marked `#[ignore = "model bug: ..."]` describe what the model should report and does not
-//! yet (run them with `cargo test -- --ignored`).
 
 use pipefence_scenario::check::{check, CheckOptions, CheckReport};
 use pipefence_scenario::plan::Scenario;
@@ -1218,13 +1215,6 @@ expect total width=64 equals=0
 ];
 
 #[test]
-#[ignore = "model bug (missed hazard): a dispatch's access and a later top-of-pipe write of its \
-            own queue are reported only when the dispatch's group runs first (44 of 100 seeds); \
-            when the top-of-pipe write lands first, nothing is reported although the fill then \
-            overwrites the flag (`expect w equals=7` fails, got 3) or the sum reads the 7 \
-            (got 7), e.g. --strict --seed 0. The task's launch clock holds the ME epoch that the \
-            next ME value write takes (the ME does not tick at a launch), so that write looks \
-            ordered before the task. --validate reports it (accesses checked at launch)."]
 fn d5_task_access_racing_a_later_top_of_pipe_write_on_its_queue() {
     for (kind, text) in TASK_THEN_TOP {
         let sc = source(kind, text);
@@ -1313,11 +1303,6 @@ fn d5_stale_cache_on_a_copy_queue() {
 }
 
 #[test]
-#[ignore = "model bug: the stale-cache fix on a copy queue reads `flush-pipeline \
-            flush=l1-invalidate before dma/l:3 (copy, line 12) (or wait on a fence instead)`, \
-            but a copy list cannot hold a flush-pipeline (the parser rejects it, Q1); the fix \
-            should name what a copy list can do: a bottom-of-pipe write with l1-invalidate that \
-            the list waits for, or a queue wait on a fence"]
 fn d5_stale_cache_fix_on_a_copy_queue_is_valid_in_a_copy_list() {
     let sc = source("copy-stale.kdl", COPY_STALE);
     let o = strict(&sc, 0);

@@ -272,6 +272,15 @@ struct PfpRace {
     span: Span,
 }
 
+impl QState {
+    /// Advances the ME's own epoch in its order and release clocks.
+    fn tick_me(&mut self, me: u32) {
+        let v = self.o.get(me) + 1;
+        self.o.raise(me, v);
+        self.r.raise(me, v);
+    }
+}
+
 #[derive(Debug, Default)]
 struct QState {
     /// The PFP clock.
@@ -1122,9 +1131,13 @@ impl Model {
         groups: u32,
     ) {
         let tc = self.task_comps(queue);
+        let me_c = self.comp(Comp::Me(queue));
         let s = self.q(queue);
         s.disp = s.disp.max(index as u32 + 1);
         let clock = Arc::new(s.o.clone());
+        // A fork: the ME's later accesses get a new epoch, so they are not taken to happen
+        // before the task (which only knows the ME up to here).
+        s.tick_me(me_c);
         let name: Arc<str> = kernel.name().into();
         let mk = |kind| AccRec {
             agent: AgentRec::Task {
@@ -1267,10 +1280,14 @@ impl Model {
     /// ME waits for (joined into the order clock, not the release clock).
     pub(crate) fn copy(&mut self, queue: u32, site: Site, dst: u64, src: u64, bytes: u64) -> u32 {
         let tc = self.task_comps(queue);
+        let me_c = self.comp(Comp::Me(queue));
         let s = self.q(queue);
         let index = s.copy;
         s.copy += 1;
         let clock = Arc::new(s.o.clone());
+        // A fork: the ME's later accesses get a new epoch, so they are not taken to happen
+        // before the task (which only knows the ME up to here).
+        s.tick_me(me_c);
         let mk = |kind| AccRec {
             agent: AgentRec::Task {
                 queue,

@@ -316,6 +316,11 @@ impl Hazard {
                     label(wait)
                 )
             }
+            Missing::NoInvalidate if self.second.op == "copy" => format!(
+                "invalidate the engine's cache before {}: a queue wait on a fence, or a \
+                 write-value32-bop with flush=l1-invalidate that the list waits for",
+                label(&self.second)
+            ),
             Missing::NoInvalidate => format!(
                 "flush-pipeline flush=l1-invalidate before {} (or wait on a fence instead)",
                 label(&self.second)
