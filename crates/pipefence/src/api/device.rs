@@ -164,6 +164,23 @@ impl DeviceShared {
         self.model.as_ref().map(lock)
     }
 
+    /// Runs `f` on the hazard model, if the device has one. Out of line: on a plain device the
+    /// engine's hot paths only test the option.
+    #[inline]
+    pub(crate) fn with_model(&self, f: impl FnOnce(&mut Model)) {
+        if self.model.is_some() {
+            self.with_model_slow(f);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn with_model_slow(&self, f: impl FnOnce(&mut Model)) {
+        if let Some(mut m) = self.model() {
+            f(&mut m);
+        }
+    }
+
     /// Whether strict mode's visibility model is on.
     #[inline]
     pub(crate) fn strict(&self) -> bool {

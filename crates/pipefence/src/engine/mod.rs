@@ -742,12 +742,19 @@ impl Engine {
             Width::W64 => buf.and_then(|b| b.load64(off)).unwrap_or(0),
         };
         if ctx.device.strict() {
-            // D5: the CP also sees its engine's dirty words once they are CP-visible.
-            if let Some(vis) = ctx.device.model().as_ref().and_then(|m| m.vis.as_ref()) {
-                return Ok(vis.cp_read(self.queue_id, address, width, v));
-            }
+            return Ok(Self::strict_cp_read(ctx, self.queue_id, address, width, v));
         }
         Ok(v)
+    }
+
+    /// D5: the CP also sees its engine's dirty words once they are CP-visible.
+    #[cold]
+    #[inline(never)]
+    fn strict_cp_read(ctx: &EngineCtx<'_>, queue: u32, address: u64, width: Width, v: u64) -> u64 {
+        match ctx.device.model().as_ref().and_then(|m| m.vis.as_ref()) {
+            Some(vis) => vis.cp_read(queue, address, width, v),
+            None => v,
+        }
     }
 
     fn write(
@@ -912,10 +919,10 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked(ctx.device, true, &cond);
                 }
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                     m.queue_wait_acquire(self.queue_id, Arc::as_ptr(fence) as usize, self.pushed);
-                }
+                });
                 self.pfp_blocked = None;
                 self.ring.pop_front();
                 // The wait completes its submission once everything before it has.
@@ -930,9 +937,9 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
-                }
+                });
                 self.push_packet(Packet {
                     site,
                     op: PacketOp::Signal { fence, value },
@@ -947,11 +954,11 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);
                     m.submission_start(self.queue_id, seq, self.pushed);
-                }
+                });
                 self.cursor = Some(Cursor {
                     submission: seq,
                     lists,
@@ -1039,7 +1046,7 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, true, &cond);
                         }
-                        if let Some(mut m) = ctx.device.model() {
+                        ctx.device.with_model(|m| {
                             m.wait_acquire(
                                 self.queue_id,
                                 true,
@@ -1049,7 +1056,7 @@ impl Engine {
                                 *width,
                                 self.pushed,
                             );
-                        }
+                        });
                         self.pfp_blocked = None;
                         if let Some(c) = self.cursor.as_mut() {
                             c.word += len;
@@ -1063,9 +1070,9 @@ impl Engine {
             }
             Command::DispatchIndirect { args, .. } => {
                 // C7: the PFP reads the group count when it parses the command.
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.pfp_read(self.queue_id, site, *args, self.pushed);
-                }
+                });
                 match self.read(ctx, *args, Width::W32, &site, op) {
                     Ok(n) => indirect_groups = Some(n as u32),
                     Err(f) => return Step::Faulted(f),
@@ -1106,15 +1113,15 @@ impl Engine {
         };
         let index = self.popped;
         self.popped += 1;
-        if let Some(mut m) = ctx.device.model() {
+        ctx.device.with_model(|m| {
             m.me_packet(self.queue_id, index);
-        }
+        });
         let Packet { site, op } = packet;
         match op {
             PacketOp::Signal { fence, value } => {
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.retire_pushed(self.queue_id, true);
-                }
+                });
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
                     site,
@@ -1189,9 +1196,9 @@ impl Engine {
                     self.me_op = Some(MeOp::Flush { site, flush });
                     return Step::Blocked(WaitCondition::Dispatches);
                 }
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.flush_done(self.queue_id, flush);
-                }
+                });
                 self.flush_hold = false;
                 self.complete(site, "flush-pipeline");
                 Step::Progressed
@@ -1326,9 +1333,9 @@ impl Engine {
                 source,
             } => {
                 let v = Self::source_value(ctx, value, source, width);
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.me_value_write(self.queue_id, site, op, address, width);
-                }
+                });
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
                     return Step::Faulted(f);
                 }
@@ -1342,9 +1349,9 @@ impl Engine {
                 source,
                 flush,
             } => {
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
-                }
+                });
                 self.retire.push_back(Retire {
                     after: self.next_dispatch,
                     site,
@@ -1364,9 +1371,9 @@ impl Engine {
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
-                            if let Some(mut m) = ctx.device.model() {
+                            ctx.device.with_model(|m| {
                                 m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
-                            }
+                            });
                             if let Err(f) = self.write(
                                 ctx,
                                 w.address,
@@ -1379,9 +1386,9 @@ impl Engine {
                             }
                         }
                         ImmediateMode::MarkerOut => {
-                            if let Some(mut m) = ctx.device.model() {
+                            ctx.device.with_model(|m| {
                                 m.retire_pushed(self.queue_id, false);
-                            }
+                            });
                             self.retire.push_back(Retire {
                                 after: self.next_dispatch,
                                 site,
@@ -1461,10 +1468,10 @@ impl Engine {
         if groups > 0 {
             let index = self.next_dispatch;
             self.next_dispatch += 1;
-            if let Some(mut m) = ctx.device.model() {
+            ctx.device.with_model(|m| {
                 let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
                 m.launch(self.queue_id, index, site, op, &kernel, groups);
-            }
+            });
             self.inflight.insert(index, groups);
             self.launches.push(Launch {
                 index,
@@ -1511,18 +1518,18 @@ impl Engine {
                 op,
                 flush,
             } => {
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.bop_write(self.queue_id, r.site, op, address, width, flush);
-                }
+                });
                 let v = Self::source_value(ctx, value, source, width);
                 if let Err(f) = self.write(ctx, address, width, v, &r.site, op) {
                     return Step::Faulted(f);
                 }
             }
             RetireOp::Signal { fence, value } => {
-                if let Some(mut m) = ctx.device.model() {
+                ctx.device.with_model(|m| {
                     m.signal(self.queue_id, Arc::as_ptr(&fence) as usize);
-                }
+                });
                 let w = r.site.writer(self.queue_id);
                 let now = ctx.now_ns();
                 if let Some(t) = self.trace.as_mut() {
