@@ -990,9 +990,23 @@ impl Device {
                 {
                     wait_multiple(&pairs, any, None);
                 }
+                self.acquire_reached(&pairs);
                 Ok(())
             }
         }
+    }
+
+    /// The calling host thread acquires the release of every fence in `pairs` that reached its
+    /// value (hazard analysis, D5).
+    fn acquire_reached(&self, pairs: &[(Arc<FenceCore>, u64)]) {
+        self.shared.with_model(|m| {
+            let reached: Vec<usize> = pairs
+                .iter()
+                .filter(|(f, v)| f.completed_value() >= *v)
+                .map(|(f, _)| Arc::as_ptr(f) as usize)
+                .collect();
+            m.host_acquire_fences(&reached);
+        });
     }
 
     /// Blocks until all or any of `fences` reach their `values`, up to `timeout` (F8). Errors:
@@ -1013,14 +1027,7 @@ impl Device {
         };
         match outcome {
             WaitOutcome::Reached => {
-                if let Some(mut m) = self.shared.model() {
-                    let reached: Vec<usize> = pairs
-                        .iter()
-                        .filter(|(f, v)| f.completed_value() >= *v)
-                        .map(|(f, _)| Arc::as_ptr(f) as usize)
-                        .collect();
-                    m.host_acquire_fences(&reached);
-                }
+                self.acquire_reached(&pairs);
                 Ok(())
             }
             WaitOutcome::Removed => {

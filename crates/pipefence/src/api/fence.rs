@@ -124,6 +124,7 @@ impl Fence {
                 {
                     let _ = self.inner.core.wait_until(value, None);
                 }
+                self.acquire();
             }
         }
         Ok(())
@@ -180,12 +181,18 @@ impl Fence {
         }
     }
 
+    /// The calling host thread acquires the fence's last release (hazard analysis, D5).
+    fn acquire(&self) {
+        let core = &self.inner.core;
+        self.inner
+            .device
+            .with_model(|m| m.host_acquire_fences(&[Arc::as_ptr(core) as usize]));
+    }
+
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
         match o {
             WaitOutcome::Reached => {
-                if let Some(mut m) = self.inner.device.model() {
-                    m.host_acquire_fences(&[Arc::as_ptr(&self.inner.core) as usize]);
-                }
+                self.acquire();
                 Ok(())
             }
             WaitOutcome::Removed => Err(self
