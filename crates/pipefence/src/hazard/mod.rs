@@ -1,14 +1,19 @@
 //! Strict mode and hazard detection (D5; the model is `docs/memory-model.md`).
 //!
-//! [`Model`] holds the happens-before analysis (vector clocks in the style of FastTrack) and, in
-//! strict mode, the visibility model ([`strict::Visibility`]). The engine, the drivers and the
+//! `Model` holds the happens-before analysis (vector clocks in the style of FastTrack) and, in
+//! strict mode, the visibility model (`strict::Visibility`). The engine, the drivers and the
 //! host API call its hooks when the device has one; it never blocks and never reads time.
 //!
-//! Clock components: each queue has four, its PFP, its ME, its dispatches and its copies. A
-//! dispatch (copy) component counts a *prefix*: `C[disp(q)] = n` means "the first `n`
-//! dispatches of `q` happen before", which is exact here because every edge that orders a
-//! task (a flush, a Q7 boundary, a write-back release, a signal) covers all earlier tasks of
-//! its queue. Each host thread has one component.
+//! Clock components: each queue has six, its PFP, its ME, and its dispatches' reads, dispatches'
+//! writes, copies' reads and copies' writes. A task component counts a *prefix*:
+//! `C[dispatch writes(q)] = n` means "the writes of the first `n` dispatches of `q` happen
+//! before", which is exact here because every edge that orders tasks (a flush, a Q7 boundary, a
+//! bottom-of-pipe write, a signal) covers all earlier tasks of its queue. Reads and writes are
+//! apart because a bottom-of-pipe write without `L2_WRITEBACK` releases the tasks' reads but not
+//! their writes. Each host thread has one component.
+//!
+//! Shadow state (the last write and the unordered reads of each word) is kept in address
+//! segments (`ShadowMap`), so a kernel group's range costs one entry, not one per word.
 
 mod report;
 pub(crate) mod strict;

@@ -78,7 +78,7 @@ pub enum HazardAgent {
     Host {
         /// The host thread's name.
         host: String,
-        /// The source line it set with [`crate::host::set_source_line`], if any.
+        /// The source line it set with [`crate::hazard::set_source_line`], if any.
         line: Option<u32>,
     },
 }
