@@ -1165,18 +1165,18 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, false, &cond);
                         }
-                        if let (Some(mut m), WaitCondition::Memory { address, width, .. }) =
-                            (ctx.device.model(), &cond)
-                        {
-                            m.wait_acquire(
-                                self.queue_id,
-                                false,
-                                site,
-                                name,
-                                *address,
-                                *width,
-                                self.pushed,
-                            );
+                        if let WaitCondition::Memory { address, width, .. } = &cond {
+                            ctx.device.with_model(|m| {
+                                m.wait_acquire(
+                                    self.queue_id,
+                                    false,
+                                    site,
+                                    name,
+                                    *address,
+                                    *width,
+                                    self.pushed,
+                                )
+                            });
                         }
                         self.complete(site, name);
                         Step::Progressed
