@@ -638,6 +638,8 @@ impl Device {
         lock(&sh.fences).push(Arc::downgrade(&progress));
         lock(&sh.queue_names).push(name.clone());
         let mut engine = Engine::new(id, desc.kind, sh.desc.fifo_depth, Some(progress.clone()));
+        engine.tracked = sh.model.is_some();
+        engine.strict = sh.strict();
         if sh.trace_sink().is_some() {
             engine.trace = Some(crate::engine::tracing::EngineTrace::new(
                 &name,

@@ -435,6 +435,9 @@ pub(crate) struct Engine {
     /// Packets pushed into the FIFO and popped from it so far (hazard clocks follow them).
     pushed: u64,
     popped: u64,
+    /// The device has a hazard model (the hooks run), and it is in strict mode.
+    pub(crate) tracked: bool,
+    pub(crate) strict: bool,
 }
 
 fn cond_of(
@@ -487,6 +490,8 @@ impl Engine {
             trace: None,
             pushed: 0,
             popped: 0,
+            tracked: false,
+            strict: false,
         }
     }
 
@@ -741,7 +746,7 @@ impl Engine {
             Width::W32 => buf.and_then(|b| b.load32(off)).map_or(0, u64::from),
             Width::W64 => buf.and_then(|b| b.load64(off)).unwrap_or(0),
         };
-        if ctx.device.strict() {
+        if self.strict {
             return Ok(Self::strict_cp_read(ctx, self.queue_id, address, width, v));
         }
         Ok(v)
@@ -862,6 +867,14 @@ impl Engine {
         }
     }
 
+    /// Runs a hazard-model hook when the device tracks hazards (a field test on plain devices).
+    #[inline]
+    fn hook(&self, ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {
+        if self.tracked {
+            ctx.device.with_model(f);
+        }
+    }
+
     fn push_packet(&mut self, p: Packet) {
         self.pushed += 1;
         self.fifo.push_back(p);
@@ -919,7 +932,7 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked(ctx.device, true, &cond);
                 }
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                     m.queue_wait_acquire(self.queue_id, Arc::as_ptr(fence) as usize, self.pushed);
                 });
@@ -937,7 +950,7 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                 });
                 self.push_packet(Packet {
@@ -954,7 +967,7 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);
                     m.submission_start(self.queue_id, seq, self.pushed);
@@ -1046,7 +1059,7 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, true, &cond);
                         }
-                        ctx.device.with_model(|m| {
+                        self.hook(ctx, |m| {
                             m.wait_acquire(
                                 self.queue_id,
                                 true,
@@ -1070,7 +1083,7 @@ impl Engine {
             }
             Command::DispatchIndirect { args, .. } => {
                 // C7: the PFP reads the group count when it parses the command.
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.pfp_read(self.queue_id, site, *args, self.pushed);
                 });
                 match self.read(ctx, *args, Width::W32, &site, op) {
@@ -1113,13 +1126,13 @@ impl Engine {
         };
         let index = self.popped;
         self.popped += 1;
-        ctx.device.with_model(|m| {
+        self.hook(ctx, |m| {
             m.me_packet(self.queue_id, index);
         });
         let Packet { site, op } = packet;
         match op {
             PacketOp::Signal { fence, value } => {
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.retire_pushed(self.queue_id, true);
                 });
                 self.retire.push_back(Retire {
@@ -1166,7 +1179,7 @@ impl Engine {
                             t.unblocked(ctx.device, false, &cond);
                         }
                         if let WaitCondition::Memory { address, width, .. } = &cond {
-                            ctx.device.with_model(|m| {
+                            self.hook(ctx, |m| {
                                 m.wait_acquire(
                                     self.queue_id,
                                     false,
@@ -1196,7 +1209,7 @@ impl Engine {
                     self.me_op = Some(MeOp::Flush { site, flush });
                     return Step::Blocked(WaitCondition::Dispatches);
                 }
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.flush_done(self.queue_id, flush);
                 });
                 self.flush_hold = false;
@@ -1333,7 +1346,7 @@ impl Engine {
                 source,
             } => {
                 let v = Self::source_value(ctx, value, source, width);
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.me_value_write(self.queue_id, site, op, address, width);
                 });
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
@@ -1349,7 +1362,7 @@ impl Engine {
                 source,
                 flush,
             } => {
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
                 });
                 self.retire.push_back(Retire {
@@ -1371,7 +1384,7 @@ impl Engine {
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
-                            ctx.device.with_model(|m| {
+                            self.hook(ctx, |m| {
                                 m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
                             });
                             if let Err(f) = self.write(
@@ -1386,7 +1399,7 @@ impl Engine {
                             }
                         }
                         ImmediateMode::MarkerOut => {
-                            ctx.device.with_model(|m| {
+                            self.hook(ctx, |m| {
                                 m.retire_pushed(self.queue_id, false);
                             });
                             self.retire.push_back(Retire {
@@ -1468,7 +1481,7 @@ impl Engine {
         if groups > 0 {
             let index = self.next_dispatch;
             self.next_dispatch += 1;
-            ctx.device.with_model(|m| {
+            self.hook(ctx, |m| {
                 let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
                 m.launch(self.queue_id, index, site, op, &kernel, groups);
             });
@@ -1518,7 +1531,7 @@ impl Engine {
                 op,
                 flush,
             } => {
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.bop_write(self.queue_id, r.site, op, address, width, flush);
                 });
                 let v = Self::source_value(ctx, value, source, width);
@@ -1527,7 +1540,7 @@ impl Engine {
                 }
             }
             RetireOp::Signal { fence, value } => {
-                ctx.device.with_model(|m| {
+                self.hook(ctx, |m| {
                     m.signal(self.queue_id, Arc::as_ptr(&fence) as usize);
                 });
                 let w = r.site.writer(self.queue_id);
