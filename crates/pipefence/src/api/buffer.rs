@@ -204,9 +204,9 @@ impl Buffer {
         self.check("write_u32", offset, Width::W32, Access::Write)?;
         self.inner.device.yield_point();
         self.record_host_write(offset, u64::from(value));
-        if let Some(mut m) = self.inner.device.model() {
+        self.inner.device.with_model(|m| {
             m.host_write("write_u32", self.inner.core.base + offset, Width::W32);
-        }
+        });
         self.inner.core.store32(offset, value);
         self.notify_host_write(offset);
         Ok(())
@@ -217,9 +217,9 @@ impl Buffer {
         self.check("write_u64", offset, Width::W64, Access::Write)?;
         self.inner.device.yield_point();
         self.record_host_write(offset, value);
-        if let Some(mut m) = self.inner.device.model() {
+        self.inner.device.with_model(|m| {
             m.host_write("write_u64", self.inner.core.base + offset, Width::W64);
-        }
+        });
         self.inner.core.store64(offset, value);
         self.notify_host_write(offset);
         Ok(())
@@ -275,9 +275,9 @@ impl Buffer {
     }
 
     fn model_read(&self, op: &'static str, offset: u64, width: Width) {
-        if let Some(mut m) = self.inner.device.model() {
+        self.inner.device.with_model(|m| {
             m.host_read(op, self.inner.core.base + offset, width);
-        }
+        });
     }
 
     fn load(&self, offset: u64, width: Width) -> u64 {
@@ -300,13 +300,13 @@ impl Buffer {
         let t0 = self.inner.device.now_ns();
         let r = self.wait_value_inner(offset, width, cmp, reference, mask, timeout);
         if r.is_ok() {
-            if let Some(mut m) = self.inner.device.model() {
+            self.inner.device.with_model(|m| {
                 let op = match width {
                     Width::W32 => "wait_u32",
                     Width::W64 => "wait_u64",
                 };
                 m.host_wait(op, self.inner.core.base + offset, width);
-            }
+            });
         }
         self.inner.device.trace_host(
             format!(

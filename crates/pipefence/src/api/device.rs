@@ -733,9 +733,9 @@ impl Device {
         match self.shared.det_host() {
             Some((s, h)) => {
                 s.schedule(&self.shared, h, HostStep::Block(Cond::Settled(h)));
-                if let Some(mut m) = self.shared.model() {
+                self.shared.with_model(|m| {
                     m.host_wait_idle();
-                }
+                });
             }
             None => {
                 let _ = self.wait_idle(timeout);
@@ -751,9 +751,9 @@ impl Device {
         if let Some(w) = self.shared.det_block(Cond::Idle) {
             return match w {
                 Wake::Ok => {
-                    if let Some(mut m) = self.shared.model() {
+                    self.shared.with_model(|m| {
                         m.host_wait_idle();
-                    }
+                    });
                     Ok(())
                 }
                 Wake::Removed => Err(self.shared.removed_error("wait_idle")),
@@ -766,9 +766,9 @@ impl Device {
         for q in self.shared.live_queues() {
             Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
         }
-        if let Some(mut m) = self.shared.model() {
+        self.shared.with_model(|m| {
             m.host_wait_idle();
-        }
+        });
         // A traced run's events are all with the sink once the device is idle.
         self.shared.flush_trace();
         self.shared.check_live(|| "wait_idle".to_string())
@@ -1002,10 +1002,10 @@ impl Device {
     /// value (hazard analysis, D5).
     fn acquire_reached(&self, pairs: &[(Arc<FenceCore>, u64)]) {
         self.shared.with_model(|m| {
-            let reached: Vec<usize> = pairs
+            let reached: Vec<&FenceCore> = pairs
                 .iter()
                 .filter(|(f, v)| f.completed_value() >= *v)
-                .map(|(f, _)| Arc::as_ptr(f) as usize)
+                .map(|(f, _)| &**f)
                 .collect();
             m.host_acquire_fences(&reached);
         });

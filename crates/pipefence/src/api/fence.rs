@@ -93,9 +93,9 @@ impl Fence {
         let writer = Writer::Host {
             host: crate::host::current_id(),
         };
-        if let Some(mut m) = self.inner.device.model() {
-            m.host_signal(Arc::as_ptr(&self.inner.core) as usize);
-        }
+        self.inner.device.with_model(|m| {
+            m.host_signal(&self.inner.core);
+        });
         if self.inner.core.signal(value, writer, now) {
             Ok(())
         } else {
@@ -186,7 +186,7 @@ impl Fence {
         let core = &self.inner.core;
         self.inner
             .device
-            .with_model(|m| m.host_acquire_fences(&[Arc::as_ptr(core) as usize]));
+            .with_model(|m| m.host_acquire_fences(&[&**core]));
     }
 
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {

@@ -117,10 +117,10 @@ impl Queue {
         let seq = {
             let mut e = lock(&self.shared.engine);
             let seq = e.submitted();
-            if let Some(mut m) = dev.model() {
+            dev.with_model(|m| {
                 // Host actions release everything their thread did before them (D5).
                 m.host_submit(self.shared.id, seq);
-            }
+            });
             e.submit(s)
         };
         if let Some(l) = label {

@@ -934,7 +934,7 @@ impl Engine {
                 }
                 self.hook(ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
-                    m.queue_wait_acquire(self.queue_id, Arc::as_ptr(fence) as usize, self.pushed);
+                    m.queue_wait_acquire(self.queue_id, fence, self.pushed);
                 });
                 self.pfp_blocked = None;
                 self.ring.pop_front();
@@ -1541,7 +1541,7 @@ impl Engine {
             }
             RetireOp::Signal { fence, value } => {
                 self.hook(ctx, |m| {
-                    m.signal(self.queue_id, Arc::as_ptr(&fence) as usize);
+                    m.signal(self.queue_id, &fence);
                 });
                 let w = r.site.writer(self.queue_id);
                 let now = ctx.now_ns();

@@ -23,6 +23,7 @@ pub use report::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, Memo
 use crate::api::DeviceShared;
 use crate::command::{Flush, Width};
 use crate::engine::Site;
+use crate::sync::FenceCore;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, VecDeque};
@@ -278,6 +279,12 @@ struct PfpRace {
 }
 
 impl QState {
+    /// The PFP acquires `c`; the ME joins it when it reaches packet `pushed` (queue order).
+    fn pfp_acquire(&mut self, c: &Vc, pushed: u64) {
+        self.p.join(c);
+        self.pending.push_back((pushed, self.p.clone()));
+    }
+
     /// Advances the ME's own epoch in its order and release clocks.
     fn tick_me(&mut self, me: u32) {
         let v = self.o.get(me) + 1;
@@ -305,8 +312,9 @@ struct QState {
     pfp_races: Vec<PfpRace>,
     /// The PFP epoch of the indirect-argument read of packet `.0`.
     pfp_reads: VecDeque<(u64, u32)>,
-    /// ME waits satisfied while PFP races are pending: (packet, access, acquired).
-    me_waits: Vec<(u64, AccId, Arc<Vc>)>,
+    /// ME waits satisfied while PFP races are pending: (access, what it acquired). All of them
+    /// precede the packets the ME has not reached.
+    me_waits: Vec<(AccId, Arc<Vc>)>,
     /// Bumped by each invalidate of this engine's read cache (older task reads no longer
     /// count for stale-cache reports).
     inval: u32,
@@ -380,6 +388,31 @@ fn one_site(site: Site) -> Site {
     } else {
         site
     }
+}
+
+/// A host thread with clock `h` (its own component `c`) making access `acc`.
+fn host_actor(h: &Vc, c: u32, acc: AccId) -> Actor<'_> {
+    Actor {
+        clock: h,
+        me: Epoch {
+            comp: c,
+            v: h.get(c),
+        },
+        alt: None,
+        acc,
+        queue: None,
+        task: false,
+    }
+}
+
+/// A fence's key in the model (its address; the model outlives no fence it acts on).
+fn fence_key(f: &FenceCore) -> usize {
+    std::ptr::from_ref(f) as usize
+}
+
+/// Whether a flush set drops the engine's read cache (either invalidate flag; section 3).
+fn invalidates(flush: Flush) -> bool {
+    flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE)
 }
 
 /// A byte range `[start, end)`.
@@ -807,44 +840,64 @@ impl Model {
     pub(crate) fn submission_start(&mut self, queue: u32, seq: u64, pushed: u64) {
         let s = self.q(queue);
         if let Some(h) = s.subs.remove(&seq) {
-            s.p.join(&h);
-            let p = s.p.clone();
-            s.pending.push_back((pushed, p));
+            s.pfp_acquire(&h, pushed);
         }
     }
 
     /// A Q7 boundary: the previous call's tasks join the ME's order clock; the PFP joins it.
     /// Strict: their writes become CP-visible and the engine's read cache is dropped.
     pub(crate) fn q7_boundary(&mut self, queue: u32) {
+        self.tasks_done(queue, false);
+        if let Some(v) = self.vis.as_mut() {
+            v.mark_cp_visible(queue);
+        }
+        self.invalidate(queue);
+    }
+
+    /// Every task launched on `queue` so far has finished and the PFP was held (a flush or a
+    /// Q7 boundary): the tasks join the ME's order clock and the PFP joins it; their reads join
+    /// the release clock, their writes too with `writeback`. Returns the task counts.
+    fn tasks_done(&mut self, queue: u32, writeback: bool) -> (u32, u32) {
         let tc = self.task_comps(queue);
         let s = self.q(queue);
         let (d, c) = (s.disp, s.copy);
         tc.raise(&mut s.o, d, c, true);
-        // The tasks are complete: their reads are over for every later release.
-        tc.raise(&mut s.r, d, c, false);
+        tc.raise(&mut s.r, d, c, writeback);
         let o = s.o.clone();
         s.p.join(&o);
         s.tasks.clear();
-        s.inval += 1;
+        (d, c)
+    }
+
+    /// Drops `queue`'s engine read cache: older task reads no longer count for stale-cache.
+    fn invalidate(&mut self, queue: u32) {
+        self.q(queue).inval += 1;
         if let Some(v) = self.vis.as_mut() {
-            v.mark_cp_visible(queue);
             v.invalidate(queue);
         }
     }
 
+    /// Pops the release clock of the retiring bottom-of-pipe write or signal; with a
+    /// write-back it joins the release clock and (strict) writes the tasks' data back first.
+    /// Returns the clock and whether it wrote back.
+    fn retired(&mut self, queue: u32) -> (Vc, bool) {
+        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
+        if let Some((d, c)) = upto {
+            self.q(queue).r.join(&clock);
+            if let Some(v) = self.vis.as_mut() {
+                v.write_back_tasks(queue, d, c);
+            }
+        }
+        (clock, upto.is_some())
+    }
+
     /// A queue wait is satisfied at the PFP.
-    pub(crate) fn queue_wait_acquire(&mut self, queue: u32, fence: usize, pushed: u64) {
-        let f = self.fences.get(&fence).cloned();
-        let s = self.q(queue);
+    pub(crate) fn queue_wait_acquire(&mut self, queue: u32, fence: &FenceCore, pushed: u64) {
+        let f = self.fences.get(&fence_key(fence)).cloned();
         if let Some(f) = f {
-            s.p.join(&f);
-            let p = s.p.clone();
-            s.pending.push_back((pushed, p));
+            self.q(queue).pfp_acquire(&f, pushed);
         }
-        s.inval += 1;
-        if let Some(v) = self.vis.as_mut() {
-            v.invalidate(queue);
-        }
+        self.invalidate(queue);
     }
 
     /// A memory-value wait is satisfied (on the PFP when `pfp`, else on the ME).
@@ -891,15 +944,13 @@ impl Model {
         let acquired = self.wait_read(&x, span_of(address, width));
         let s = self.q(queue);
         if pfp {
-            s.p.join(&acquired);
-            let p = s.p.clone();
-            s.pending.push_back((pushed, p));
+            s.pfp_acquire(&acquired, pushed);
         } else {
             s.o.join(&acquired);
             s.r.join(&acquired);
             if !s.pfp_races.is_empty() {
                 // The ME is at the packet after the last one it popped.
-                s.me_waits.push((0, acc, Arc::new(acquired)));
+                s.me_waits.push((acc, Arc::new(acquired)));
             }
         }
     }
@@ -948,8 +999,8 @@ impl Model {
             for r in due {
                 let wait = waits
                     .iter()
-                    .find(|(_, _, c)| r.writer_ep.v <= c.get(r.writer_ep.comp))
-                    .map(|w| w.1);
+                    .find(|(_, c)| r.writer_ep.v <= c.get(r.writer_ep.comp))
+                    .map(|w| w.0);
                 let (kind, m) = match wait {
                     Some(w) => (
                         HazardKind::PfpReadBeforeWait,
@@ -1002,19 +1053,9 @@ impl Model {
         width: Width,
         flush: Flush,
     ) {
-        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
-        if let Some((d, c)) = upto {
-            let s = self.q(queue);
-            s.r.join(&clock);
-            if let Some(v) = self.vis.as_mut() {
-                v.write_back_tasks(queue, d, c);
-            }
-        }
-        if flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE) {
-            self.q(queue).inval += 1;
-            if let Some(v) = self.vis.as_mut() {
-                v.invalidate(queue);
-            }
+        let (clock, writeback) = self.retired(queue);
+        if invalidates(flush) {
+            self.invalidate(queue);
         }
         let volatile = flush.contains(Flush::L1_VOLATILE) || flush.contains(Flush::L2_VOLATILE);
         self.value_write_at(
@@ -1025,7 +1066,7 @@ impl Model {
             width,
             Arc::new(clock),
             RelKind::Bop {
-                writeback: upto.is_some(),
+                writeback,
                 volatile,
             },
         );
@@ -1082,45 +1123,25 @@ impl Model {
     }
 
     /// A queue signal retires: the fence's release clock is everything before it.
-    pub(crate) fn signal(&mut self, queue: u32, fence: usize) {
-        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
-        if let Some((d, c)) = upto {
-            self.q(queue).r.join(&clock);
-            if let Some(v) = self.vis.as_mut() {
-                v.write_back_tasks(queue, d, c);
-            }
-        }
+    pub(crate) fn signal(&mut self, queue: u32, fence: &FenceCore) {
+        let (clock, _) = self.retired(queue);
         let me_c = self.comp(Comp::Me(queue));
-        let s = self.q(queue);
-        let v = s.o.get(me_c) + 1;
-        s.o.raise(me_c, v);
-        s.r.raise(me_c, v);
-        self.fences.insert(fence, Arc::new(clock));
+        self.q(queue).tick_me(me_c);
+        self.fences.insert(fence_key(fence), Arc::new(clock));
     }
 
     /// A `flush_pipeline` completes on the ME.
     pub(crate) fn flush_done(&mut self, queue: u32, flush: Flush) {
-        let tc = self.task_comps(queue);
-        let s = self.q(queue);
-        let (d, c) = (s.disp, s.copy);
-        tc.raise(&mut s.o, d, c, true);
-        let o = s.o.clone();
-        s.p.join(&o);
-        s.tasks.clear();
         let wb = flush.contains(Flush::L2_WRITEBACK);
-        tc.raise(&mut s.r, d, c, wb);
-        let inval = flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE);
-        if inval {
-            s.inval += 1;
-        }
+        let (d, c) = self.tasks_done(queue, wb);
         if let Some(v) = self.vis.as_mut() {
             if wb {
                 v.write_back_tasks(queue, d, c);
             }
             v.mark_cp_visible(queue);
-            if inval {
-                v.invalidate(queue);
-            }
+        }
+        if invalidates(flush) {
+            self.invalidate(queue);
         }
     }
 
@@ -1331,8 +1352,11 @@ impl Model {
     // ----------------------------------------------------------------------------------------
     // Host hooks
 
-    fn host_acc(&mut self, id: u64, op: &'static str, kind: AccessKind) -> AccId {
-        self.acc(AccRec {
+    /// The calling host thread's access `op`: its id, clock component, clock (a copy) and
+    /// access record.
+    fn host_access(&mut self, op: &'static str, kind: AccessKind) -> (u64, u32, Vc, AccId) {
+        let (id, c) = self.host_clock();
+        let acc = self.acc(AccRec {
             agent: AgentRec::Host {
                 id,
                 line: source_line(),
@@ -1340,7 +1364,9 @@ impl Model {
             op,
             kernel: None,
             kind,
-        })
+        });
+        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        (id, c, h, acc)
     }
 
     /// The host submits `seq` to `queue`: the submission carries the host's clock.
@@ -1352,19 +1378,19 @@ impl Model {
     }
 
     /// The host signals a fence.
-    pub(crate) fn host_signal(&mut self, fence: usize) {
+    pub(crate) fn host_signal(&mut self, fence: &FenceCore) {
         let (id, c) = self.host_clock();
         let h = self.hosts.get(&id).cloned().unwrap_or_default();
-        self.fences.insert(fence, Arc::new(h));
+        self.fences.insert(fence_key(fence), Arc::new(h));
         self.tick_host(id, c);
     }
 
     /// A host wait on fences was satisfied: it acquires their release clocks.
-    pub(crate) fn host_acquire_fences(&mut self, fences: &[usize]) {
+    pub(crate) fn host_acquire_fences(&mut self, fences: &[&FenceCore]) {
         let (id, _) = self.host_clock();
         let mut acquired = Vc::default();
         for f in fences {
-            if let Some(c) = self.fences.get(f) {
+            if let Some(c) = self.fences.get(&fence_key(f)) {
                 acquired.join(c);
             }
         }
@@ -1375,21 +1401,9 @@ impl Model {
 
     /// A host value write (`Buffer::write_*`).
     pub(crate) fn host_write(&mut self, op: &'static str, address: u64, width: Width) {
-        let (id, c) = self.host_clock();
-        let acc = self.host_acc(id, op, AccessKind::ValueWrite);
-        let h = self.hosts.get(&id).cloned().unwrap_or_default();
+        let (id, c, h, acc) = self.host_access(op, AccessKind::ValueWrite);
         let rel = Arc::new(h.clone());
-        let x = Actor {
-            alt: None,
-            clock: &h,
-            me: Epoch {
-                comp: c,
-                v: h.get(c),
-            },
-            acc,
-            queue: None,
-            task: false,
-        };
+        let x = host_actor(&h, c, acc);
         self.write(
             &x,
             span_of(address, width),
@@ -1402,40 +1416,16 @@ impl Model {
 
     /// A host data read (`Buffer::read_*`).
     pub(crate) fn host_read(&mut self, op: &'static str, address: u64, width: Width) {
-        let (id, c) = self.host_clock();
-        let acc = self.host_acc(id, op, AccessKind::Read);
-        let h = self.hosts.get(&id).cloned().unwrap_or_default();
-        let x = Actor {
-            alt: None,
-            clock: &h,
-            me: Epoch {
-                comp: c,
-                v: h.get(c),
-            },
-            acc,
-            queue: None,
-            task: false,
-        };
+        let (_, c, h, acc) = self.host_access(op, AccessKind::Read);
+        let x = host_actor(&h, c, acc);
         let (lo, hi) = span_of(address, width);
         self.data_read(&x, lo, hi);
     }
 
     /// A host memory-value wait (`Buffer::wait_*`, `cpu-poll`) was satisfied.
     pub(crate) fn host_wait(&mut self, op: &'static str, address: u64, width: Width) {
-        let (id, c) = self.host_clock();
-        let acc = self.host_acc(id, op, AccessKind::Wait);
-        let h = self.hosts.get(&id).cloned().unwrap_or_default();
-        let x = Actor {
-            alt: None,
-            clock: &h,
-            me: Epoch {
-                comp: c,
-                v: h.get(c),
-            },
-            acc,
-            queue: None,
-            task: false,
-        };
+        let (id, c, h, acc) = self.host_access(op, AccessKind::Wait);
+        let x = host_actor(&h, c, acc);
         let acquired = self.wait_read(&x, span_of(address, width));
         if let Some(h) = self.hosts.get_mut(&id) {
             h.join(&acquired);

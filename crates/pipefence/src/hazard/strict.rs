@@ -42,6 +42,13 @@ impl DirtyLine {
         }
     }
 
+    /// Writes back every dirty word of the line (it is being dropped).
+    fn write_back_all(mut self) {
+        for i in 0..LINE_WORDS {
+            self.write_back(i);
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.words.iter().all(Option::is_none)
     }
@@ -158,10 +165,8 @@ impl Visibility {
     /// Writes back every engine's dirty words (`wait_idle`).
     pub(crate) fn write_back_all(&mut self) {
         for e in self.engines.values_mut() {
-            for (_, mut l) in e.dirty.drain() {
-                for i in 0..LINE_WORDS {
-                    l.write_back(i);
-                }
+            for (_, l) in e.dirty.drain() {
+                l.write_back_all();
             }
         }
     }
@@ -180,10 +185,8 @@ impl Visibility {
         let first = (r % lines.len() as u64) as usize;
         let run = 1usize << ((r >> 32) % 7);
         for line in lines.iter().skip(first).take(run) {
-            if let Some(mut l) = e.dirty.remove(line) {
-                for i in 0..LINE_WORDS {
-                    l.write_back(i);
-                }
+            if let Some(l) = e.dirty.remove(line) {
+                l.write_back_all();
             }
         }
         self.early_writebacks += 1;
