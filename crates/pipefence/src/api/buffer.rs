@@ -56,12 +56,13 @@ struct BufferHandle {
 
 impl Drop for BufferHandle {
     fn drop(&mut self) {
-        self.device.memory.unmap(self.core.base);
+        self.device.release_buffer(self.core.base);
     }
 }
 
-/// A buffer of device memory (`ID3D12Resource`). Cloning gives another handle; the buffer is
-/// unmapped when the last handle is dropped (later GPU accesses to it fault, M3).
+/// A buffer of device memory (`ID3D12Resource`). Cloning gives another handle; when the last
+/// handle is dropped the buffer is unmapped once the work submitted before that has completed
+/// (Q8: submitted work keeps the buffers it uses alive); later GPU accesses to it fault (M3).
 #[doc(alias = "ID3D12Resource")]
 #[derive(Debug, Clone)]
 pub struct Buffer {

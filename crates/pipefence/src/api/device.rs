@@ -137,6 +137,16 @@ pub(crate) struct DeviceShared {
     pub(crate) id: u64,
     shutdown: AtomicBool,
     pub(crate) queues: Mutex<Vec<Weak<QueueShared>>>,
+    /// Deterministic driver: the queues, kept alive while the device is (Q8: dropping a
+    /// `Queue` handle never discards submitted work; on the threaded driver the engine thread
+    /// keeps its queue). Emptied when the last `Device` handle is dropped.
+    kept_queues: Mutex<Vec<Arc<QueueShared>>>,
+    /// Threaded driver: engine threads still running (the worker pool outlives them, Q8).
+    pub(crate) engines_running: AtomicUsize,
+    /// Buffers whose last handle was dropped while work submitted earlier was still pending
+    /// (Q8): the base, and per busy queue the submissions that must complete first.
+    deferred_unmaps: Mutex<Vec<(u64, Vec<(Arc<FenceCore>, u64)>)>>,
+    deferred_count: AtomicUsize,
     pool: OnceLock<Arc<Pool>>,
     write_seq: AtomicU64,
     next_list: AtomicUsize,
@@ -477,14 +487,83 @@ impl DeviceShared {
             .map(|(s, h)| s.schedule(self, h, HostStep::Block(cond)))
     }
 
-    /// Wakes every engine and worker so they notice removal or shutdown and exit.
+    /// Wakes every engine and worker so they notice removal or shutdown. At removal they
+    /// exit and queued dispatches are dropped; at shutdown (the last `Device` handle gone) an
+    /// engine exits once its submitted work is done, and the workers once every engine has
+    /// (Q8).
     fn stop_threads(&self) {
         for q in self.live_queues() {
             q.waker.wake();
         }
         if let Some(p) = self.pool.get() {
-            p.clear();
+            if self.is_removed() {
+                p.clear();
+            }
             p.wake_all();
+        }
+    }
+
+    /// The application dropped the last handle of the buffer at `base` (Q8): it stays mapped
+    /// until every submission made before now has completed (submitted work keeps the buffers
+    /// it uses alive); with no work pending it is unmapped at once. Later GPU accesses fault (M3).
+    pub(crate) fn release_buffer(&self, base: u64) {
+        let busy: Vec<(Arc<FenceCore>, u64)> = if self.is_removed() {
+            Vec::new()
+        } else {
+            self.live_queues()
+                .iter()
+                .filter_map(|q| {
+                    let n = lock(&q.engine).submitted();
+                    (q.progress.completed_value() < n).then(|| (q.progress.clone(), n))
+                })
+                .collect()
+        };
+        if busy.is_empty() {
+            self.memory.unmap(base);
+            return;
+        }
+        lock(&self.deferred_unmaps).push((base, busy));
+        self.deferred_count.fetch_add(1, Ordering::AcqRel);
+        // The work may have completed meanwhile.
+        self.reap_unmaps();
+    }
+
+    /// Unmaps the released buffers whose earlier work has completed (called by the drivers
+    /// after engine progress, with no engine lock held).
+    #[inline]
+    pub(crate) fn reap_unmaps(&self) {
+        if self.deferred_count.load(Ordering::Acquire) > 0 {
+            self.reap_unmaps_slow();
+        }
+    }
+
+    #[cold]
+    fn reap_unmaps_slow(&self) {
+        let done: Vec<u64> = {
+            let mut d = lock(&self.deferred_unmaps);
+            let removed = self.is_removed();
+            let mut done = Vec::new();
+            d.retain(|(base, waits)| {
+                let ready = removed || waits.iter().all(|(p, n)| p.completed_value() >= *n);
+                if ready {
+                    done.push(*base);
+                }
+                !ready
+            });
+            self.deferred_count.store(d.len(), Ordering::Release);
+            done
+        };
+        for base in done {
+            self.memory.unmap(base);
+        }
+    }
+
+    /// An engine thread ended: the last one lets the workers end too (after shutdown).
+    pub(crate) fn engine_exited(&self) {
+        if self.engines_running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(p) = self.pool.get() {
+                p.wake_all();
+            }
         }
     }
 }
@@ -496,10 +575,23 @@ struct DeviceOwner {
 }
 
 impl Drop for DeviceOwner {
+    /// Q8: submitted work is not discarded. The threaded driver's engines run it to completion
+    /// (or until removal) and then end. On the deterministic driver work only runs at host
+    /// scheduling points, so the dropping host thread runs what can still run now; what is
+    /// left waiting then (on a fence the application still holds, say) is dropped with it.
     fn drop(&mut self) {
-        crate::driver::deterministic::unregister_current(self.shared.id);
-        self.shared.shutdown.store(true, Ordering::Release);
-        self.shared.stop_threads();
+        let sh = &self.shared;
+        if let Some((s, h)) = sh.det_host() {
+            if !sh.is_removed() {
+                s.drain(sh, h);
+            }
+        }
+        crate::driver::deterministic::unregister_current(sh.id);
+        sh.shutdown.store(true, Ordering::Release);
+        sh.stop_threads();
+        // Break the device -> queue -> device cycle.
+        let kept = std::mem::take(&mut *lock(&sh.kept_queues));
+        drop(kept);
     }
 }
 
@@ -598,6 +690,10 @@ impl Device {
             id,
             shutdown: AtomicBool::new(false),
             queues: Mutex::new(Vec::new()),
+            kept_queues: Mutex::new(Vec::new()),
+            engines_running: AtomicUsize::new(0),
+            deferred_unmaps: Mutex::new(Vec::new()),
+            deferred_count: AtomicUsize::new(0),
             pool: OnceLock::new(),
             write_seq: AtomicU64::new(0),
             next_list: AtomicUsize::new(0),
@@ -657,7 +753,9 @@ impl Device {
             busy_ns: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
         });
-        if sh.sched.is_none() {
+        if sh.sched.is_some() {
+            lock(&sh.kept_queues).push(q.clone());
+        } else {
             spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
                 Error::OutOfMemory(format!(
                     "create_queue `{name}`: cannot start its engine thread: {e}"

@@ -1,4 +1,5 @@
-//! Fences (F1-F10): `ID3D12Fence` with CPU signals, events, blocking and async waits.
+//! Fences (F1-F11 of `docs/semantics.md`): `ID3D12Fence` with CPU signals, events, blocking
+//! and async waits, and the release of waiters when the application drops its last handle.
 
 use super::device::{wake_outcome, DeviceShared};
 use crate::driver::deterministic::Cond;
@@ -19,11 +20,29 @@ struct FenceInner {
     id: u32,
 }
 
+impl Drop for FenceInner {
+    /// The application's last handle is gone (F11): every waiter still registered is released
+    /// as if the fence reached `u64::MAX`; queue signals still pending to it are discarded.
+    fn drop(&mut self) {
+        self.core.release();
+        // Engines whose queue wait this satisfied were woken by their tickets.
+    }
+}
+
 /// A 64-bit GPU/CPU synchronization value (`ID3D12Fence`). Cloning gives another handle to
 /// the same fence.
 ///
 /// Last write wins (F2): a signal sets the value and may lower it. Waits are satisfied when the
 /// value is `>=` their target (F5); events fire on crossing (F6).
+///
+/// **Handles and release (F11).** Every `Fence` value is a handle, clones included, wherever it
+/// lives (another host thread's clone counts). When the application drops the last one, every
+/// waiter still registered on the fence is released as if it reached `u64::MAX`: events fire,
+/// [`wait_async`](Self::wait_async) futures return `Ok`, and queue waits on it are satisfied;
+/// queue signals still pending to it are discarded when they retire; the device is not
+/// removed. What is not a handle: the references that submitted work holds (a queue's pending
+/// `wait` or `signal`), futures from `wait_async`, and event registrations. A blocking
+/// [`wait`](Self::wait) borrows a handle, so it never sees its own fence released.
 ///
 /// ```
 /// use pipefence::{Device, DeviceDesc};
@@ -93,10 +112,11 @@ impl Fence {
         let writer = Writer::Host {
             host: crate::host::current_id(),
         };
+        let mut release = None;
         self.inner.device.with_model(|m| {
-            m.host_signal(&self.inner.core);
+            release = Some(m.host_signal(&self.inner.core));
         });
-        if self.inner.core.signal(value, writer, now) {
+        if self.inner.core.signal_with(value, writer, now, release) {
             Ok(())
         } else {
             Err(self
@@ -113,7 +133,8 @@ impl Fence {
     pub fn set_event_on_completion(&self, value: u64, event: Option<&Event>) -> Result<()> {
         match event {
             Some(e) => {
-                let _ = self.inner.core.register(value, e.notifier());
+                // F6: the same event registered twice for one value is set once.
+                let _ = self.inner.core.register_once(value, e.notifier());
             }
             None => {
                 if self
@@ -175,7 +196,9 @@ impl Fence {
     /// thread (no polling thread) and yields `Err(DeviceRemoved)` if the device is removed.
     pub fn wait_async(&self, value: u64) -> FenceWait {
         FenceWait {
-            fence: self.clone(),
+            core: self.inner.core.clone(),
+            device: self.inner.device.clone(),
+            name: self.inner.name.clone(),
             value,
             fut: FenceWaitFuture::new(self.inner.core.clone(), value),
         }
@@ -190,29 +213,18 @@ impl Fence {
     }
 
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
-        match o {
-            WaitOutcome::Reached => {
-                self.acquire();
-                Ok(())
-            }
-            WaitOutcome::Removed => Err(self
-                .inner
-                .device
-                .removed_error(format!("fence `{}`: wait for {value}", self.inner.name))),
-            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
-                "fence `{}`: wait for {value} after {:?} (completed value {})",
-                self.inner.name,
-                timeout.unwrap_or_default(),
-                self.completed_value()
-            ))),
-        }
+        let i = &self.inner;
+        fence_outcome(&i.device, &i.core, &i.name, value, o, timeout)
     }
 }
 
-/// The future of [`Fence::wait_async`].
+/// The future of [`Fence::wait_async`]. It is not a handle of the fence (F11): if the
+/// application drops the fence's last handle first, it completes with `Ok`.
 #[must_use = "futures do nothing unless awaited"]
 pub struct FenceWait {
-    fence: Fence,
+    core: Arc<FenceCore>,
+    device: Arc<DeviceShared>,
+    name: String,
     value: u64,
     fut: FenceWaitFuture,
 }
@@ -220,7 +232,7 @@ pub struct FenceWait {
 impl std::fmt::Debug for FenceWait {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FenceWait")
-            .field("fence", &self.fence.name())
+            .field("fence", &self.name)
             .field("value", &self.value)
             .finish()
     }
@@ -233,7 +245,40 @@ impl Future for FenceWait {
         let this = &mut *self;
         match Pin::new(&mut this.fut).poll(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(o) => Poll::Ready(this.fence.outcome(this.value, o, None)),
+            Poll::Ready(o) => Poll::Ready(fence_outcome(
+                &this.device,
+                &this.core,
+                &this.name,
+                this.value,
+                o,
+                None,
+            )),
         }
+    }
+}
+
+/// The result of a CPU wait on `core` for `value` that ended with `o`.
+fn fence_outcome(
+    device: &DeviceShared,
+    core: &Arc<FenceCore>,
+    name: &str,
+    value: u64,
+    o: WaitOutcome,
+    timeout: Option<Duration>,
+) -> Result<()> {
+    match o {
+        WaitOutcome::Reached => {
+            // The calling host thread acquires the fence's last release (hazard analysis, D5).
+            device.with_model(|m| m.host_acquire_fences(&[&**core]));
+            Ok(())
+        }
+        WaitOutcome::Removed => {
+            Err(device.removed_error(format!("fence `{name}`: wait for {value}")))
+        }
+        WaitOutcome::TimedOut => Err(Error::Timeout(format!(
+            "fence `{name}`: wait for {value} after {:?} (completed value {})",
+            timeout.unwrap_or_default(),
+            core.completed_value()
+        ))),
     }
 }

@@ -9,7 +9,7 @@ use crate::driver::deterministic::Cond;
 use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Result};
 use crate::sync::shim::{lock, AtomicU64, Mutex, Ordering};
-use crate::sync::{FenceCore, WaitOutcome};
+use crate::sync::{FenceCore, Ticket, WaitOutcome};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -97,10 +97,17 @@ impl Queue {
         &self.device
     }
 
-    fn submit(&self, what: impl FnOnce() -> String, s: Submission) -> Result<u64> {
+    /// Submits what `make` builds, after this host action's scheduling point (so a queue wait's
+    /// ticket is issued by the action itself, D4).
+    fn submit(
+        &self,
+        what: impl FnOnce() -> String,
+        make: impl FnOnce() -> Submission,
+    ) -> Result<u64> {
         let dev = &self.shared.device;
         dev.yield_point();
         dev.check_live(what)?;
+        let s = make();
         let label = dev.trace_sink().map(|_| match &s {
             Submission::Execute(l) => format!(
                 "execute {}: {}",
@@ -173,7 +180,7 @@ impl Queue {
         }
         self.submit(
             || format!("queue `{}`: execute_command_lists", self.shared.name),
-            Submission::Execute(closed),
+            || Submission::Execute(closed),
         )
     }
 
@@ -202,15 +209,19 @@ impl Queue {
                     fence.name()
                 )
             },
-            Submission::Signal {
+            || Submission::Signal {
                 fence: fence.core(),
                 value,
             },
         )
     }
 
-    /// Queue-side `Wait` (Q3): nothing after it is fetched or executed until the fence reaches
-    /// `value`. Wait-before-signal is legal. Returns the submission's sequence number.
+    /// Queue-side `Wait` (Q3): nothing after it is fetched or executed until the wait's ticket is
+    /// satisfied (F5): from this call on, the first signal (CPU or GPU) that makes the fence
+    /// `>= value` satisfies it for good, even while the wait is still queued behind other work
+    /// and even if the value is lowered again before the queue gets there. A value already
+    /// reached satisfies it at once. Wait-before-signal is legal. Returns the submission's
+    /// sequence number.
     #[doc(alias = "Wait")]
     pub fn wait(&self, fence: &Fence, value: u64) -> Result<u64> {
         self.check_fence("wait", fence)?;
@@ -222,10 +233,14 @@ impl Queue {
                     fence.name()
                 )
             },
-            Submission::Wait {
-                fence: fence.core(),
-                fence_id: fence.id(),
-                value,
+            || {
+                let core = fence.core();
+                Submission::Wait {
+                    ticket: Ticket::issue(core.clone(), value, self.shared.waker.clone()),
+                    fence: core,
+                    fence_id: fence.id(),
+                    value,
+                }
             },
         )
     }

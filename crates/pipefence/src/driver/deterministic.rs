@@ -29,7 +29,7 @@ use crate::memory::BufferCore;
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
 };
-use crate::sync::FenceCore;
+use crate::sync::{FenceCore, Notify, Ticket};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -80,10 +80,14 @@ impl Clock for VirtualClock {
 /// What a blocked host thread waits for.
 #[derive(Debug, Clone)]
 pub(crate) enum Cond {
-    /// A fence reaching a value.
+    /// A fence reaching a value (latched when the host blocks: see [`Cond::latched`]).
     Fence(Arc<FenceCore>, u64),
     /// Several fences (all or any).
     Multi(Vec<(Arc<FenceCore>, u64)>, bool),
+    /// Fence waits as the scheduler keeps them: one ticket per fence, registered by the
+    /// blocking action itself, so every crossing after the wait began satisfies it even if the
+    /// value is lowered before the host is picked again (F5, F6); `true` for ANY.
+    Tickets(Vec<Arc<Ticket>>, bool),
     /// A memory-value condition.
     Memory {
         buffer: Arc<BufferCore>,
@@ -216,6 +220,9 @@ struct State {
     copy_ready: BTreeMap<u32, u64>,
     disabled: BTreeSet<Actor>,
     steps: u64,
+    /// The last `Device` handle is being dropped (Q8): run what can run; when nothing can,
+    /// engine work left is not a hang (it is dropped with the device).
+    draining: bool,
     /// Trace events waiting to be handed to the sink once the lock is released.
     trace: Vec<crate::trace::TraceEvent>,
 }
@@ -255,6 +262,27 @@ pub(crate) fn unregister_current(device_id: u64) {
     REGISTERED.with(|r| r.borrow_mut().retain(|(d, _)| *d != device_id));
 }
 
+/// Wakes nothing: the scheduler reads a host wait's tickets when it collects enabled actions.
+struct NoWake;
+
+impl Notify for NoWake {
+    fn notify(&self) {}
+}
+
+impl Cond {
+    /// Fence conditions become tickets, issued now (by the blocking host action).
+    fn latched(self) -> Cond {
+        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, Arc::new(NoWake));
+        match self {
+            Cond::Fence(f, v) => Cond::Tickets(vec![issue(f, v)], false),
+            Cond::Multi(fs, any) => {
+                Cond::Tickets(fs.into_iter().map(|(f, v)| issue(f, v)).collect(), any)
+            }
+            c => c,
+        }
+    }
+}
+
 impl Scheduler {
     /// A scheduler whose host 0 (`main`) is the calling thread, holding the turn.
     pub(crate) fn new(device_id: u64, seed: u64, strategy: Strategy) -> Self {
@@ -284,6 +312,7 @@ impl Scheduler {
                 copy_ready: BTreeMap::new(),
                 disabled: BTreeSet::new(),
                 steps: 0,
+                draining: false,
                 trace: Vec::new(),
             }),
             cv: Condvar::new(),
@@ -347,7 +376,7 @@ impl Scheduler {
         let done = matches!(y, HostStep::Done);
         st.hosts[me].state = match y {
             HostStep::Yield => HostState::Ready,
-            HostStep::Block(c) => HostState::Blocked(c),
+            HostStep::Block(c) => HostState::Blocked(c.latched()),
             HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
             HostStep::Done => HostState::Done,
         };
@@ -384,6 +413,14 @@ impl Scheduler {
         }
     }
 
+    /// Q8: the last `Device` handle is dropped by host `me`: runs every action that can still
+    /// run (other hosts' included) until every queue is idle or nothing can run.
+    pub(crate) fn drain(&self, dev: &DeviceShared, me: usize) {
+        lock(&self.st).draining = true;
+        let _ = self.schedule(dev, me, HostStep::Block(Cond::Idle));
+        lock(&self.st).draining = false;
+    }
+
     fn host_enabled(&self, dev: &DeviceShared, st: &State, h: usize) -> Option<(u64, Wake)> {
         let now = self.clock.now_ns();
         match &st.hosts[h].state {
@@ -394,6 +431,8 @@ impl Scheduler {
                     return Some((now, Wake::Removed));
                 }
                 let holds = match c {
+                    Cond::Tickets(ts, true) => ts.iter().any(|t| t.is_satisfied()),
+                    Cond::Tickets(ts, false) => ts.iter().all(|t| t.is_satisfied()),
                     Cond::Fence(f, v) => f.completed_value() >= *v,
                     Cond::Multi(fs, any) => {
                         if *any {
@@ -438,6 +477,7 @@ impl Scheduler {
     /// Collects the enabled actions, picks one, performs engine actions; returns what happened.
     fn pick(&self, dev: &DeviceShared, st: &mut MutexGuard<'_, State>) -> Pick {
         loop {
+            dev.reap_unmaps();
             let mut enabled: Vec<(Actor, u64, Wake)> = Vec::new();
             for h in 0..st.hosts.len() {
                 if let Some((ready, wake)) = self.host_enabled(dev, st, h) {
@@ -487,7 +527,7 @@ impl Scheduler {
                 }
             }
             if enabled.is_empty() {
-                if any_work && !dev.is_removed() {
+                if any_work && !dev.is_removed() && !st.draining {
                     // D6: nothing can run while an engine has work: a hang, at once.
                     dev.remove(RemovalReason::Hung);
                     continue;

@@ -3,8 +3,9 @@
 //!
 //! Engine thread loop: clear the waker, then under the engine lock step the PFP eagerly (up to
 //! the FIFO depth), the ME and the retire queue until nothing progresses; hand new dispatches to
-//! the pool; register the waker on the conditions the stages wait for (fence waiter list, address
-//! watch) and, if the registrations changed, step once more (the re-check); otherwise park.
+//! the pool; register the waker on the address a memory-value wait watches and, if the
+//! registration changed, step once more (the re-check); otherwise park. A queue wait's ticket
+//! (F5) wakes the engine itself when a signal satisfies it.
 //! Writes the device cannot observe (atomic views) are polled with a 50 µs - 4 ms backoff, only
 //! while a view exists (D8).
 
@@ -13,19 +14,27 @@ use crate::engine::kernels::run_groups;
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
-use crate::sync::{FenceCore, WatchKey};
+use crate::sync::WatchKey;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Starts the engine thread of a queue.
 pub(crate) fn spawn_engine(q: Arc<QueueShared>, thread_name: String) -> std::io::Result<()> {
-    let q2 = q.clone();
-    let handle = std::thread::Builder::new()
+    let dev = q.device.clone();
+    dev.engines_running.fetch_add(1, Ordering::AcqRel);
+    match std::thread::Builder::new()
         .name(thread_name)
-        .spawn(move || engine_main(q2))?;
-    q.waker.set_thread(handle.thread().clone());
-    Ok(())
+        .spawn(move || {
+            engine_main(&q);
+            q.device.engine_exited();
+        }) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            dev.engine_exited();
+            Err(e)
+        }
+    }
 }
 
 /// The fault's removal reason (E4, D7).
@@ -36,9 +45,11 @@ pub(crate) fn fault_reason(f: &Fault) -> RemovalReason {
     }
 }
 
+/// The address watch the engine's waker is registered on. Queue waits need no registration
+/// here: their tickets wake the engine when satisfied (F5, F9), and stay satisfied, so no
+/// re-check can lose the wake-up to a value lowered in between.
 #[derive(Default)]
 struct Registrations {
-    fence: Option<(Arc<FenceCore>, u64, u64)>,
     memory: Option<(u64, WatchKey)>,
 }
 
@@ -46,30 +57,10 @@ impl Registrations {
     /// Registers `waker` on the external conditions; returns whether anything changed.
     fn update(&mut self, q: &QueueShared, conds: &[WaitCondition]) -> bool {
         let mut changed = false;
-        let want_fence = conds.iter().find_map(|c| match c {
-            WaitCondition::Fence { fence, value, .. } => Some((fence.clone(), *value)),
-            _ => None,
-        });
         let want_mem = conds.iter().find_map(|c| match c {
             WaitCondition::Memory { address, .. } => Some(*address),
             _ => None,
         });
-        let same_fence = match (&self.fence, &want_fence) {
-            (Some((f, v, _)), Some((wf, wv))) => Arc::ptr_eq(f, wf) && v == wv,
-            (None, None) => true,
-            _ => false,
-        };
-        if !same_fence {
-            if let Some((f, v, k)) = self.fence.take() {
-                f.deregister(v, k);
-            }
-            if let Some((f, v)) = want_fence {
-                if let crate::sync::Registration::Pending(k) = f.register(v, q.waker.clone()) {
-                    self.fence = Some((f, v, k));
-                }
-            }
-            changed = true;
-        }
         let same_mem = match (&self.memory, want_mem) {
             (Some((a, _)), Some(w)) => *a & !7 == w & !7,
             (None, None) => true,
@@ -130,7 +121,9 @@ impl Watchdog {
 /// injected clock when it wakes).
 const WATCHDOG_PARK: Duration = Duration::from_millis(100);
 
-fn engine_main(q: Arc<QueueShared>) {
+fn engine_main(q: &Arc<QueueShared>) {
+    // A wake before this only sets the flag, which the loop reads before it first parks.
+    q.waker.set_thread(crate::sync::shim::current_thread());
     let dev = q.device.clone();
     let ctx = EngineCtx::new(&dev);
     let mut regs = Registrations::default();
@@ -144,7 +137,8 @@ fn engine_main(q: Arc<QueueShared>) {
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
     let fence_ns = dev.desc.fence_wait_timeout.map(|d| d.as_nanos() as u64);
     loop {
-        if dev.is_removed() || dev.is_shut_down() {
+        // Q8: after the last handle is gone the engine still runs what was submitted.
+        if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
             break;
         }
         q.waker.clear();
@@ -236,12 +230,13 @@ fn engine_main(q: Arc<QueueShared>) {
                 state_since = now;
             }
         }
+        dev.reap_unmaps();
         if !trace_events.is_empty() {
             dev.emit(&trace_events);
             dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
         }
         if !launches.is_empty() {
-            dev.pool().submit(&q, launches);
+            dev.pool().submit(q, launches);
         }
         if let Some(f) = fault {
             dev.remove_with_fault(fault_reason(&f), Some((q.id, f)));
@@ -277,7 +272,7 @@ fn engine_main(q: Arc<QueueShared>) {
                 park_for = Some(park_for.map_or(memory_ns, |p| p.min(memory_ns)));
             }
         }
-        if regs.update(&q, &conds) {
+        if regs.update(q, &conds) {
             // Registered something new: re-check before sleeping.
             continue;
         }
@@ -302,7 +297,7 @@ fn engine_main(q: Arc<QueueShared>) {
             }
         }
     }
-    regs.clear(&q);
+    regs.clear(q);
 }
 
 /// One dispatch handed to the pool.
@@ -451,7 +446,11 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
             let mut jobs = lock(&pool.jobs);
             loop {
                 match dev.upgrade() {
-                    Some(d) if !d.is_removed() && !d.is_shut_down() => {}
+                    // Q8: after shutdown the workers serve the engines still running.
+                    Some(d)
+                        if !d.is_removed()
+                            && !(d.is_shut_down()
+                                && d.engines_running.load(Ordering::Acquire) == 0) => {}
                     _ => {
                         exiting = true;
                         break None;

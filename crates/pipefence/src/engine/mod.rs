@@ -31,7 +31,7 @@ use crate::command::{
     WaitEngine, Width, WriteSource,
 };
 use crate::memory::BufferCore;
-use crate::sync::{FenceCore, Writer};
+use crate::sync::{FenceCore, Ticket, Writer};
 use rustc_hash::FxHasher;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
@@ -93,6 +93,8 @@ pub(crate) enum Submission {
         fence: Arc<FenceCore>,
         fence_id: u32,
         value: u64,
+        /// Issued when `Queue::wait` was called (F5): the PFP tests it, not the value.
+        ticket: Arc<Ticket>,
     },
 }
 
@@ -560,9 +562,19 @@ impl Engine {
             let op = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
             return Some((Stage::Me, *site, op, cond));
         }
+        if self.front_ticket_satisfied() {
+            // Q3: a queue whose next wait has a satisfied ticket is not stuck (its PFP goes on
+            // at its next step).
+            return None;
+        }
         self.pfp_blocked
             .as_ref()
             .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
+    }
+
+    /// Whether the next submission is a queue wait whose ticket is satisfied (F5).
+    pub(crate) fn front_ticket_satisfied(&self) -> bool {
+        matches!(self.ring.front(), Some((_, Submission::Wait { ticket, .. })) if ticket.is_satisfied())
     }
 
     /// Trace events at removal: open busy slices and still-blocked waits, closed at `now`.
@@ -916,25 +928,30 @@ impl Engine {
                 fence,
                 fence_id,
                 value,
+                ticket,
             } => {
                 let cond = WaitCondition::Fence {
                     fence: fence.clone(),
                     fence_id: *fence_id,
                     value: *value,
                 };
-                if fence.completed_value() < *value {
+                // F5, Q3: the ticket, not the current value (it may have been lowered since
+                // the signal that satisfied the wait).
+                if !ticket.is_satisfied() {
                     if let Some(t) = self.trace.as_mut() {
                         t.blocked(true);
                     }
                     self.pfp_blocked = Some((site, "wait", cond.clone()));
                     return Step::Blocked(cond);
                 }
+                let by = ticket.satisfied_by();
                 if let Some(t) = self.trace.as_mut() {
-                    t.unblocked(ctx.device, true, &cond);
+                    t.unblocked_by(ctx.device, true, &cond, by.as_ref());
                 }
                 self.hook(ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
-                    m.queue_wait_acquire(self.queue_id, fence, self.pushed);
+                    let release = by.as_ref().and_then(|c| c.release.as_ref());
+                    m.queue_wait_acquire(self.queue_id, release, self.pushed);
                 });
                 self.pfp_blocked = None;
                 self.ring.pop_front();
@@ -1540,8 +1557,9 @@ impl Engine {
                 }
             }
             RetireOp::Signal { fence, value } => {
+                let mut release = None;
                 self.hook(ctx, |m| {
-                    m.signal(self.queue_id, &fence);
+                    release = Some(m.signal(self.queue_id, &fence));
                 });
                 let w = r.site.writer(self.queue_id);
                 let now = ctx.now_ns();
@@ -1549,7 +1567,8 @@ impl Engine {
                     t.now = now;
                     t.signalled(fence.name(), value);
                 }
-                fence.signal(value, w, now);
+                // A signal to a fence the application released is discarded (F11).
+                fence.signal_with(value, w, now, release);
                 self.finish_submission(r.site.submission);
             }
             RetireOp::SubmissionEnd => self.finish_submission(r.site.submission),

@@ -96,6 +96,18 @@ impl EngineTrace {
 
     /// A stage's wait was satisfied: a blocked slice, and an arrow from what released it.
     pub(crate) fn unblocked(&mut self, dev: &DeviceShared, pfp: bool, cond: &WaitCondition) {
+        self.unblocked_by(dev, pfp, cond, None);
+    }
+
+    /// [`unblocked`](Self::unblocked) for a queue wait whose ticket `by` satisfied (F5): the
+    /// arrow starts at that signal, not at whatever signal wrote the fence's current value.
+    pub(crate) fn unblocked_by(
+        &mut self,
+        dev: &DeviceShared,
+        pfp: bool,
+        cond: &WaitCondition,
+        by: Option<&crate::sync::Crossing>,
+    ) {
         if pfp && !self.has_pfp {
             self.close_me();
         }
@@ -109,7 +121,12 @@ impl EngineTrace {
         };
         let track = if pfp { self.pfp() } else { self.me() };
         let label = condition_label(dev, cond);
-        if let Some((from, from_ns, what)) = releaser(dev, cond) {
+        let from = match (by, cond) {
+            (Some(c), WaitCondition::Fence { fence, .. }) => writer_track(dev, c.writer)
+                .map(|t| (t, c.ns, format!("fence {} = {}", fence.name(), c.value))),
+            _ => releaser(dev, cond),
+        };
+        if let Some((from, from_ns, what)) = from {
             self.events.push(TraceEvent::Flow {
                 from,
                 from_ns,

@@ -891,9 +891,16 @@ impl Model {
         (clock, upto.is_some())
     }
 
-    /// A queue wait is satisfied at the PFP.
-    pub(crate) fn queue_wait_acquire(&mut self, queue: u32, fence: &FenceCore, pushed: u64) {
-        let f = self.fences.get(&fence_key(fence)).cloned();
+    /// A queue wait is satisfied at the PFP: it acquires `release`, the release of the signal
+    /// that satisfied its ticket (F5), not of whatever signal wrote the fence's current value.
+    /// `None` (a ticket the fence's release or the device's removal satisfied) acquires nothing.
+    pub(crate) fn queue_wait_acquire(
+        &mut self,
+        queue: u32,
+        release: Option<&crate::sync::Release>,
+        pushed: u64,
+    ) {
+        let f = release.and_then(|r| r.clone().downcast::<Vc>().ok());
         if let Some(f) = f {
             self.q(queue).pfp_acquire(&f, pushed);
         }
@@ -1122,12 +1129,15 @@ impl Model {
         s.r.raise(me_c, me.v + 1);
     }
 
-    /// A queue signal retires: the fence's release clock is everything before it.
-    pub(crate) fn signal(&mut self, queue: u32, fence: &FenceCore) {
+    /// A queue signal retires: the fence's release clock is everything before it. Returns it,
+    /// for the signal to carry to the tickets it satisfies.
+    pub(crate) fn signal(&mut self, queue: u32, fence: &FenceCore) -> crate::sync::Release {
         let (clock, _) = self.retired(queue);
         let me_c = self.comp(Comp::Me(queue));
         self.q(queue).tick_me(me_c);
-        self.fences.insert(fence_key(fence), Arc::new(clock));
+        let clock = Arc::new(clock);
+        self.fences.insert(fence_key(fence), clock.clone());
+        clock
     }
 
     /// A `flush_pipeline` completes on the ME.
@@ -1377,12 +1387,13 @@ impl Model {
         self.tick_host(id, c);
     }
 
-    /// The host signals a fence.
-    pub(crate) fn host_signal(&mut self, fence: &FenceCore) {
+    /// The host signals a fence. Returns the release clock, for the signal to carry.
+    pub(crate) fn host_signal(&mut self, fence: &FenceCore) -> crate::sync::Release {
         let (id, c) = self.host_clock();
-        let h = self.hosts.get(&id).cloned().unwrap_or_default();
-        self.fences.insert(fence_key(fence), Arc::new(h));
+        let h = Arc::new(self.hosts.get(&id).cloned().unwrap_or_default());
+        self.fences.insert(fence_key(fence), h.clone());
         self.tick_host(id, c);
+        h
     }
 
     /// A host wait on fences was satisfied: it acquires their release clocks.

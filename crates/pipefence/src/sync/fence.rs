@@ -1,18 +1,21 @@
 //! The fence core: a 64-bit value, the waiters ordered by the value they wait for, and the
-//! removal flag (F1-F10).
+//! removal and release flags (F1-F11 of `docs/semantics.md`).
 //!
-//! State (`FenceState`, behind `state`): `value`, `removed`, `waiters`, `last_writer`.
-//! `mirror` repeats `value` for lock-free reads (it becomes `u64::MAX` at removal); it is only
-//! stored with the lock held, so a reader that sees it below a target and then takes the lock
-//! reads the newest value. Transitions: a signal sets `value` and takes every waiter whose
-//! target is `<= value` (they fire after the lock is released); removal sets `removed` and takes
-//! every waiter. Both need the lock. A registration for a value already reached fires at once.
+//! State (`FenceState`, behind `state`): `value`, `removed`, `released`, `waiters`,
+//! `last_writer`, `last_release`. `mirror` repeats `value` for lock-free reads (it becomes
+//! `u64::MAX` at removal); it is only stored with the lock held, so a reader that sees it below
+//! a target and then takes the lock reads the newest value. Transitions: a signal sets `value`
+//! and takes every waiter whose target is `<= value` (they fire after the lock is released,
+//! each told which signal crossed its target); removal sets `removed` and takes every waiter;
+//! the application's release of its last handle (F11) sets `released` and takes every waiter
+//! as if the value reached `u64::MAX`, and later signals are discarded. All need the lock. A
+//! registration for a value already reached (or on a removed or released fence) fires at once.
 //!
 //! Waiters live in a [`Waiters`] set ordered by `(target, sequence)`: a signal releasing `k` of
 //! `n` waiters costs `O(k + log n)` (lowest first, nothing proportional to the waiters left
 //! behind) and a timed-out waiter removes itself in `O(log n)` (amortized).
 
-use super::notify::{spin_until, Notify, Parker};
+use super::notify::{spin_until, Crossing, Notify, Parker, Release};
 use super::shim::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -56,10 +59,39 @@ pub(crate) enum WaitOutcome {
 struct FenceState {
     value: u64,
     removed: bool,
+    /// The application dropped its last handle (F11).
+    released: bool,
     next_key: u64,
     waiters: Waiters,
     last_writer: Writer,
     last_write_ns: u64,
+    /// The release the last signal carried (hazard analysis only).
+    last_release: Option<Release>,
+}
+
+impl FenceState {
+    /// What reached a target that is already reached now.
+    fn current_crossing(&self) -> Crossing {
+        if self.released || self.removed {
+            return Crossing {
+                value: u64::MAX,
+                fence_released: self.released,
+                ..Crossing::default()
+            };
+        }
+        Crossing {
+            writer: self.last_writer,
+            ns: self.last_write_ns,
+            value: self.value,
+            release: self.last_release.clone(),
+            fence_released: false,
+        }
+    }
+
+    /// Whether a registration for `target` would fire at once.
+    fn reached(&self, target: u64) -> bool {
+        self.removed || self.released || self.value >= target
+    }
 }
 
 /// The shared state of one fence (opaque: reached through [`Fence`](crate::Fence)).
@@ -145,41 +177,96 @@ impl FenceCore {
     }
 
     /// Sets the value (F2: last write wins) and fires every waiter it satisfies. Returns
-    /// `false` (and changes nothing) if the device was removed.
+    /// `false` (and changes nothing) if the device was removed. On a released fence (F11) the
+    /// signal is discarded (and returns `true`: nothing is wrong).
     pub(crate) fn signal(&self, value: u64, writer: Writer, now_ns: u64) -> bool {
+        self.signal_with(value, writer, now_ns, None)
+    }
+
+    /// [`signal`](Self::signal) carrying a release token (the hazard model's release clock),
+    /// which the waiters it satisfies are told of.
+    pub(crate) fn signal_with(
+        &self,
+        value: u64,
+        writer: Writer,
+        now_ns: u64,
+        release: Option<Release>,
+    ) -> bool {
         let fired = {
             let mut s = lock(&self.state);
             if s.removed {
                 return false;
             }
+            if s.released {
+                return true;
+            }
             s.value = value;
             s.last_writer = writer;
             s.last_write_ns = now_ns;
+            s.last_release = release;
             self.mirror.store(value, Ordering::Release);
-            s.waiters.take_reached(value)
+            let mut fired = s.waiters.take_reached(value);
+            if fired.first.is_some() {
+                fired.crossing = Some(s.current_crossing());
+            }
+            fired
         };
         fired.fire();
         true
     }
 
     /// Registers `notify` to fire once the value is `>= target` (F6: on crossing). If it is
-    /// already reached, or the device was removed, fires it at once.
+    /// already reached, or the device was removed, or the fence released, fires it at once.
     pub(crate) fn register(&self, target: u64, notify: Arc<dyn Notify>) -> Registration {
-        {
+        self.register_inner(target, notify, false)
+    }
+
+    /// [`register`](Self::register), unless the same notifier is already pending for the same
+    /// target (F6: one event registered twice for one value is set once). Returns
+    /// `Pending` with the existing key in that case.
+    pub(crate) fn register_once(&self, target: u64, notify: Arc<dyn Notify>) -> Registration {
+        self.register_inner(target, notify, true)
+    }
+
+    fn register_inner(&self, target: u64, notify: Arc<dyn Notify>, once: bool) -> Registration {
+        let crossing = {
             let mut s = lock(&self.state);
             #[cfg(loom)]
             let skip_recheck = BREAK_REGISTER_RECHECK.with(|b| b.get());
             #[cfg(not(loom))]
             let skip_recheck = false;
-            if skip_recheck || !(s.removed || s.value >= target) {
+            if skip_recheck || !s.reached(target) {
+                if once {
+                    if let Some(key) = s.waiters.find(target, &notify) {
+                        return Registration::Pending(key);
+                    }
+                }
                 let key = s.next_key;
                 s.next_key += 1;
                 s.waiters.insert(target, key, notify);
                 return Registration::Pending(key);
             }
-        }
-        notify.notify();
+            s.current_crossing()
+        };
+        notify.crossed(&crossing);
         Registration::Fired
+    }
+
+    /// The application dropped its last handle of the fence (F11): every waiter fires as if
+    /// the value reached `u64::MAX`, later registrations fire at once, later signals are
+    /// discarded. The device is not affected. Idempotent.
+    pub(crate) fn release(&self) {
+        let (mut fired, crossing) = {
+            let mut s = lock(&self.state);
+            if s.released || s.removed {
+                return;
+            }
+            s.released = true;
+            (std::mem::take(&mut s.waiters), s.current_crossing())
+        };
+        let mut f = fired.take_reached(u64::MAX);
+        f.crossing = Some(crossing);
+        f.fire();
     }
 
     /// Removes a pending registration. Returns `true` if it was still pending (it will not
@@ -206,7 +293,9 @@ impl FenceCore {
     }
 
     /// Blocks until the value is `>= target`, the device is removed, or `deadline` passes
-    /// (`None`: no deadline). Spins briefly first when more than one CPU is available.
+    /// (`None`: no deadline). The wait registers first, so every crossing after the call
+    /// satisfies it, even one lowered again at once (F5, F6); then it spins briefly on its
+    /// registration when more than one CPU is available, then parks.
     pub(crate) fn wait_until(&self, target: u64, deadline: Option<Instant>) -> WaitOutcome {
         if let Some(o) = self.poll_outcome(target) {
             return o;
@@ -215,19 +304,12 @@ impl FenceCore {
         if immediate {
             return WaitOutcome::TimedOut;
         }
-        if spin_until(SPIN_NS, || {
-            self.is_removed() || self.mirror.load(Ordering::Acquire) >= target
-        }) {
-            if let Some(o) = self.poll_outcome(target) {
-                return o;
-            }
-        }
         let parker = Arc::new(Parker::for_current_thread());
         let key = match self.register(target, parker.clone()) {
             Registration::Fired => return self.fired_outcome(),
             Registration::Pending(k) => k,
         };
-        if parker.park(deadline) {
+        if spin_until(SPIN_NS, || parker.is_notified()) || parker.park(deadline) {
             return self.fired_outcome();
         }
         // Timed out: withdraw, unless a signal fired us in the meantime.
@@ -312,6 +394,24 @@ impl Waiters {
         } else {
             self.others.insert((target, key), notify);
         }
+    }
+
+    /// The key of a pending registration of the same notifier (same allocation) for `target`.
+    fn find(&self, target: u64, notify: &Arc<dyn Notify>) -> Option<u64> {
+        let same = |n: &Arc<dyn Notify>| std::ptr::addr_eq(Arc::as_ptr(n), Arc::as_ptr(notify));
+        if let Some(((_, k), _)) = self
+            .others
+            .range((target, 0)..=(target, u64::MAX))
+            .find(|(_, n)| same(n))
+        {
+            return Some(*k);
+        }
+        let start = self.queue.partition_point(|s| s.target < target);
+        self.queue
+            .range(start..)
+            .take_while(|s| s.target == target)
+            .find(|s| s.notify.as_ref().is_some_and(same))
+            .map(|s| s.key)
     }
 
     /// Withdraws a registration: whether it was pending, and what to drop after the lock is
@@ -402,6 +502,8 @@ struct Fired {
     rest: Vec<Arc<dyn Notify>>,
     /// A queue buffer given back by [`Waiters::shrink`] (freed outside the lock).
     buffer: VecDeque<Slot>,
+    /// What crossed their targets (`None`: a removal, they are only woken).
+    crossing: Option<Crossing>,
 }
 
 impl Fired {
@@ -416,8 +518,17 @@ impl Fired {
 
     /// Fires them, lowest target first.
     fn fire(self) {
-        for n in self.first.into_iter().chain(self.rest) {
-            n.notify();
+        match &self.crossing {
+            Some(c) => {
+                for n in self.first.into_iter().chain(self.rest) {
+                    n.crossed(c);
+                }
+            }
+            None => {
+                for n in self.first.into_iter().chain(self.rest) {
+                    n.notify();
+                }
+            }
         }
     }
 }

@@ -3,12 +3,102 @@
 //! Run with `RUSTFLAGS="--cfg loom" cargo test --release -p pipefence --lib sync::`.
 //! `loom_catches_broken_register_handshake` proves the suite can fail: with the re-check under
 //! the lock switched off, loom finds the lost wakeup (a deadlock) and the model panics.
+//! `loom_catches_queue_wait_reading_the_value` does the same for the queue wait's handshake:
+//! with the ticket's latch replaced by a re-read of the fence's value (the behaviour before
+//! tickets), a signal raised and lowered before the engine re-checks is lost.
 
 use super::event::Event;
 use super::fence::{FenceCore, WaitOutcome, Writer, BREAK_REGISTER_RECHECK};
 use super::multi::wait_multiple;
+use super::notify::EngineWaker;
+use super::ticket::{Ticket, BREAK_TICKET_LATCH};
 use loom::thread;
 use std::sync::Arc;
+
+/// The threaded driver's engine loop, reduced to one queue wait (`driver::threaded`): clear the
+/// waker, step (the PFP tests the ticket), park unless a wake arrived since the clear.
+fn engine_runs_queue_wait(ticket: &Ticket, waker: &EngineWaker) {
+    loop {
+        waker.clear();
+        if ticket.is_satisfied() {
+            return;
+        }
+        if waker.is_set() {
+            continue;
+        }
+        thread::park();
+    }
+}
+
+/// F9, F5: a queue parked on `wait(f, 1)`: a signal satisfies its ticket and the fence is
+/// lowered again before the engine re-checks. The engine still goes on (no lost wake-up).
+fn queue_wait_signal_lower_recheck_park() {
+    let f = Arc::new(FenceCore::new(0));
+    let waker = Arc::new(EngineWaker::default());
+    waker.set_thread(thread::current());
+    let ticket = Ticket::issue(f.clone(), 1, waker.clone());
+    let f2 = f.clone();
+    let t = thread::spawn(move || {
+        f2.signal(1, Writer::Never, 0);
+        f2.signal(0, Writer::Never, 0);
+    });
+    engine_runs_queue_wait(&ticket, &waker);
+    t.join().unwrap();
+    assert!(ticket.is_satisfied());
+}
+
+#[test]
+fn f9_queue_wait_signal_vs_lower_vs_recheck_vs_park() {
+    model(queue_wait_signal_lower_recheck_park);
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_catches_queue_wait_reading_the_value() {
+    model(|| {
+        BREAK_TICKET_LATCH.with(|b| b.set(true));
+        queue_wait_signal_lower_recheck_park();
+    });
+}
+
+/// F5: a ticket issued while another thread pulses the fence is satisfied exactly when the
+/// pulse's crossing came after the issue (the value was below the target at the issue), and a
+/// satisfied ticket records the crossing signal's value.
+#[test]
+fn f5_ticket_issue_vs_pulse() {
+    model(|| {
+        let f = Arc::new(FenceCore::new(0));
+        let f2 = f.clone();
+        let t = thread::spawn(move || {
+            f2.signal(3, Writer::Never, 0);
+            f2.signal(0, Writer::Never, 0);
+        });
+        let waker = Arc::new(EngineWaker::default());
+        let ticket = Ticket::issue(f.clone(), 2, waker.clone());
+        t.join().unwrap();
+        assert_eq!(f.completed_value(), 0);
+        if ticket.is_satisfied() {
+            assert!(waker.is_set());
+            assert_eq!(ticket.satisfied_by().map(|c| c.value), Some(3));
+        }
+    });
+}
+
+/// F11 vs F9: releasing the fence while a queue is parked on it satisfies the ticket.
+#[test]
+fn f11_release_vs_parked_queue_wait() {
+    model(|| {
+        let f = Arc::new(FenceCore::new(0));
+        let waker = Arc::new(EngineWaker::default());
+        waker.set_thread(thread::current());
+        let ticket = Ticket::issue(f.clone(), u64::MAX, waker.clone());
+        let f2 = f.clone();
+        let t = thread::spawn(move || f2.release());
+        engine_runs_queue_wait(&ticket, &waker);
+        t.join().unwrap();
+        assert!(ticket.satisfied_by().is_some_and(|c| c.fence_released));
+    });
+}
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();

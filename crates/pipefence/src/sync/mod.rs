@@ -17,6 +17,7 @@ mod event;
 mod fence;
 mod multi;
 mod notify;
+mod ticket;
 mod watch;
 
 #[cfg(all(test, loom))]
@@ -24,9 +25,10 @@ mod loom_tests;
 
 pub use event::Event;
 pub use fence::FenceCore;
-pub(crate) use fence::{FenceWaitFuture, Registration, WaitOutcome, Writer};
+pub(crate) use fence::{FenceWaitFuture, WaitOutcome, Writer};
 pub(crate) use multi::register_multiple;
 pub(crate) use multi::wait_multiple;
 pub use multi::MultipleFenceWaitFlags;
-pub(crate) use notify::{Notify, Parker};
+pub(crate) use notify::{Crossing, EngineWaker, Notify, Parker, Release};
+pub(crate) use ticket::Ticket;
 pub(crate) use watch::{AddressWatches, WatchKey};

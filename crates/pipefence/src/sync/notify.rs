@@ -1,7 +1,8 @@
 //! Wake-up targets: the [`Notify`] trait, the thread [`Parker`], and the spin policy.
 
+use super::fence::Writer;
 use super::shim::{current_thread, park_until, AtomicBool, Ordering, Thread};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// Something a fence signal, a memory write or a removal wakes. Implementations are cheap and
@@ -9,6 +10,45 @@ use std::time::Instant;
 pub(crate) trait Notify: Send + Sync {
     /// Wakes the waiter; it re-checks its condition itself.
     fn notify(&self);
+
+    /// Wakes a fence waiter whose target a signal (or the fence's release) reached, with what
+    /// reached it. Waiters that do not care about who crossed their target just wake.
+    #[inline]
+    fn crossed(&self, crossing: &Crossing) {
+        let _ = crossing;
+        self.notify();
+    }
+}
+
+/// An opaque release token a fence signal carries (the hazard model's release clock, D5): a
+/// queue wait acquires the release of the signal that satisfied its ticket (F5).
+pub(crate) type Release = Arc<dyn std::any::Any + Send + Sync>;
+
+/// What reached a fence waiter's target: the signal that crossed it (or the fence's release,
+/// F11, or the device's removal, F10).
+#[derive(Clone, Default)]
+pub(crate) struct Crossing {
+    /// Who wrote the value.
+    pub(crate) writer: Writer,
+    /// When (clock nanoseconds).
+    pub(crate) ns: u64,
+    /// The value it wrote (`u64::MAX` for a release or a removal).
+    pub(crate) value: u64,
+    /// The release the signal carried (hazard analysis only).
+    pub(crate) release: Option<Release>,
+    /// The fence was released by the application (F11), not signalled.
+    pub(crate) fence_released: bool,
+}
+
+impl std::fmt::Debug for Crossing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crossing")
+            .field("writer", &self.writer)
+            .field("ns", &self.ns)
+            .field("value", &self.value)
+            .field("fence_released", &self.fence_released)
+            .finish()
+    }
 }
 
 /// A one-shot wake flag for one blocked thread.
@@ -89,5 +129,50 @@ pub(crate) fn spin_until(budget_ns: u64, mut done: impl FnMut() -> bool) -> bool
         if i.is_multiple_of(64) && start.elapsed().as_nanos() as u64 >= budget_ns {
             return done();
         }
+    }
+}
+
+/// Wakes an engine thread: a re-armable flag plus the thread's unpark token.
+///
+/// States of `flag`: `false` (nothing new) -> `true` (something may have changed). The engine
+/// thread clears it before stepping and parks only if it is still clear afterwards; the unpark
+/// token covers a wake between the check and the park.
+#[derive(Debug, Default)]
+pub(crate) struct EngineWaker {
+    flag: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+impl EngineWaker {
+    /// The thread to unpark (the engine thread, once it started).
+    pub(crate) fn set_thread(&self, t: Thread) {
+        let _ = self.thread.set(t);
+    }
+
+    /// Marks the engine as having something to re-check and unparks it.
+    #[inline]
+    pub(crate) fn wake(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Clears the flag (the engine thread, before stepping).
+    #[inline]
+    pub(crate) fn clear(&self) {
+        self.flag.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether a wake arrived since the last clear.
+    #[inline]
+    pub(crate) fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+impl Notify for EngineWaker {
+    fn notify(&self) {
+        self.wake();
     }
 }
