@@ -117,6 +117,10 @@ pub(crate) struct HostWrite {
     pub(crate) ns: u64,
 }
 
+/// A released buffer's base and, per queue that was busy then, its progress fence and the
+/// submission count it must reach before the buffer is unmapped (Q8).
+type DeferredUnmap = (u64, Vec<(Arc<FenceCore>, u64)>);
+
 static NEXT_DEVICE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// State shared by every handle of one device.
@@ -145,7 +149,7 @@ pub(crate) struct DeviceShared {
     pub(crate) engines_running: AtomicUsize,
     /// Buffers whose last handle was dropped while work submitted earlier was still pending
     /// (Q8): the base, and per busy queue the submissions that must complete first.
-    deferred_unmaps: Mutex<Vec<(u64, Vec<(Arc<FenceCore>, u64)>)>>,
+    deferred_unmaps: Mutex<Vec<DeferredUnmap>>,
     deferred_count: AtomicUsize,
     pool: OnceLock<Arc<Pool>>,
     write_seq: AtomicU64,

@@ -11,4 +11,3 @@ pub(crate) mod threaded;
 pub use deterministic::{Strategy, COPY_NS_PER_KIB};
 
 pub(crate) use crate::sync::EngineWaker;
-

@@ -448,9 +448,9 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                 match dev.upgrade() {
                     // Q8: after shutdown the workers serve the engines still running.
                     Some(d)
-                        if !d.is_removed()
-                            && !(d.is_shut_down()
-                                && d.engines_running.load(Ordering::Acquire) == 0) => {}
+                        if !(d.is_removed()
+                            || (d.is_shut_down()
+                                && d.engines_running.load(Ordering::Acquire) == 0)) => {}
                     _ => {
                         exiting = true;
                         break None;
