@@ -15,41 +15,52 @@ use super::ticket::{Ticket, BREAK_TICKET_LATCH};
 use loom::thread;
 use std::sync::Arc;
 
-/// The threaded driver's engine loop, reduced to one queue wait (`driver::threaded`): clear the
-/// waker, step (the PFP tests the ticket), park unless a wake arrived since the clear.
-fn engine_runs_queue_wait(ticket: &Ticket, waker: &EngineWaker) {
-    loop {
-        waker.clear();
-        if ticket.is_satisfied() {
-            return;
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(f);
+}
+
+/// The threaded driver's engine loop, reduced to one queue wait (`driver::threaded`): the
+/// engine thread names itself to its waker, then clears the waker, steps (the PFP tests the
+/// ticket), and parks unless a wake arrived since the clear. Runs on a spawned thread (loom's
+/// `unpark` must not reach a thread blocked in `join`).
+fn spawn_engine(ticket: Arc<Ticket>, waker: Arc<EngineWaker>) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        waker.set_thread(thread::current());
+        loop {
+            waker.clear();
+            if ticket.is_satisfied() {
+                return;
+            }
+            if waker.is_set() {
+                continue;
+            }
+            thread::park();
         }
-        if waker.is_set() {
-            continue;
-        }
-        thread::park();
-    }
+    })
 }
 
 /// F9, F5: a queue parked on `wait(f, 1)`: a signal satisfies its ticket and the fence is
 /// lowered again before the engine re-checks. The engine still goes on (no lost wake-up).
-fn queue_wait_signal_lower_recheck_park() {
+fn queue_wait_signal_lower_recheck_park() -> Arc<Ticket> {
     let f = Arc::new(FenceCore::new(0));
     let waker = Arc::new(EngineWaker::default());
-    waker.set_thread(thread::current());
     let ticket = Ticket::issue(f.clone(), 1, waker.clone());
-    let f2 = f.clone();
-    let t = thread::spawn(move || {
-        f2.signal(1, Writer::Never, 0);
-        f2.signal(0, Writer::Never, 0);
-    });
-    engine_runs_queue_wait(&ticket, &waker);
-    t.join().unwrap();
-    assert!(ticket.is_satisfied());
+    let engine = spawn_engine(ticket.clone(), waker);
+    f.signal(1, Writer::Never, 0);
+    f.signal(0, Writer::Never, 0);
+    engine.join().unwrap();
+    ticket
 }
 
 #[test]
 fn f9_queue_wait_signal_vs_lower_vs_recheck_vs_park() {
-    model(queue_wait_signal_lower_recheck_park);
+    model(|| {
+        let ticket = queue_wait_signal_lower_recheck_park();
+        assert!(ticket.is_satisfied());
+        assert_eq!(ticket.satisfied_by().map(|c| c.value), Some(1));
+    });
 }
 
 #[test]
@@ -57,7 +68,7 @@ fn f9_queue_wait_signal_vs_lower_vs_recheck_vs_park() {
 fn loom_catches_queue_wait_reading_the_value() {
     model(|| {
         BREAK_TICKET_LATCH.with(|b| b.set(true));
-        queue_wait_signal_lower_recheck_park();
+        let _ = queue_wait_signal_lower_recheck_park();
     });
 }
 
@@ -90,20 +101,15 @@ fn f11_release_vs_parked_queue_wait() {
     model(|| {
         let f = Arc::new(FenceCore::new(0));
         let waker = Arc::new(EngineWaker::default());
-        waker.set_thread(thread::current());
         let ticket = Ticket::issue(f.clone(), u64::MAX, waker.clone());
-        let f2 = f.clone();
-        let t = thread::spawn(move || f2.release());
-        engine_runs_queue_wait(&ticket, &waker);
-        t.join().unwrap();
+        let engine = spawn_engine(ticket.clone(), waker);
+        f.release();
+        engine.join().unwrap();
         assert!(ticket.satisfied_by().is_some_and(|c| c.fence_released));
+        // Later signals are discarded; the fence is not removed.
+        assert!(f.signal(3, Writer::Never, 0));
+        assert!(!f.is_removed());
     });
-}
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
 }
 
 #[test]

@@ -158,10 +158,13 @@ impl EngineWaker {
         }
     }
 
-    /// Clears the flag (the engine thread, before stepping).
+    /// Clears the flag (the engine thread, before stepping). A read-modify-write: clearing a
+    /// wake acquires what the waker released before it (a ticket's latch, say), so the step
+    /// that follows sees it; a plain store could overwrite the wake and leave the step reading
+    /// the latch stale, then park for good (found by loom).
     #[inline]
     pub(crate) fn clear(&self) {
-        self.flag.store(false, Ordering::SeqCst);
+        self.flag.swap(false, Ordering::AcqRel);
     }
 
     /// Whether a wake arrived since the last clear.

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Before/after comparison of what `pipefence run` prints and writes, for a change that should
+# preserve behaviour (or change it only where a rule changed): runs two `pipefence` binaries
+# over every scenario in examples/ and tests/scenarios/, on the deterministic driver at several
+# seeds (plain and --strict), and compares the --json output (with the run's wall-clock
+# `elapsed_ns` removed) and the Chrome trace bytes. Prints one line per difference and a count.
+#
+#   scripts/compare-outputs.sh OLD_BINARY NEW_BINARY [SEEDS...]
+#
+# Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
+set -uo pipefail
+if [[ $# -lt 2 ]]; then
+    echo "usage: $0 OLD_BINARY NEW_BINARY [SEEDS...]" >&2
+    exit 2
+fi
+old=$1 new=$2
+shift 2
+seeds=("$@")
+[[ ${#seeds[@]} -eq 0 ]] && seeds=(0 1 2 3 5 8)
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+strip() { python3 -c 'import json,sys
+def f(o):
+    if isinstance(o, dict): return {k: f(v) for k, v in o.items() if k != "elapsed_ns"}
+    if isinstance(o, list): return [f(x) for x in o]
+    return o
+try: print(json.dumps(f(json.load(sys.stdin)), sort_keys=True, indent=1))
+except Exception as e: print("not json:", e)'; }
+same=0 differ=0
+for file in examples/*.kdl tests/scenarios/*.kdl; do
+    for seed in "${seeds[@]}"; do
+        for mode in plain strict; do
+            flags=(--driver deterministic --seed "$seed")
+            [[ $mode == strict ]] && flags=(--strict --seed "$seed")
+            for side in old new; do
+                bin=$old; [[ $side == new ]] && bin=$new
+                "$bin" run "$file" "${flags[@]}" --json --trace "$work/$side.trace.json" \
+                    2>/dev/null | strip >"$work/$side.json"
+                echo "exit $?" >>"$work/$side.json"
+            done
+            if cmp -s "$work/old.json" "$work/new.json" \
+                && cmp -s "$work/old.trace.json" "$work/new.trace.json"; then
+                same=$((same + 1))
+            else
+                differ=$((differ + 1))
+                what=json
+                cmp -s "$work/old.json" "$work/new.json" && what=trace
+                echo "differs ($what): $file seed $seed $mode"
+            fi
+        done
+    done
+done
+echo "$same identical, $differ different"
+[[ $differ -eq 0 ]]
