@@ -3,7 +3,7 @@
 //! exit status (SCENARIO.md).
 //!
 //! Host threads: the main program runs on the calling thread, each `host NAME { }` on a thread of
-//! its own. A monitor thread declares a hang (`Device::declare_hung`, SEMANTICS D6/H1) when some
+//! its own. A monitor thread declares a hang (`Device::declare_hung`, `docs/semantics.md` D6/H1) when some
 //! engine has work left, every host thread has ended or is blocked on the device, and no engine
 //! has progressed for the watchdog timeout.
 

@@ -1,4 +1,4 @@
-//! Hazard detection through the scenario runner (SEMANTICS D5, `docs/memory-model.md` 5): each
+//! Hazard detection through the scenario runner (`docs/semantics.md` D5, `docs/memory-model.md` 5): each
 //! hazard kind found in a small scenario, with both accesses and the missing synchronization
 //! named, for a fixed seed and in every schedule of a `check --strict` run (a hazard does not
 //! depend on the values a schedule produced); each fixed variant and every correct example clean

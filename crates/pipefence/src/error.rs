@@ -1,4 +1,4 @@
-//! The error model (SEMANTICS E1-E4).
+//! The error model (`docs/semantics.md` E1-E4).
 //!
 //! Every fallible public call returns [`Result<T>`]. Each [`Error`] carries a message that names
 //! the object and the offending value, and maps to the D3D12 HRESULT a real runtime would return

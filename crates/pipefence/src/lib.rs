@@ -6,7 +6,7 @@
 //! and CPU-side waits on one or many fences. It runs the same program on the strictest legal
 //! GPU and, when it hangs, says why.
 //!
-//! The behaviour contract is `SEMANTICS.md` (rules E, F, Q, M, C, D, H); each rule has tests
+//! The behaviour contract is `docs/semantics.md` (rules E, F, Q, M, C, D, H); each rule has tests
 //! named after it.
 //!
 //! ## Layers

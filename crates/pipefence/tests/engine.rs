@@ -1,4 +1,4 @@
-//! Engine conformance: Q1-Q7, M3, C1-C12, D1-D4, D8 (SEMANTICS.md), one or more tests per rule.
+//! Engine conformance: Q1-Q7, M3, C1-C12, D1-D4, D8 (`docs/semantics.md`), one or more tests per rule.
 
 use pipefence::engine::Fault;
 use pipefence::*;

@@ -1,4 +1,4 @@
-//! Fence rules F1-F10 (SEMANTICS.md), one or more tests per rule, named by rule id.
+//! Fence rules F1-F11 (`docs/semantics.md`), one or more tests per rule, named by rule id.
 
 use pipefence::{Device, DeviceDesc, Error, Event, Fence, MultipleFenceWaitFlags, RemovalReason};
 use std::sync::mpsc;

@@ -1,4 +1,4 @@
-//! Hang detection and removal reports: D6, D7, H1, E4 (SEMANTICS.md).
+//! Hang detection and removal reports: D6, D7, H1, E4 (`docs/semantics.md`).
 
 use pipefence::diagnose::{Classification, WriterReport};
 use pipefence::*;

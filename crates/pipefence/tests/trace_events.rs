@@ -144,3 +144,49 @@ fn trace_removal_point_is_an_error_instant() {
     let ev = rec.events();
     assert!(ev.iter().any(|e| matches!(e, TraceEvent::Instant { name, error: true, .. } if name.starts_with("device removed: hung"))), "{ev:#?}");
 }
+
+/// F5 in traces: the arrow into a released queue wait starts at the signal that satisfied its
+/// ticket (here a pulse to 1 and back to 0 while the queue is parked), not at whatever signal
+/// wrote the fence's current value when the queue went on.
+#[test]
+fn f5_trace_arrow_starts_at_the_signal_that_satisfied_the_ticket() {
+    let mut arrows = 0;
+    for seed in 0..30 {
+        let rec = Arc::new(TraceRecorder::new());
+        let d = Device::new(DeviceDesc {
+            trace: Some(rec.clone()),
+            ..deterministic_desc(&DeviceDesc::default(), seed)
+        })
+        .unwrap();
+        let q = d
+            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+            .unwrap();
+        let f = d.create_named_fence("f", 0).unwrap();
+        let done = d.create_named_fence("done", 0).unwrap();
+        q.wait(&f, 1).unwrap();
+        q.signal(&done, 1).unwrap();
+        pipefence::host::sleep(&d, Duration::from_millis(1));
+        f.signal(1).unwrap();
+        f.signal(0).unwrap();
+        done.wait(1, T).unwrap();
+        d.settle(T);
+        for e in rec.events() {
+            if let TraceEvent::Flow {
+                from,
+                from_ns,
+                to_ns,
+                label,
+                ..
+            } = &e
+            {
+                if label.starts_with("fence f ") {
+                    assert_eq!(label, "fence f = 1", "seed {seed}");
+                    assert!(from_ns <= to_ns, "seed {seed}");
+                    assert!(matches!(from, Track::Host { .. }), "seed {seed}: {from:?}");
+                    arrows += 1;
+                }
+            }
+        }
+    }
+    assert!(arrows > 0, "some schedule parks the queue before the pulse");
+}
