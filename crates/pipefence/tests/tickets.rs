@@ -18,6 +18,11 @@ fn compute(d: &Device, name: &str) -> Queue {
         .unwrap()
 }
 
+/// Fences named `names`, each at 0.
+fn fences<const N: usize>(d: &Device, names: [&str; N]) -> [Fence; N] {
+    names.map(|n| d.create_named_fence(n, 0).unwrap())
+}
+
 /// A closed compute list of one `spin` dispatch of `ns` (real work that keeps a queue busy).
 fn spin_list(d: &Device, ns: u64) -> CommandList {
     let mut l = d.create_command_list(QueueKind::Compute, "spin").unwrap();
@@ -33,8 +38,7 @@ fn spin_list(d: &Device, ns: u64) -> CommandList {
 fn f9_parked_queue_wait_survives_raise_and_lower() {
     let d = device();
     let q = compute(&d, "q");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let done = d.create_named_fence("done", 0).unwrap();
+    let [f, done] = fences(&d, ["f", "done"]);
     q.wait(&f, 1).unwrap();
     q.signal(&done, 1).unwrap();
     // The sleeps only make it likely that the engine is parked when the pulse comes.
@@ -54,8 +58,7 @@ fn f9_parked_queue_wait_survives_raise_and_lower() {
 fn f5_queue_wait_ticket_satisfied_by_pulse_while_parked() {
     let d = device();
     let q = compute(&d, "q");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let progress = d.create_named_fence("progress", 0).unwrap();
+    let [f, progress] = fences(&d, ["f", "progress"]);
     for i in 1..=100u64 {
         q.wait(&f, 1).unwrap();
         q.signal(&progress, i).unwrap();
@@ -73,9 +76,7 @@ fn f5_queue_wait_ticket_satisfied_by_pulse_while_parked() {
 fn f5_queue_wait_ticket_satisfied_while_queued_behind_wait_and_list() {
     let d = device();
     let q = compute(&d, "q");
-    let gate = d.create_named_fence("gate", 0).unwrap();
-    let f = d.create_named_fence("f", 0).unwrap();
-    let done = d.create_named_fence("done", 0).unwrap();
+    let [gate, f, done] = fences(&d, ["gate", "f", "done"]);
     let long = spin_list(&d, 20_000_000);
     q.wait(&gate, 1).unwrap();
     q.execute_command_lists(&[&long]).unwrap();
@@ -95,8 +96,7 @@ fn f5_queue_wait_ticket_satisfied_while_queued_behind_wait_and_list() {
 fn f5_ticket_starts_at_the_call() {
     let d = device();
     let q = compute(&d, "q");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let done = d.create_named_fence("done", 0).unwrap();
+    let [f, done] = fences(&d, ["f", "done"]);
     f.signal(1).unwrap();
     f.signal(0).unwrap();
     q.wait(&f, 1).unwrap();
@@ -270,9 +270,7 @@ fn f11_releasing_a_fence_releases_its_waiters() {
     let d = device();
     let busy = compute(&d, "busy");
     let waiting = compute(&d, "waiting");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let drain = d.create_named_fence("drain", 0).unwrap();
-    let gate = d.create_named_fence("gate", 0).unwrap();
+    let [f, drain, gate] = fences(&d, ["f", "drain", "gate"]);
     // A queue signal to f still pending when f is released: discarded when it retires.
     busy.wait(&gate, 1).unwrap();
     busy.signal(&f, 5).unwrap();
@@ -321,8 +319,7 @@ fn f11_release_satisfies_queue_wait_explore() {
 fn q8_dropping_queue_and_device_keeps_submitted_work() {
     let d = device();
     let q = compute(&d, "q");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let done = d.create_named_fence("done", 0).unwrap();
+    let [f, done] = fences(&d, ["f", "done"]);
     q.wait(&f, 1).unwrap();
     q.signal(&done, 1).unwrap();
     drop(q);
@@ -338,8 +335,7 @@ fn q8_dropping_queue_and_device_keeps_submitted_work() {
 fn q8_submitted_work_keeps_its_buffers_alive() {
     let d = device();
     let q = compute(&d, "q");
-    let f = d.create_named_fence("f", 0).unwrap();
-    let done = d.create_named_fence("done", 0).unwrap();
+    let [f, done] = fences(&d, ["f", "done"]);
     let buf = d
         .create_buffer(&BufferDesc::new(4096, Heap::DeviceLocal))
         .unwrap();
