@@ -1139,6 +1139,10 @@ impl Device {
                     .shared
                     .removed_error(multi_desc("wait_multiple", fences, values, any)))
             }
+            WaitOutcome::TimedOut if self.shared.sched.is_some() => Err(Error::Timeout(format!(
+                "{}: nothing can run and nothing else will signal them",
+                multi_desc("wait_multiple", fences, values, any)
+            ))),
             WaitOutcome::TimedOut => Err(Error::Timeout(format!(
                 "{} after {timeout:?}",
                 multi_desc("wait_multiple", fences, values, any)

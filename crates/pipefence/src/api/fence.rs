@@ -275,6 +275,13 @@ fn fence_outcome(
         WaitOutcome::Removed => {
             Err(device.removed_error(format!("fence `{name}`: wait for {value}")))
         }
+        // On the deterministic driver a wait times out only when nothing can run (D6): no
+        // time passed, so the message does not claim the timeout elapsed.
+        WaitOutcome::TimedOut if device.sched.is_some() => Err(Error::Timeout(format!(
+            "fence `{name}`: wait for {value}: nothing can run and nothing else will signal it \
+             (completed value {})",
+            core.completed_value()
+        ))),
         WaitOutcome::TimedOut => Err(Error::Timeout(format!(
             "fence `{name}`: wait for {value} after {:?} (completed value {})",
             timeout.unwrap_or_default(),

@@ -307,6 +307,14 @@ impl Queue {
                 .shared
                 .device
                 .removed_error(format!("queue `{}`: wait_idle", self.shared.name))),
+            WaitOutcome::TimedOut if self.shared.device.sched.is_some() => {
+                Err(Error::Timeout(format!(
+                    "queue `{}`: wait_idle: nothing can run and the queue is not idle \
+                     ({} of {target} submissions completed)",
+                    self.shared.name,
+                    lock(&self.shared.engine).completed_submissions
+                )))
+            }
             WaitOutcome::TimedOut => Err(Error::Timeout(format!(
                 "queue `{}`: wait_idle after {timeout:?} ({} of {target} submissions completed)",
                 self.shared.name,

@@ -270,6 +270,12 @@ impl Notify for NoWake {
 }
 
 impl Cond {
+    /// Whether this waits for other host threads (a join, or the end of the run), not for the
+    /// device.
+    fn is_host_wait(&self) -> bool {
+        matches!(self, Cond::HostDone(_) | Cond::Settled(_))
+    }
+
     /// Fence conditions become tickets, issued now (by the blocking host action).
     fn latched(self) -> Cond {
         let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, Arc::new(NoWake));
@@ -427,7 +433,10 @@ impl Scheduler {
             HostState::Ready => Some((now, st.hosts[h].wake)),
             HostState::Sleeping(until) => Some((*until, Wake::Ok)),
             HostState::Blocked(c) => {
-                if dev.is_removed() {
+                // Removal releases device waits, never a wait for another host thread: that
+                // thread is still in the schedule and must get its turns to end (a join that
+                // returned early would block its OS thread while holding the turn).
+                if dev.is_removed() && !c.is_host_wait() {
                     return Some((now, Wake::Removed));
                 }
                 let holds = match c {
@@ -465,10 +474,16 @@ impl Scheduler {
                             .iter()
                             .enumerate()
                             .all(|(i, x)| i == *me || matches!(x.state, HostState::Done))
-                            && dev.live_queues().iter().all(|q| lock(&q.engine).is_idle())
+                            && (dev.is_removed()
+                                || dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()))
                     }
                 };
-                holds.then_some((now, Wake::Ok))
+                let wake = if dev.is_removed() {
+                    Wake::Removed
+                } else {
+                    Wake::Ok
+                };
+                holds.then_some((now, wake))
             }
             HostState::Running | HostState::Done => None,
         }
@@ -534,7 +549,9 @@ impl Scheduler {
                 }
                 let mut released = false;
                 for h in st.hosts.iter_mut() {
-                    if matches!(h.state, HostState::Blocked(_)) {
+                    // Device waits fail as timed out; a wait for other host threads goes on
+                    // (they are released too and will end).
+                    if matches!(&h.state, HostState::Blocked(c) if !c.is_host_wait()) {
                         h.state = HostState::Ready;
                         h.wake = if dev.is_removed() {
                             Wake::Removed

@@ -1,0 +1,118 @@
+//! The checker never hangs (`docs/semantics.md` D4, D6): on the deterministic driver every
+//! host thread is part of the schedule until it ends, and when nothing can run the driver
+//! decides at once, so every `run` and every `check` seed ends with a verdict. Each test runs
+//! the check on a watchdog thread: a hang fails the test instead of hanging it.
+
+use pipefence_scenario::check::{check, CheckOptions, CheckReport};
+use pipefence_scenario::plan::Scenario;
+use pipefence_scenario::{parse, render_diagnostics};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Far longer than any of these checks takes; only a hang reaches it.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+#[track_caller]
+fn source(name: &str, text: &str) -> Scenario {
+    parse(name, text)
+        .unwrap_or_else(|d| panic!("{name} is invalid:\n{}", render_diagnostics(name, text, &d)))
+}
+
+/// `check` over `schedules` seeds, on a thread, bounded by [`WATCHDOG`].
+fn check_bounded(name: &str, text: &str, schedules: u64) -> CheckReport {
+    let sc = source(name, text);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = check(
+            &sc,
+            &CheckOptions {
+                schedules,
+                seed: 0,
+                strict: false,
+            },
+            |_| {},
+        );
+        let _ = tx.send(r);
+    });
+    rx.recv_timeout(WATCHDOG)
+        .unwrap_or_else(|_| panic!("{name}: check did not end within {WATCHDOG:?}"))
+}
+
+/// The handshake example with a wrong reply value: the GPU waits on the host, the host polls
+/// for a value the GPU never writes. Before the fix, the main program's join of the host thread
+/// returned early at the removal and blocked its OS thread while holding the turn (seeds 2, 5).
+#[test]
+fn d6_check_ends_when_host_polls_for_a_value_never_written() {
+    let text = include_str!("../../../examples/cpu-gpu-handshake.kdl").replace(
+        "cpu-poll mailbox cmp=equal reference=1",
+        "cpu-poll mailbox cmp=equal reference=4",
+    );
+    let r = check_bounded("handshake-wrong-value", &text, 64);
+    assert_eq!(r.failures.len(), 64);
+    for f in &r.failures {
+        let removed = f.outcome.removed.as_ref().expect("a hang report");
+        assert_eq!(
+            removed.classification.as_deref(),
+            Some("waiting-on-host"),
+            "seed {}",
+            f.seed
+        );
+    }
+}
+
+/// A host thread blocked on a fence nobody signals, with no engine work: the wait fails as
+/// timed out at once, and says that nothing could run (no time passed).
+#[test]
+fn d6_check_ends_when_host_waits_on_a_fence_nobody_signals() {
+    let text = "fence f\nhost h {\n    cpu-wait f 1 timeout-ms=5000\n}\n";
+    let r = check_bounded("unsignalled", text, 64);
+    assert_eq!(r.failures.len(), 64);
+    for f in &r.failures {
+        let e = &f.outcome.host_errors;
+        assert_eq!(e.len(), 1, "seed {}: {e:?}", f.seed);
+        assert!(
+            e[0].message.contains("nothing can run") && !e[0].message.contains("after 5s"),
+            "seed {}: {}",
+            f.seed,
+            e[0].message
+        );
+    }
+}
+
+/// A queue waits on a fence that only a host thread could signal, and that thread waits for
+/// another value: a hang (waiting-on-host) on every seed, never a hung process.
+#[test]
+fn d6_check_ends_when_queue_and_host_wait_on_each_other() {
+    let text =
+        "fence f\nqueue q kind=compute\nwait q f 1\nhost h {\n    cpu-wait f 5 timeout-ms=100\n}\n";
+    let r = check_bounded("queue-and-host", text, 64);
+    assert_eq!(r.failures.len(), 64);
+    for f in &r.failures {
+        let removed = f.outcome.removed.as_ref().expect("a hang report");
+        assert_eq!(removed.classification.as_deref(), Some("waiting-on-host"));
+    }
+}
+
+/// The main program removes the device before a host thread has started: the thread still
+/// runs (its calls fail as removed) and ends, and so does every seed.
+#[test]
+fn d6_check_ends_when_device_is_removed_before_a_host_starts() {
+    let text = "fence f\nqueue q kind=compute\nhost h {\n    cpu-signal f 1\n}\nremove-device\n";
+    let r = check_bounded("remove-before-host", text, 64);
+    assert_eq!(r.failures.len(), 64);
+    for f in &r.failures {
+        let removed = f.outcome.removed.as_ref().expect("removed");
+        assert_eq!(removed.reason, "requested", "seed {}", f.seed);
+    }
+}
+
+/// Several host threads blocked on waits nobody satisfies, one on memory and two on fences.
+#[test]
+fn d6_check_ends_when_every_host_waits_forever() {
+    let text = "buffer m size=64 heap=shared\nfence f\nhost h {\n    cpu-poll m cmp=equal reference=3 timeout-ms=100\n}\nhost g {\n    cpu-wait f 1 timeout-ms=100\n}\ncpu-wait f 2 timeout-ms=100\n";
+    let r = check_bounded("all-wait", text, 64);
+    assert_eq!(r.failures.len(), 64);
+    for f in &r.failures {
+        assert_eq!(f.outcome.host_errors.len(), 3, "seed {}", f.seed);
+    }
+}
