@@ -217,17 +217,30 @@ fn prepare<'a>(source: &'a str, lines: &Lines<'_>) -> Result<Cow<'a, str>, Vec<D
                 break;
             }
             i += 2;
-        } else if c == '"' {
-            run = 0;
-            i = skip_quoted(source, i);
-        } else if c == '#' {
+        } else if c == '"' || (c == '#' && rest.trim_start_matches('#').starts_with('"')) {
             run = 0;
             let hashes = rest.bytes().take_while(|&b| b == b'#').count();
-            i = if rest.as_bytes().get(hashes) == Some(&b'"') {
-                skip_raw(source, i + hashes, hashes)
+            let end = if hashes == 0 {
+                skip_quoted(source, i)
             } else {
-                i + hashes
+                skip_raw(source, i + hashes, hashes)
             };
+            match end {
+                Some(end) => i = end,
+                None => {
+                    // The `kdl` parser's recovery re-reads an unterminated multi-line string's
+                    // text as KDL, braces included, past any depth check: stop here.
+                    diags.push(Diagnostic {
+                        pos: lines.pos(i),
+                        message: "KDL syntax error: this multi-line string is never closed"
+                            .to_string(),
+                    });
+                    break;
+                }
+            }
+        } else if c == '#' {
+            run = 0;
+            i += rest.bytes().take_while(|&b| b == b'#').count();
         } else {
             if c == '{' {
                 depth += 1;
@@ -266,12 +279,27 @@ fn prepare<'a>(source: &'a str, lines: &Lines<'_>) -> Result<Cow<'a, str>, Vec<D
     Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
 }
 
-/// Runs the `kdl` parser on a thread with a large stack. `None` if it panicked (a bug there).
+/// Stack the `kdl` parser may need per `{` of the file: its recursion never goes deeper than
+/// the file has `{` characters, whatever its error recovery does (measured: under 8 KiB a level).
+const KDL_STACK_PER_BRACE: usize = 16 << 10;
+
+/// The largest parser stack asked for (address space only: a thread's stack is backed as used).
+const KDL_STACK_MAX: usize = 4 << 30;
+
+/// Runs the `kdl` parser on a thread with a large stack: [`KDL_STACK`], plus enough for one
+/// level per `{` in the text (so no input, however its recovery goes, can overflow it; the
+/// depth checks of [`prepare`] keep valid files far from that). `None` if it panicked (a bug
+/// there).
 fn parse_kdl(text: &str) -> Option<Result<KdlDocument, KdlError>> {
+    let braces = text.bytes().filter(|&b| b == b'{').count();
+    let stack = braces
+        .saturating_mul(KDL_STACK_PER_BRACE)
+        .saturating_add(KDL_STACK)
+        .min(KDL_STACK_MAX);
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("scenario-kdl".to_string())
-            .stack_size(KDL_STACK)
+            .stack_size(stack)
             .spawn_scoped(scope, || KdlDocument::parse_v2(text));
         match spawned {
             Ok(handle) => handle.join().ok(),
@@ -335,7 +363,7 @@ fn skip_block_comment(text: &str, mut i: usize) -> Option<usize> {
 
 /// The end of a quoted string (`"..."` or `"""..."""`) that starts at `i`. A single-line string
 /// also ends at a newline (the `kdl` parser reports it).
-fn skip_quoted(text: &str, i: usize) -> usize {
+fn skip_quoted(text: &str, i: usize) -> Option<usize> {
     let multi = text.get(i..).is_some_and(|r| r.starts_with("\"\"\""));
     let mut j = i + if multi { 3 } else { 1 };
     while let Some(c) = char_at(text, j) {
@@ -353,28 +381,36 @@ fn skip_quoted(text: &str, i: usize) -> usize {
                 None => break,
             }
         } else if multi && text.get(j..).is_some_and(|r| r.starts_with("\"\"\"")) {
-            return j + 3;
+            return Some(j + 3);
         } else if !multi && c == '"' {
-            return j + 1;
+            return Some(j + 1);
         } else if !multi && is_kdl_newline(c) {
-            return j;
+            return Some(j);
         } else {
             j += c.len_utf8();
         }
     }
-    text.len()
+    (!multi).then_some(text.len())
 }
 
 /// The end of a raw string whose opening quote is at `i`, after `hashes` `#`s: `"""` + newline
-/// opens a multi-line one, closed by `"""` and as many `#`s; otherwise `"` and the `#`s close it.
-fn skip_raw(text: &str, i: usize, hashes: usize) -> usize {
+/// opens a multi-line one, closed by `"""` and as many `#`s; otherwise `"` and the `#`s close it,
+/// and a newline ends it unterminated (a single-line string cannot hold one: the `kdl` parser
+/// reports it there and goes on parsing after it, so the scan must count the braces that follow).
+fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
     let rest = text.get(i..).unwrap_or("");
     let multi = rest.starts_with("\"\"\"") && char_at(rest, 3).is_some_and(is_kdl_newline);
     let (skip, quotes) = if multi { (3, "\"\"\"") } else { (1, "\"") };
     let close = format!("{quotes}{}", "#".repeat(hashes));
-    match rest.get(skip..).and_then(|body| body.find(&close)) {
-        Some(at) => i + skip + at + close.len(),
-        None => text.len(),
+    let body = rest.get(skip..).unwrap_or("");
+    let limit = if multi {
+        body.len()
+    } else {
+        body.find(is_kdl_newline).unwrap_or(body.len())
+    };
+    match body.get(..limit).and_then(|b| b.find(&close)) {
+        Some(at) => Some(i + skip + at + close.len()),
+        None => (!multi).then_some(i + skip + limit),
     }
 }
 

@@ -558,6 +558,42 @@ fn deep_input_is_reported_not_a_crash() {
     assert_eq!((diags[0].pos.line, diags[0].pos.column), (3, 9));
 }
 
+/// E3: strings that are never closed hide no braces from the depth check. A single-line string
+/// (quoted or raw) ends at the newline, where the `kdl` parser reports it and parses on, so the
+/// braces after it count; an unterminated multi-line one is reported at its opening quote. Each
+/// of these, followed by 8000 `{`, overflowed the parser's stack (an abort) before.
+#[test]
+fn unterminated_strings_followed_by_deep_nesting_are_reported_not_a_crash() {
+    let braces = "{".repeat(8000);
+    for (head, line, column) in [
+        ("a #\"\n", 2, 17),
+        ("a ##\"\n", 2, 17),
+        ("a \"x\n", 2, 17),
+        ("a \"\"\"\n", 1, 3),
+        ("a #\"\"\"\n", 1, 3),
+    ] {
+        let text = format!("{head}{braces}");
+        let diags = parse("t.kdl", &text).expect_err(head);
+        let first = &diags[0];
+        assert_eq!(
+            (first.pos.line, first.pos.column),
+            (line, column),
+            "{head:?}: {}",
+            first.message
+        );
+        assert!(
+            first.message.contains("nested more than 16 deep")
+                || first.message.contains("multi-line string is never closed"),
+            "{head:?}: {}",
+            first.message
+        );
+    }
+    // With no newline, the parser meets the end of the file inside the string: an error too.
+    for head in ["a #\"", "a \""] {
+        assert!(parse("t.kdl", &format!("{head}{braces}")).is_err(), "{head:?}");
+    }
+}
+
 /// A `/*` comment that is never closed.
 #[test]
 fn unterminated_block_comment() {
