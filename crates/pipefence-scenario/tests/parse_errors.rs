@@ -590,7 +590,10 @@ fn unterminated_strings_followed_by_deep_nesting_are_reported_not_a_crash() {
     }
     // With no newline, the parser meets the end of the file inside the string: an error too.
     for head in ["a #\"", "a \""] {
-        assert!(parse("t.kdl", &format!("{head}{braces}")).is_err(), "{head:?}");
+        assert!(
+            parse("t.kdl", &format!("{head}{braces}")).is_err(),
+            "{head:?}"
+        );
     }
 }
 

@@ -116,3 +116,21 @@ fn d6_check_ends_when_every_host_waits_forever() {
         assert_eq!(f.outcome.host_errors.len(), 3, "seed {}", f.seed);
     }
 }
+
+/// D6 (threaded): a dispatch of many groups, each shorter than the watchdog but together far
+/// longer, progresses with every group: no hang is declared (before, the runner's monitor
+/// counted only completed commands and removed the device as `hung` with no classification).
+#[test]
+fn d6_long_but_finite_dispatch_is_not_a_hang() {
+    use pipefence_scenario::run::{run, DriverKind, RunOptions, Status};
+    let text = "device tdr-ms=1000 workers=1\nfence done\nqueue q kind=compute\nlist l kind=compute {\n    dispatch spin groups=12 ns=100000000\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=30000\n";
+    let sc = source("long-dispatch", text);
+    let o = run(
+        &sc,
+        &RunOptions {
+            driver: DriverKind::Threaded,
+            ..RunOptions::default()
+        },
+    );
+    assert_eq!(o.status, Status::Passed, "{:?}", o.removed);
+}

@@ -724,9 +724,27 @@ pub(crate) fn build_report(
         Classification::Deadlock,
         Classification::WaitingOnHost,
     ];
-    let classification = ORDER.into_iter().find(|c| {
+    let mut classification = ORDER.into_iter().find(|c| {
         queues.iter().any(|q| q.class == *c) || fault_queue.is_some_and(|(_, f)| f == *c)
     });
+    if classification.is_none() && reason == RemovalReason::Hung && !queues.is_empty() {
+        // A hang declared (H1) while no queue is stuck in a wait: the queues that still run a
+        // dispatch made no progress for the watchdog timeout (not even one group completed):
+        // endless kernels. A hung report is never unclassified.
+        for q in queues.iter_mut() {
+            if q.class == Classification::Running && q.dispatches_in_flight > 0 {
+                q.class = Classification::EndlessKernel;
+            }
+        }
+        let endless = queues
+            .iter()
+            .any(|q| q.class == Classification::EndlessKernel);
+        classification = Some(if endless {
+            Classification::EndlessKernel
+        } else {
+            Classification::WaitingOnHost
+        });
+    }
     let fault = fault.map(|(q, f)| fault_report(dev, &nodes, *q, f));
     RemovalReport {
         reason,

@@ -542,3 +542,22 @@ fn f10_removal_releases_cpu_waiters_of_a_hung_device() {
         .unwrap_err();
     assert!(e2.is_device_removed());
 }
+
+/// D6, H1: a hang declared while a queue only runs a dispatch (no wait stuck) is an endless
+/// kernel, never an unclassified report. The dispatch is known to be in flight: the list's
+/// top-of-pipe write after it has landed.
+#[test]
+fn d7_declared_hang_during_a_dispatch_is_classified_endless_kernel() {
+    let d = device_tdr(10_000);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let m = shared(&d, "m", 64);
+    let l = list(&d, QueueKind::Compute, "long", |l| {
+        l.dispatch(&Kernel::spin(2_000_000_000), 1)
+            .write_value32_top_of_pipe(m.address(0), 1, WriteSource::Value);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    m.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
+    let r = d.declare_hung();
+    assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
+    assert_eq!(r.queues[0].class, Classification::EndlessKernel);
+}

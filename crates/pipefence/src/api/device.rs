@@ -756,6 +756,7 @@ impl Device {
             progress,
             busy_ns: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
+            groups_completed: AtomicU64::new(0),
         });
         if sh.sched.is_some() {
             lock(&sh.kept_queues).push(q.clone());
@@ -785,15 +786,17 @@ impl Device {
         Ok(CommandList::new(self.shared.clone(), id, name, kind))
     }
 
-    /// A number that grows whenever any engine completes a command or a submission (for
-    /// tools that watch for progress, like the scenario runner's hang detection, H1).
+    /// A number that grows whenever any engine completes a command, a submission or a dispatch
+    /// group (for tools that watch for progress, like the scenario runner's hang detection, H1:
+    /// a long but finite dispatch progresses with each group).
     pub fn progress(&self) -> u64 {
         self.shared
             .live_queues()
             .iter()
             .map(|q| {
+                let groups = q.groups_completed.load(Ordering::Relaxed);
                 let e = lock(&q.engine);
-                e.commands_completed + e.completed_submissions
+                e.commands_completed + e.completed_submissions + groups
             })
             .sum()
     }

@@ -46,6 +46,9 @@ pub(crate) struct QueueShared {
     pub(crate) busy_ns: AtomicU64,
     /// Nanoseconds the engine had work but was stuck in a wait.
     pub(crate) blocked_ns: AtomicU64,
+    /// Dispatch groups of this queue completed so far (progress for hang detection: a long but
+    /// finite dispatch progresses with each group, D6). Counted by the workers as they finish.
+    pub(crate) groups_completed: AtomicU64,
 }
 
 /// What a queue has done so far ([`Queue::stats`]).

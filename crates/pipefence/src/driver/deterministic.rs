@@ -720,6 +720,7 @@ impl Scheduler {
                                 None => dev.watches.notify_all(),
                             }
                             if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
+                                q.groups_completed.fetch_add(1, Ordering::Relaxed);
                                 lock(&q.engine).groups_done(g.index, 1);
                             }
                         }

@@ -551,6 +551,8 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
             None => {}
         }
         let n = end - start;
+        q.groups_completed
+            .fetch_add(u64::from(n), Ordering::Relaxed);
         let total = job.done.fetch_add(n, Ordering::AcqRel) + n;
         if total >= job.launch.groups {
             lock(&q.engine).groups_done(job.launch.index, job.launch.groups);
