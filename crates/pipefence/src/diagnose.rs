@@ -28,6 +28,8 @@ pub enum Classification {
     MalformedPacket,
     /// A wait no value can satisfy (D6).
     NeverSatisfiable,
+    /// A user kernel that panicked (E3, D7).
+    KernelPanic,
     /// A dispatch group running longer than the watchdog timeout (D6).
     EndlessKernel,
     /// On a cycle of waits between queues, or every path leads into one.
@@ -45,6 +47,7 @@ impl Classification {
             Classification::PageFault => "page-fault",
             Classification::MalformedPacket => "malformed-packet",
             Classification::NeverSatisfiable => "never-satisfiable",
+            Classification::KernelPanic => "kernel-panic",
             Classification::EndlessKernel => "endless-kernel",
             Classification::Deadlock => "deadlock",
             Classification::WaitingOnHost => "waiting-on-host",
@@ -171,7 +174,8 @@ pub struct QueueReport {
 /// The fault that removed the device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FaultReport {
-    /// `page-fault`, `malformed-packet`, `never-satisfiable` or `endless-kernel`.
+    /// `page-fault`, `kernel-panic`, `malformed-packet`, `never-satisfiable` or
+    /// `endless-kernel`.
     pub kind: Classification,
     /// The faulting address (page faults), as `0x...`.
     pub address: Option<String>,
@@ -274,6 +278,7 @@ pub(crate) fn fault_class(f: &Fault) -> Classification {
         Fault::PageFault { .. } => Classification::PageFault,
         Fault::MalformedPacket { .. } => Classification::MalformedPacket,
         Fault::NeverSatisfiable { .. } => Classification::NeverSatisfiable,
+        Fault::KernelPanic { .. } => Classification::KernelPanic,
         Fault::EndlessKernel { .. } => Classification::EndlessKernel,
     }
 }
@@ -716,8 +721,9 @@ pub(crate) fn build_report(
             dispatches_in_flight: nd.snap.dispatches_in_flight,
         });
     }
-    const ORDER: [Classification; 6] = [
+    const ORDER: [Classification; 7] = [
         Classification::PageFault,
+        Classification::KernelPanic,
         Classification::MalformedPacket,
         Classification::NeverSatisfiable,
         Classification::EndlessKernel,
@@ -795,6 +801,21 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
             at,
             packet_offset: None,
             message: format!("{} can never hold", condition_label(dev, condition)),
+        },
+        Fault::KernelPanic {
+            kernel,
+            group,
+            message,
+            ..
+        } => FaultReport {
+            kind: Classification::KernelPanic,
+            address: None,
+            access: None,
+            why: None,
+            buffer: None,
+            at,
+            packet_offset: None,
+            message: format!("group {group} of kernel `{kernel}` panicked: {message}"),
         },
         Fault::EndlessKernel { kernel, group, .. } => FaultReport {
             kind: Classification::EndlessKernel,

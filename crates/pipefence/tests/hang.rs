@@ -561,3 +561,57 @@ fn d7_declared_hang_during_a_dispatch_is_classified_endless_kernel() {
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
     assert_eq!(r.queues[0].class, Classification::EndlessKernel);
 }
+
+/// E3, D7: a user kernel that panics is caught at the group on both drivers: the device is
+/// removed at once (not after the watchdog), the report names the kernel, the dispatch and the
+/// panic's message (class `kernel-panic`), and no caller sees the panic unwind.
+#[test]
+fn e3_panicking_user_kernel_removes_the_device_with_a_report() {
+    fn body(d: &Device) -> Result<Arc<RemovalReport>> {
+        let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
+        let done = d.create_named_fence("done", 0)?;
+        let mut l = d.create_command_list(QueueKind::Compute, "boom")?;
+        l.set_marker("before").dispatch(
+            &Kernel::User(UserKernel::new("explodes", |ctx| {
+                if ctx.group() == 2 {
+                    panic!("bad index {}", ctx.group());
+                }
+            })),
+            4,
+        );
+        l.close()?;
+        q.execute_command_lists(&[&l])?;
+        // The removal may come before either call (deterministic schedules): each fails as
+        // removed, none unwinds.
+        let signalled = q.signal(&done, 1);
+        assert!(signalled.is_ok() || signalled.as_ref().is_err_and(Error::is_device_removed));
+        let waited = done.wait(1, T);
+        assert!(waited.is_err_and(|e| e.is_device_removed()));
+        Ok(d.removal_report().expect("removed"))
+    }
+    let check = |r: &RemovalReport| {
+        assert_eq!(r.reason, RemovalReason::Hung);
+        assert_eq!(r.classification, Some(Classification::KernelPanic), "{r}");
+        let f = r.fault.as_ref().expect("fault");
+        assert_eq!(f.kind, Classification::KernelPanic);
+        assert_eq!(
+            f.message,
+            "group 2 of kernel `explodes` panicked: bad index 2"
+        );
+        assert_eq!(f.at.op, "dispatch");
+        assert_eq!(f.at.command, Some(1));
+    };
+    // Threaded: a 60 s watchdog, so only the catch can remove it within the test's bound.
+    let d = Device::new(DeviceDesc {
+        watchdog_timeout: Duration::from_secs(60),
+        ..DeviceDesc::default()
+    })
+    .unwrap();
+    let start = Instant::now();
+    check(&body(&d).unwrap());
+    assert!(start.elapsed() < Duration::from_secs(30));
+    let runs = pipefence::explore::explore(&DeviceDesc::default(), 0..10, body).unwrap();
+    for r in runs {
+        check(&r.value.unwrap());
+    }
+}

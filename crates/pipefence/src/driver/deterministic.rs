@@ -724,15 +724,10 @@ impl Scheduler {
                                 lock(&q.engine).groups_done(g.index, 1);
                             }
                         }
-                        Err(kf) => {
-                            let f = Fault::PageFault {
-                                address: kf.address,
-                                access: kf.access,
-                                site: g.site,
-                                op: g.op,
-                                why: kf.why,
-                            };
-                            dev.remove_with_fault(RemovalReason::PageFault, Some((g.queue, f)));
+                        Err(failure) => {
+                            let f = failure.into_fault(g.site, g.op, &g.kernel);
+                            let reason = crate::driver::threaded::fault_reason(&f);
+                            dev.remove_with_fault(reason, Some((g.queue, f)));
                         }
                     }
                     st.disabled.clear();

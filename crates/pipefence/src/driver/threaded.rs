@@ -533,14 +533,8 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         if let Some(slot) = lock(&pool.running).get_mut(index) {
             *slot = None;
         }
-        if let Err(kf) = result {
-            let f = Fault::PageFault {
-                address: kf.address,
-                access: kf.access,
-                site: job.launch.site,
-                op: job.launch.op,
-                why: kf.why,
-            };
+        if let Err(failure) = result {
+            let f = failure.into_fault(job.launch.site, job.launch.op, &job.launch.kernel);
             devs.remove_with_fault(fault_reason(&f), Some((q.id, f)));
             continue;
         }

@@ -6,7 +6,7 @@
 //! outside every live buffer, or a write to Upload memory, is a page fault (M3) reported as a
 //! [`KernelFault`], never a panic.
 
-use super::Access;
+use super::{Access, Fault, Site};
 use crate::api::DeviceShared;
 use crate::command::{KernelArgs, Width};
 use crate::hazard::strict::Visibility;
@@ -220,6 +220,62 @@ pub struct KernelFault {
     pub why: &'static str,
 }
 
+/// Why a group did not complete: a page fault, or a user kernel that panicked (caught at the
+/// group, E3: it never unwinds into the driver or the caller).
+#[derive(Debug, Clone)]
+pub(crate) enum GroupFailure {
+    /// An access outside every live buffer, or a write to Upload memory (M3).
+    Fault(KernelFault),
+    /// The user kernel panicked in this group, with this message.
+    Panic {
+        /// The group.
+        group: u32,
+        /// The panic's message (`Box<dyn Any>` payloads that are not strings: a placeholder).
+        message: String,
+    },
+}
+
+impl From<KernelFault> for GroupFailure {
+    fn from(f: KernelFault) -> Self {
+        GroupFailure::Fault(f)
+    }
+}
+
+impl GroupFailure {
+    /// The engine fault that removes the device, for the dispatch at `site`.
+    pub(crate) fn into_fault(self, site: Site, op: &'static str, kernel: &Kernel) -> Fault {
+        match self {
+            GroupFailure::Fault(kf) => Fault::PageFault {
+                address: kf.address,
+                access: kf.access,
+                site,
+                op,
+                why: kf.why,
+            },
+            GroupFailure::Panic { group, message } => Fault::KernelPanic {
+                site,
+                op,
+                kernel: kernel.name().to_string(),
+                group,
+                message,
+            },
+        }
+    }
+}
+
+/// Runs one group of a user kernel, catching a panic (E3).
+fn call_user(k: &UserKernel, ctx: &mut KernelContext<'_>) -> Result<(), GroupFailure> {
+    let group = ctx.group;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (k.func)(ctx))).map_err(|p| {
+        let message = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with a non-string payload".to_string());
+        GroupFailure::Panic { group, message }
+    })
+}
+
 /// What a user kernel sees: its group id and typed access to device memory. Invalid accesses
 /// record a page fault (the first one is reported when the group returns), read as 0 and
 /// write nothing.
@@ -425,7 +481,7 @@ pub(crate) fn run_groups(
     range: Range<u32>,
     real_time: bool,
     task: (u32, u64),
-) -> Result<(), KernelFault> {
+) -> Result<(), GroupFailure> {
     if range.is_empty() {
         return Ok(());
     }
@@ -485,12 +541,13 @@ pub(crate) fn run_groups(
                     strict: None,
                     log: tracked.then(Vec::new),
                 };
-                (k.func)(&mut ctx);
+                let ran = call_user(k, &mut ctx);
                 if let (Some(log), Some(mut m)) = (ctx.log.take(), device.model()) {
                     m.user_accesses(task.0, task.1, &log);
                 }
+                ran?;
                 if let Some(f) = ctx.fault {
-                    return Err(f);
+                    return Err(f.into());
                 }
             }
         }
@@ -506,7 +563,7 @@ pub(crate) fn run_group_strict(
     queue: u32,
     index: u64,
     group: u32,
-) -> Result<(), KernelFault> {
+) -> Result<(), GroupFailure> {
     let Some(mut m) = device.model() else {
         return run_groups(kernel, device, group..group + 1, false, (queue, index));
     };
@@ -553,14 +610,15 @@ pub(crate) fn run_group_strict(
                 strict: m.vis.as_mut().map(|v| (v, queue, index as u32)),
                 log: Some(Vec::new()),
             };
-            (k.func)(&mut ctx);
+            let ran = call_user(k, &mut ctx);
             let (log, fault) = (ctx.log.take(), ctx.fault.take());
             drop(ctx);
             if let Some(log) = log {
                 m.user_accesses(queue, index, &log);
             }
+            ran?;
             if let Some(f) = fault {
-                return Err(f);
+                return Err(f.into());
             }
             return Ok(());
         }

@@ -206,6 +206,19 @@ pub enum Fault {
         /// The condition.
         condition: WaitCondition,
     },
+    /// A user kernel that panicked in a group (E3: caught there; the device is removed at once).
+    KernelPanic {
+        /// The dispatch's site.
+        site: Site,
+        /// `dispatch` or `dispatch-indirect`.
+        op: &'static str,
+        /// The kernel's name.
+        kernel: String,
+        /// The group.
+        group: u32,
+        /// The panic's message.
+        message: String,
+    },
     /// A dispatch group that ran longer than the watchdog timeout (D6).
     EndlessKernel {
         /// The dispatch's site.
@@ -226,6 +239,7 @@ impl Fault {
             Fault::PageFault { site, .. }
             | Fault::MalformedPacket { site, .. }
             | Fault::NeverSatisfiable { site, .. }
+            | Fault::KernelPanic { site, .. }
             | Fault::EndlessKernel { site, .. } => *site,
         }
     }
@@ -235,6 +249,7 @@ impl Fault {
         match self {
             Fault::PageFault { op, .. }
             | Fault::NeverSatisfiable { op, .. }
+            | Fault::KernelPanic { op, .. }
             | Fault::EndlessKernel { op, .. } => op,
             Fault::MalformedPacket { .. } => "packet",
         }
