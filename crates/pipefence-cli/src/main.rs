@@ -43,9 +43,10 @@ enum Command {
         /// The driver.
         #[arg(long, value_enum, default_value_t = Driver::Threaded)]
         driver: Driver,
-        /// The deterministic driver's schedule seed.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
+        /// The deterministic driver's schedule seed (default 0); only with `--driver
+        /// deterministic` or `--strict`.
+        #[arg(long)]
+        seed: Option<u64>,
         /// Strict mode (docs/memory-model.md): the weakest legal GPU (per-engine write-back
         /// buffers, stale read caches, maximal PFP run-ahead) plus hazard reports; implies the
         /// deterministic driver. A hazard fails the run (exit 1).
@@ -114,8 +115,22 @@ fn main() -> ExitCode {
                 Driver::Threaded if !strict => DriverKind::Threaded,
                 _ => DriverKind::Deterministic,
             };
+            if let (Some(s), DriverKind::Threaded) = (seed, driver) {
+                return usage_error(&format!(
+                    "--seed {s} chooses a schedule of the deterministic driver; the threaded \
+                     driver has none (add --driver deterministic, or --strict)"
+                ));
+            }
             let mode = Mode { strict, validate };
-            run_command(&file, json, seed, driver, mode, trace, timeline)
+            run_command(
+                &file,
+                json,
+                seed.unwrap_or(0),
+                driver,
+                mode,
+                trace,
+                timeline,
+            )
         }
         Command::Check {
             file,
@@ -126,6 +141,14 @@ fn main() -> ExitCode {
         } => {
             if schedules == 0 {
                 return usage_error("--schedules must be at least 1");
+            }
+            if seed.checked_add(schedules - 1).is_none() {
+                return usage_error(&format!(
+                    "--seed {seed} with --schedules {schedules} runs past the last seed \
+                     ({}); at most {} schedules fit from this seed",
+                    u64::MAX,
+                    (u64::MAX - seed).saturating_add(1)
+                ));
             }
             check_command(&file, json, schedules, seed, strict)
         }
@@ -211,7 +234,7 @@ fn check_command(
         "{name}: {} schedules (seeds {}..{}), {} distinct outcomes, {} failing, in {:.1} ms\n",
         report.schedules,
         seed,
-        seed.wrapping_add(schedules),
+        u128::from(seed) + u128::from(schedules),
         report.outcomes,
         report.failures.len(),
         report.elapsed_ns as f64 / 1e6

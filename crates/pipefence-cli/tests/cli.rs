@@ -169,6 +169,53 @@ fn command_line_errors_exit_2() {
     assert_eq!(pipefence(&["frobnicate"]).status.code(), Some(2));
 }
 
+/// A seed range past `u64::MAX` is a usage error naming the values (it used to wrap to seed
+/// 0), and so is a `--seed` the threaded driver would ignore; the largest range that fits runs.
+#[test]
+fn seed_ranges_that_overflow_and_ignored_seeds_are_errors() {
+    let out = pipefence(&[
+        "check",
+        "examples/deadlock.kdl",
+        "--seed",
+        "18446744073709551610",
+        "--schedules",
+        "7",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--seed 18446744073709551610 with --schedules 7")
+            && err.contains("at most 6 schedules"),
+        "{err}"
+    );
+    let out = pipefence(&[
+        "check",
+        "examples/deadlock.kdl",
+        "--seed",
+        "18446744073709551610",
+        "--schedules",
+        "6",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["schedules"], 6);
+    let out = pipefence(&["run", "examples/async-compute.kdl", "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--seed 3") && err.contains("deterministic"),
+        "{err}"
+    );
+    let out = pipefence(&[
+        "run",
+        "examples/async-compute.kdl",
+        "--strict",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
 #[test]
 fn d4_correct_examples_pass_every_schedule() {
     for ex in EXAMPLES {

@@ -108,7 +108,8 @@ fn describe(o: &Outcome) -> Vec<String> {
     what
 }
 
-/// Runs `opts.schedules` seeds from `opts.seed`, calling `progress` after each.
+/// Runs `opts.schedules` seeds from `opts.seed` (never past `u64::MAX`: a range that would
+/// overflow stops at the last seed), calling `progress` after each.
 pub fn check(
     sc: &Scenario,
     opts: &CheckOptions,
@@ -118,7 +119,9 @@ pub fn check(
     let mut seen = BTreeSet::new();
     let mut failures = Vec::new();
     for i in 0..opts.schedules {
-        let seed = opts.seed.wrapping_add(i);
+        let Some(seed) = opts.seed.checked_add(i) else {
+            break;
+        };
         let o = run(
             sc,
             &RunOptions {
