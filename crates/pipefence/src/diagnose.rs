@@ -667,13 +667,36 @@ pub(crate) fn build_report(
             continue;
         }
         let c = class[i].unwrap_or(Classification::Running);
-        let (stage, at, cond) = match &nd.snap.blocked {
+        // A never-satisfiable wait faulted instead of blocking: report it as the stuck wait it
+        // is (condition, current value, last writer).
+        let fault_wait = match (is_fault_queue, fault) {
+            (
+                true,
+                Some((
+                    _,
+                    Fault::NeverSatisfiable {
+                        site,
+                        op,
+                        stage,
+                        condition,
+                    },
+                )),
+            ) => Some((*stage, *site, *op, condition)),
+            _ => None,
+        };
+        let blocked = nd
+            .snap
+            .blocked
+            .as_ref()
+            .map(|(stage, site, op, cond)| (*stage, *site, *op, cond))
+            .or(fault_wait);
+        let (stage, at, cond) = match blocked {
             Some((stage, site, op, cond)) => (
                 Some(match stage {
                     Stage::Me => "me",
                     Stage::Pfp => "pfp",
                 }),
-                Some(site_report(dev, &nodes, nd.q.id, *site, op)),
+                Some(site_report(dev, &nodes, nd.q.id, site, op)),
                 Some(cond),
             ),
             None => (

@@ -615,3 +615,38 @@ fn e3_panicking_user_kernel_removes_the_device_with_a_report() {
         check(&r.value.unwrap());
     }
 }
+
+/// D7: a never-satisfiable wait's queue entry says what it waits for, the current value and the
+/// last writer, like any stuck wait (they were empty), for an ME and a PFP wait.
+#[test]
+fn d7_never_satisfiable_queue_entry_has_condition_value_and_writer() {
+    for (engine, kind, stage) in [
+        (WaitEngine::Me, QueueKind::Compute, "me"),
+        (WaitEngine::Pfp, QueueKind::Direct, "pfp"),
+    ] {
+        let d = device_tdr(60_000);
+        let m = shared(&d, "m", 64);
+        m.write_u32(0, 5).unwrap();
+        let q = queue(&d, kind, "q");
+        let l = list(&d, kind, "l", |l| {
+            l.wait_value32(m.address(0), Comparison::GreaterEqual, 0x100, 0xff, engine);
+        });
+        q.execute_command_lists(&[&l]).unwrap();
+        let rep = wait_removed(&d, Duration::from_secs(5));
+        let e = &rep.queues[0];
+        assert_eq!(e.class, Classification::NeverSatisfiable);
+        assert_eq!(
+            e.waiting_for.as_deref(),
+            Some("m (u32) & 0xff >= 256"),
+            "{rep}"
+        );
+        assert_eq!(e.current, Some(5));
+        assert!(
+            matches!(e.last_writer, Some(WriterReport::Host { .. })),
+            "{:?}",
+            e.last_writer
+        );
+        assert_eq!(e.stage.as_deref(), Some(stage));
+        assert_eq!(e.buffer.as_deref(), Some("m"));
+    }
+}

@@ -203,6 +203,8 @@ pub enum Fault {
         site: Site,
         /// The wait's name (`wait-value32`, `wait-value64`).
         op: &'static str,
+        /// The stage that reached it (a PFP or an ME wait).
+        stage: Stage,
         /// The condition.
         condition: WaitCondition,
     },
@@ -1075,6 +1077,7 @@ impl Engine {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
                         op,
+                        stage: Stage::Pfp,
                         condition: cond,
                     });
                 }
@@ -1366,6 +1369,7 @@ impl Engine {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
                         op,
+                        stage: Stage::Me,
                         condition: cond,
                     });
                 }
