@@ -134,3 +134,45 @@ fn d6_long_but_finite_dispatch_is_not_a_hang() {
     );
     assert_eq!(o.status, Status::Passed, "{:?}", o.removed);
 }
+
+/// D4: the deterministic driver keeps a dispatch's groups as ranges: a dispatch of 2^32 - 1
+/// groups (which allocated one record per group, 4 GB, and aborted), one of 10^5 (16-45 s
+/// before), and an indirect one whose count of 4e9 is read from memory at run time all end
+/// at once, on every schedule, in plain and strict mode.
+#[test]
+fn d4_huge_dispatches_cost_what_they_do_not_one_record_per_group() {
+    let spin = "fence done\nqueue q kind=compute\nlist l kind=compute {\n    dispatch spin groups=GROUPS ns=1\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=100000\n";
+    for groups in ["4294967295", "100000"] {
+        let text = spin.replace("GROUPS", groups);
+        let r = check_bounded("huge-spin", &text, 32);
+        assert!(
+            r.failures.is_empty(),
+            "{groups}: {:?}",
+            r.failures.first().map(|f| &f.what)
+        );
+    }
+    // The count is read by the PFP; the fill runs past `out` at once: a page fault, not 4e9
+    // scheduler steps.
+    let indirect = "buffer args size=64 heap=shared\nbuffer out size=4096 heap=readback\nfence done\nqueue q kind=compute\nlist put kind=compute {\n    write-value32-top args value=4000000000\n}\nlist l kind=compute {\n    dispatch-indirect fill args=args dst=out value=9\n}\nexecute q put\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=100000\n";
+    let r = check_bounded("huge-indirect", indirect, 32);
+    assert_eq!(r.failures.len(), 32);
+    for f in &r.failures {
+        let removed = f.outcome.removed.as_ref().expect("removed");
+        assert_eq!(removed.classification.as_deref(), Some("page-fault"));
+    }
+    let sc = source("huge-spin-strict", &spin.replace("GROUPS", "4294967295"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(check(
+            &sc,
+            &CheckOptions {
+                schedules: 8,
+                seed: 0,
+                strict: true,
+            },
+            |_| {},
+        ));
+    });
+    let r = rx.recv_timeout(WATCHDOG).expect("strict check ends");
+    assert!(r.failures.is_empty());
+}

@@ -30,7 +30,7 @@ use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
 };
 use crate::sync::{FenceCore, Notify, Ticket};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// How the deterministic driver picks among enabled actions.
@@ -158,16 +158,64 @@ enum Actor {
     Writeback(u32),
 }
 
+/// The groups of one launched dispatch that have not completed: one record per dispatch, not
+/// per group, so memory does not grow with the group count and a step costs O(dispatches in
+/// flight). Each completion of one of its groups is one action (D4).
 #[derive(Debug)]
 struct Group {
     serial: u64,
     queue: u32,
     index: u64,
     kernel: Kernel,
-    group: u32,
+    /// The groups not yet completed, as half-open ranges (in group order).
+    left: VecDeque<(u32, u32)>,
     ready: u64,
     site: Site,
     op: &'static str,
+}
+
+/// Ranges a dispatch's remaining groups may split into. Below it, the next group to complete is
+/// any remaining one (every completion order of up to this many splits is reachable); at it,
+/// the first or last group of a random range (the count stays bounded whatever the size).
+const MAX_GROUP_RANGES: usize = 64;
+
+impl Group {
+    /// Takes the groups that complete in the next action, chosen with `rng`: one group (half the
+    /// time), or the whole of one remaining range at once (the same as completing them one
+    /// after another with nothing in between, which is one of the schedules; it keeps a
+    /// dispatch of 2^32 - 1 groups to a few dozen actions). Every interleaving of single
+    /// completions stays reachable.
+    fn take(&mut self, rng: &mut Rng) -> Option<(u32, u32)> {
+        let n = self.left.len();
+        if n == 0 {
+            return None;
+        }
+        let i = rng.below(n as u64) as usize;
+        let (start, end) = self.left[i];
+        if end - start > 1 && rng.below(2) == 0 {
+            self.left.remove(i);
+            return Some((start, end));
+        }
+        let g = if n < MAX_GROUP_RANGES {
+            start + rng.below(u64::from(end - start)) as u32
+        } else if rng.below(2) == 0 {
+            start
+        } else {
+            end - 1
+        };
+        match (g == start, g + 1 == end) {
+            (true, true) => {
+                self.left.remove(i);
+            }
+            (true, false) => self.left[i].0 = g + 1,
+            (false, true) => self.left[i].1 = g,
+            (false, false) => {
+                self.left[i].1 = g;
+                self.left.insert(i + 1, (g + 1, end));
+            }
+        }
+        Some((g, g + 1))
+    }
 }
 
 #[derive(Debug)]
@@ -632,38 +680,37 @@ impl Scheduler {
                     }
                     let watchdog = dev.desc.watchdog_timeout.as_nanos() as u64;
                     for l in launches {
+                        if l.groups == 0 {
+                            continue;
+                        }
                         let cost = l.kernel.group_cost_ns();
-                        for g in 0..l.groups {
-                            let serial = st.next_serial;
-                            st.next_serial += 1;
-                            if cost > watchdog {
-                                // D6: an endless kernel; its removal is ready at launch + timeout.
-                                if g == 0 {
-                                    st.endless.push(Endless {
-                                        serial,
-                                        queue: id,
-                                        ready: self.clock.now_ns().saturating_add(watchdog),
-                                        fault: Fault::EndlessKernel {
-                                            site: l.site,
-                                            op: l.op,
-                                            kernel: l.kernel.name().to_string(),
-                                            group: 0,
-                                        },
-                                    });
-                                }
-                                continue;
-                            }
-                            st.groups.push(Group {
+                        let serial = st.next_serial;
+                        st.next_serial += 1;
+                        if cost > watchdog {
+                            // D6: an endless kernel; its removal is ready at launch + timeout.
+                            st.endless.push(Endless {
                                 serial,
                                 queue: id,
-                                index: l.index,
-                                kernel: l.kernel.clone(),
-                                group: g,
-                                ready: self.clock.now_ns().saturating_add(cost),
-                                site: l.site,
-                                op: l.op,
+                                ready: self.clock.now_ns().saturating_add(watchdog),
+                                fault: Fault::EndlessKernel {
+                                    site: l.site,
+                                    op: l.op,
+                                    kernel: l.kernel.name().to_string(),
+                                    group: 0,
+                                },
                             });
+                            continue;
                         }
+                        st.groups.push(Group {
+                            serial,
+                            queue: id,
+                            index: l.index,
+                            kernel: l.kernel.clone(),
+                            left: VecDeque::from([(0, l.groups)]),
+                            ready: self.clock.now_ns().saturating_add(cost),
+                            site: l.site,
+                            op: l.op,
+                        });
                     }
                     return Pick::Progressed;
                 }
@@ -690,38 +737,68 @@ impl Scheduler {
                     let Some(pos) = st.groups.iter().position(|g| g.serial == serial) else {
                         continue;
                     };
-                    let g = st.groups.remove(pos);
+                    let state = &mut **st;
+                    let Some((first, last)) = state.groups[pos].take(&mut state.rng) else {
+                        st.groups.remove(pos);
+                        continue;
+                    };
+                    let finished = st.groups[pos].left.is_empty();
+                    let g = &st.groups[pos];
+                    let (kernel, queue, index, site, op) =
+                        (g.kernel.clone(), g.queue, g.index, g.site, g.op);
+                    if finished {
+                        st.groups.remove(pos);
+                    }
+                    let g = GroupRun {
+                        kernel,
+                        queue,
+                        index,
+                        groups: first..last,
+                        site,
+                        op,
+                    };
                     if dev.trace_sink().is_some() {
                         let now = self.clock.now_ns();
                         st.trace.push(crate::trace::TraceEvent::Slice {
                             track: crate::trace::Track::Worker { index: 0 },
-                            name: format!("{} group {}", g.kernel.name(), g.group),
+                            name: if g.groups.len() == 1 {
+                                format!("{} group {}", g.kernel.name(), g.groups.start)
+                            } else {
+                                format!(
+                                    "{} groups {}..{}",
+                                    g.kernel.name(),
+                                    g.groups.start,
+                                    g.groups.end
+                                )
+                            },
                             kind: crate::trace::SliceKind::Kernel,
                             start_ns: now.saturating_sub(g.kernel.group_cost_ns()),
                             end_ns: now,
                             site: None,
                         });
                     }
-                    let result = if dev.strict() {
-                        run_group_strict(&g.kernel, dev, g.queue, g.index, g.group)
+                    let result = if matches!(g.kernel, Kernel::Spin { .. }) {
+                        // No memory accesses, and its cost is virtual time here: nothing to
+                        // run for any number of groups.
+                        Ok(())
+                    } else if dev.strict() {
+                        g.groups.clone().try_for_each(|group| {
+                            run_group_strict(&g.kernel, dev, g.queue, g.index, group)
+                        })
                     } else {
-                        run_groups(
-                            &g.kernel,
-                            dev,
-                            g.group..g.group + 1,
-                            false,
-                            (g.queue, g.index),
-                        )
+                        run_groups(&g.kernel, dev, g.groups.clone(), false, (g.queue, g.index))
                     };
                     match result {
                         Ok(()) => {
-                            match g.kernel.write_range(g.group..g.group + 1) {
+                            match g.kernel.write_range(g.groups.clone()) {
                                 Some((s, e)) => dev.watches.notify_range(s, e),
                                 None => dev.watches.notify_all(),
                             }
                             if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
-                                q.groups_completed.fetch_add(1, Ordering::Relaxed);
-                                lock(&q.engine).groups_done(g.index, 1);
+                                let n = g.groups.end - g.groups.start;
+                                q.groups_completed
+                                    .fetch_add(u64::from(n), Ordering::Relaxed);
+                                lock(&q.engine).groups_done(g.index, n);
                             }
                         }
                         Err(failure) => {
@@ -785,6 +862,17 @@ impl Scheduler {
     }
 }
 
+/// The groups of one dispatch the scheduler completes in one action.
+struct GroupRun {
+    kernel: Kernel,
+    queue: u32,
+    index: u64,
+    groups: std::ops::Range<u32>,
+    site: Site,
+    op: &'static str,
+}
+
+#[derive(Debug)]
 enum Pick {
     Host(usize),
     Progressed,
