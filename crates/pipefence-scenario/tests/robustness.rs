@@ -176,3 +176,65 @@ fn d4_huge_dispatches_cost_what_they_do_not_one_record_per_group() {
     let r = rx.recv_timeout(WATCHDOG).expect("strict check ends");
     assert!(r.failures.is_empty());
 }
+
+/// The removal report of `text` run on the threaded driver, on deterministic seeds 0..8 and in
+/// strict mode at the same seeds.
+fn removals_on_every_driver(
+    name: &str,
+    text: &str,
+) -> Vec<(String, pipefence_scenario::run::Removed)> {
+    use pipefence_scenario::run::{run, DriverKind, RunOptions};
+    let sc = source(name, text);
+    let mut out = Vec::new();
+    let threaded = run(
+        &sc,
+        &RunOptions {
+            driver: DriverKind::Threaded,
+            ..RunOptions::default()
+        },
+    );
+    out.push(("threaded".to_string(), threaded.removed.expect("removed")));
+    for seed in 0..8 {
+        for strict in [false, true] {
+            let o = run(
+                &sc,
+                &RunOptions {
+                    driver: DriverKind::Deterministic,
+                    seed,
+                    strict,
+                    ..RunOptions::default()
+                },
+            );
+            out.push((
+                format!("seed {seed} strict {strict}"),
+                o.removed.expect("removed"),
+            ));
+        }
+    }
+    out
+}
+
+/// D7 breadcrumbs and `last_completed` do not depend on the driver: for a fault in a dispatch
+/// inside `begin-event`, the open labels are those at the dispatch, and the last completed
+/// command is one that completed (the label commands around it), never the queue signal
+/// ordered after the dispatch (threaded, before) nor the dispatch itself (deterministic).
+#[test]
+fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
+    let endless = "device tdr-ms=200\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    begin-event \"long\"\n    dispatch spin groups=1 ns=10000000000\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
+    let fault = "buffer small size=256 heap=readback\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    marker \"start\"\n    begin-event \"frame\"\n    dispatch fill dst=small groups=8 value=1\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
+    for (name, text, label, class, ends) in [
+        ("endless", endless, "long", "endless-kernel", [5, 7]),
+        ("fault", fault, "frame", "page-fault", [6, 8]),
+    ] {
+        for (how, r) in removals_on_every_driver(name, text) {
+            assert_eq!(r.classification.as_deref(), Some(class), "{name} {how}");
+            let q = &r.queues[0];
+            assert_eq!(q.events, [label], "{name} {how}");
+            let last = q.last_completed.as_deref().unwrap_or("");
+            assert!(
+                ends.iter().any(|l| last.ends_with(&format!("line {l}"))),
+                "{name} {how}: last completed {last}"
+            );
+        }
+    }
+}

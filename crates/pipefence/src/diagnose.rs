@@ -735,7 +735,25 @@ pub(crate) fn build_report(
                 .snap
                 .last_completed
                 .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
-            events: nd.snap.labels.iter().map(|l| l.to_string()).collect(),
+            // The labels open at the command the report names (D7), on every driver: at the
+            // faulting dispatch, at the PFP's wait, else at the ME.
+            events: {
+                let at_dispatch = match (is_fault_queue, fault) {
+                    (true, Some((_, f))) => nd
+                        .snap
+                        .dispatch_labels
+                        .iter()
+                        .find(|(s, _)| *s == f.site())
+                        .map(|(_, l)| l.to_vec()),
+                    _ => None,
+                };
+                let labels = match (at_dispatch, stage) {
+                    (Some(l), _) => l,
+                    (None, Some("pfp")) => nd.snap.pfp_labels.clone(),
+                    (None, _) => nd.snap.labels.clone(),
+                };
+                labels.iter().map(|l| l.to_string()).collect()
+            },
             waits_on: edges[i]
                 .iter()
                 .map(|&b| nodes[b].q.name.to_string())

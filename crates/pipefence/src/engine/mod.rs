@@ -426,6 +426,9 @@ pub(crate) struct Engine {
     me_op: Option<MeOp>,
     /// In-flight dispatches: index -> groups not finished.
     inflight: BTreeMap<u64, u32>,
+    /// In-flight dispatches: index -> where, what, and the labels open at the dispatch (for
+    /// `last_completed` when it finishes, and the breadcrumbs of a fault in it, D7).
+    inflight_sites: BTreeMap<u64, (Site, &'static str, Arc<[Arc<str>]>)>,
     next_dispatch: u64,
     retire: VecDeque<Retire>,
     launches: Vec<Launch>,
@@ -493,6 +496,7 @@ impl Engine {
             fifo: VecDeque::new(),
             me_op: None,
             inflight: BTreeMap::new(),
+            inflight_sites: BTreeMap::new(),
             next_dispatch: 0,
             retire: VecDeque::new(),
             launches: Vec::new(),
@@ -558,6 +562,10 @@ impl Engine {
                 *left = left.saturating_sub(n);
                 if *left == 0 {
                     self.inflight.remove(&index);
+                    if let Some((site, op, _)) = self.inflight_sites.remove(&index) {
+                        // A dispatch completes when its last group does (D7).
+                        self.last_completed = Some((site, op));
+                    }
                     true
                 } else {
                     false
@@ -699,6 +707,30 @@ impl Engine {
                 .map(|(stage, site, op, cond)| (stage, site, op, cond.clone())),
             me_at: self.me_site,
             labels: self.labels.clone(),
+            pfp_labels: {
+                let mut l = self.labels.clone();
+                for p in &self.fifo {
+                    match &p.op {
+                        PacketOp::Command {
+                            cmd: Command::BeginEvent { label },
+                            ..
+                        } => l.push(label.as_str().into()),
+                        PacketOp::Command {
+                            cmd: Command::EndEvent,
+                            ..
+                        } => {
+                            l.pop();
+                        }
+                        _ => {}
+                    }
+                }
+                l
+            },
+            dispatch_labels: self
+                .inflight_sites
+                .values()
+                .map(|(s, _, l)| (*s, l.clone()))
+                .collect(),
             last_completed: self.last_completed,
             pending,
             dispatches_in_flight: self.inflight.len() + self.launches.len(),
@@ -1175,7 +1207,8 @@ impl Engine {
                     site,
                     op: RetireOp::Signal { fence, value },
                 });
-                self.complete(site, "signal");
+                // It completes when it retires.
+                self.complete_later(site, "signal");
                 Step::Progressed
             }
             PacketOp::SubmissionEnd => {
@@ -1194,12 +1227,20 @@ impl Engine {
         }
     }
 
+    /// The ME is done with a command that is complete now.
     fn complete(&mut self, site: Site, op: &'static str) {
+        self.complete_later(site, op);
+        self.last_completed = Some((site, op));
+    }
+
+    /// The ME is done with a command that completes later: a dispatch when its last group
+    /// finishes, a bottom-of-pipe write or queue signal when it retires (D7's `last_completed`
+    /// names only commands that really completed).
+    fn complete_later(&mut self, _site: Site, op: &'static str) {
         if let Some(t) = self.trace.as_mut() {
             t.me_done(op);
         }
         self.me_site = None;
-        self.last_completed = Some((site, op));
         self.commands_completed += 1;
     }
 
@@ -1413,10 +1454,11 @@ impl Engine {
                         flush,
                     },
                 });
-                self.complete(site, op);
+                self.complete_later(site, op);
                 Step::Progressed
             }
             Command::WriteImmediate { writes } => {
+                let later = writes.iter().any(|w| w.mode == ImmediateMode::MarkerOut);
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
@@ -1453,7 +1495,11 @@ impl Engine {
                         }
                     }
                 }
-                self.complete(site, op);
+                if later {
+                    self.complete_later(site, op);
+                } else {
+                    self.complete(site, op);
+                }
                 Step::Progressed
             }
             Command::FlushPipeline { flush } => self.me_resume(ctx, MeOp::Flush { site, flush }),
@@ -1522,6 +1568,9 @@ impl Engine {
                 m.launch(self.queue_id, index, site, op, &kernel, groups);
             });
             self.inflight.insert(index, groups);
+            let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+            self.inflight_sites
+                .insert(index, (site, op, self.labels.as_slice().into()));
             self.launches.push(Launch {
                 index,
                 op: self.me_site.as_ref().map_or("dispatch", |(_, n)| *n),
@@ -1531,7 +1580,11 @@ impl Engine {
             });
         }
         let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
-        self.complete(site, op);
+        if groups > 0 {
+            self.complete_later(site, op);
+        } else {
+            self.complete(site, op);
+        }
         Step::Progressed
     }
 
@@ -1574,6 +1627,7 @@ impl Engine {
                 if let Err(f) = self.write(ctx, address, width, v, &r.site, op) {
                     return Step::Faulted(f);
                 }
+                self.last_completed = Some((r.site, op));
             }
             RetireOp::Signal { fence, value } => {
                 let mut release = None;
@@ -1588,6 +1642,7 @@ impl Engine {
                 }
                 // A signal to a fence the application released is discarded (F11).
                 fence.signal_with(value, w, now, release);
+                self.last_completed = Some((r.site, "signal"));
                 self.finish_submission(r.site.submission);
             }
             RetireOp::SubmissionEnd => self.finish_submission(r.site.submission),
@@ -1646,7 +1701,13 @@ pub(crate) struct Snapshot {
     pub(crate) idle: bool,
     pub(crate) blocked: Option<(Stage, Site, &'static str, WaitCondition)>,
     pub(crate) me_at: Option<(Site, &'static str)>,
+    /// The labels open at the ME (at the command it executes or is blocked in).
     pub(crate) labels: Vec<Arc<str>>,
+    /// The labels open at the PFP's position (the ME's, plus the label commands it parsed
+    /// and the ME has not executed yet).
+    pub(crate) pfp_labels: Vec<Arc<str>>,
+    /// The labels open at each dispatch in flight.
+    pub(crate) dispatch_labels: Vec<(Site, Arc<[Arc<str>]>)>,
     pub(crate) last_completed: Option<(Site, &'static str)>,
     pub(crate) pending: Vec<Pending>,
     pub(crate) dispatches_in_flight: usize,
