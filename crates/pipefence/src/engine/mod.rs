@@ -81,6 +81,9 @@ impl Site {
     }
 }
 
+/// The `begin_event` labels open at a command (C10), outermost first.
+pub(crate) type Labels = Arc<[Arc<str>]>;
+
 /// A queue-level submission (Q2).
 #[derive(Debug)]
 pub(crate) enum Submission {
@@ -428,7 +431,7 @@ pub(crate) struct Engine {
     inflight: BTreeMap<u64, u32>,
     /// In-flight dispatches: index -> where, what, and the labels open at the dispatch (for
     /// `last_completed` when it finishes, and the breadcrumbs of a fault in it, D7).
-    inflight_sites: BTreeMap<u64, (Site, &'static str, Arc<[Arc<str>]>)>,
+    inflight_sites: BTreeMap<u64, (Site, &'static str, Labels)>,
     next_dispatch: u64,
     retire: VecDeque<Retire>,
     launches: Vec<Launch>,
@@ -1707,7 +1710,7 @@ pub(crate) struct Snapshot {
     /// and the ME has not executed yet).
     pub(crate) pfp_labels: Vec<Arc<str>>,
     /// The labels open at each dispatch in flight.
-    pub(crate) dispatch_labels: Vec<(Site, Arc<[Arc<str>]>)>,
+    pub(crate) dispatch_labels: Vec<(Site, Labels)>,
     pub(crate) last_completed: Option<(Site, &'static str)>,
     pub(crate) pending: Vec<Pending>,
     pub(crate) dispatches_in_flight: usize,
