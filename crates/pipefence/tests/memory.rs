@@ -316,3 +316,55 @@ fn e3_random_cpu_accesses_never_panic() {
         }
     });
 }
+
+/// The resident set of this process, in KiB (Linux: `VmRSS` of `/proc/self/status`).
+fn resident_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// M1: a zero-initialized buffer is backed lazily (zero pages from the OS): creating 4 GiB
+/// adds next to nothing to the resident set until it is touched, and it reads as zeros; one
+/// the machine cannot back at all (the 64 GiB maximum, on a machine with less memory and swap
+/// than that) fails as OutOfMemory (0x8007000E) instead of being filled and killed.
+#[test]
+fn m1_large_zero_buffers_are_backed_lazily_and_unbackable_ones_fail() {
+    let d = device();
+    let before = resident_kib();
+    let b = d
+        .create_buffer(&BufferDesc::new(4 << 30, Heap::Shared))
+        .unwrap();
+    if let (Some(before), Some(after)) = (before, resident_kib()) {
+        assert!(
+            after.saturating_sub(before) < 256 << 10,
+            "creating 4 GiB grew the resident set by {} KiB",
+            after - before
+        );
+    }
+    assert_eq!(b.read_u64((4 << 30) - 8).unwrap(), 0);
+    b.write_u32(1 << 31, 7).unwrap();
+    assert_eq!(b.read_u32(1 << 31).unwrap(), 7);
+    drop(b);
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let kib = |key: &str| -> Option<u64> {
+            m.lines()
+                .find(|l| l.starts_with(key))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        Some(kib("MemTotal:")? + kib("SwapTotal:")?)
+    });
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").ok();
+    // Only meaningful where the kernel refuses what it cannot back (modes 0 and 2).
+    if total_kib.is_some_and(|t| t < 60 << 20) && overcommit.is_some_and(|o| o.trim() != "1") {
+        let e = d
+            .create_buffer(&BufferDesc::new(64 << 30, Heap::Shared).named("huge"))
+            .unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory(_)), "{e}");
+        assert!(e.to_string().contains("huge"), "{e}");
+        assert_eq!(e.hresult(), 0x8007_000E);
+    }
+}
