@@ -309,10 +309,10 @@ fn measure(
     for c in 0..chunks {
         let (per_sec, report) = schedules_per_sec(sc, per_chunk, c * per_chunk, cpu)?;
         m.schedules.push(per_sec);
-        m.failures += report.failures.len();
-        for f in &report.failures {
+        m.failures += report.failing as usize;
+        for seed in report.failures.iter().flat_map(|f| f.seeds.iter()) {
             if m.failing_seeds.len() < 5 {
-                m.failing_seeds.push(f.seed);
+                m.failing_seeds.push(*seed);
             }
         }
         if runs.another(m.runs.len(), spent_s) {

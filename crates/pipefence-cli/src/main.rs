@@ -236,7 +236,7 @@ fn check_command(
         seed,
         u128::from(seed) + u128::from(schedules),
         report.outcomes,
-        report.failures.len(),
+        report.failing,
         report.elapsed_ns as f64 / 1e6
     );
     let replay = if strict {
@@ -244,24 +244,51 @@ fn check_command(
     } else {
         "--driver deterministic"
     };
+    let seeds = |v: &[u64], count: u64| {
+        let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
+        if count > v.len() as u64 {
+            s.push("...".to_string());
+        }
+        s.join(" ")
+    };
     for f in report.failures.iter().take(SHOWN_FAILURES) {
         summary += &format!(
             "  seed {} ({:?}, exit {}): replay with `pipefence run {name} {replay} --seed {}`\n",
             f.seed, f.status, f.exit, f.seed
         );
+        if f.count > 1 {
+            summary += &format!(
+                "    and {} more schedules with this outcome (seeds {})\n",
+                f.count - 1,
+                seeds(&f.seeds[1..], f.count - 1)
+            );
+        }
         for w in &f.what {
             summary += &format!("      {w}\n");
         }
     }
-    if report.failures.len() > SHOWN_FAILURES {
-        let rest: Vec<String> = report.failures[SHOWN_FAILURES..]
+    let hidden: u64 = report
+        .failures
+        .iter()
+        .skip(SHOWN_FAILURES)
+        .map(|f| f.count)
+        .sum::<u64>()
+        + report.other_failing;
+    if hidden > 0 {
+        let mut first: Vec<u64> = report
+            .failures
             .iter()
-            .map(|f| f.seed.to_string())
+            .skip(SHOWN_FAILURES)
+            .map(|f| f.seed)
+            .chain(report.other_seeds.iter().copied())
             .collect();
+        first.sort_unstable();
+        first.truncate(8);
         summary += &format!(
-            "  {} more failing seeds (--json lists each outcome): {}\n",
-            rest.len(),
-            rest.join(" ")
+            "  {hidden} more failing schedules with other outcomes (seeds {}; --json lists up to \
+             {} outcomes with counts)\n",
+            seeds(&first, hidden),
+            pipefence_scenario::check::MAX_FAILURE_GROUPS
         );
     }
     if json {

@@ -5,8 +5,21 @@
 use crate::plan::Scenario;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::time::Instant;
+
+/// Distinct failing outcomes a report keeps in full ([`CheckReport::failures`]); failing
+/// schedules with another outcome are only counted ([`CheckReport::other_failing`]).
+pub const MAX_FAILURE_GROUPS: usize = 32;
+
+/// Seeds listed per distinct failing outcome ([`Failure::seeds`]).
+pub const MAX_SEEDS_PER_FAILURE: usize = 8;
+
+/// Distinct outcomes told apart for [`CheckReport::outcomes`] (8 bytes each); past it the count
+/// is a lower bound.
+pub const MAX_DISTINCT_OUTCOMES: usize = 1 << 20;
 
 /// How to check.
 #[derive(Debug, Clone)]
@@ -19,18 +32,22 @@ pub struct CheckOptions {
     pub strict: bool,
 }
 
-/// A failing schedule.
+/// One distinct failing outcome, and the schedules that produced it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Failure {
-    /// Its seed.
+    /// The first seed that produced it (replay with `run --seed`).
     pub seed: u64,
+    /// How many schedules produced it.
+    pub count: u64,
+    /// The first seeds that produced it, in order (at most [`MAX_SEEDS_PER_FAILURE`]).
+    pub seeds: Vec<u64>,
     /// `failed` or `removed`.
     pub status: Status,
     /// The exit status `run --seed` gives.
     pub exit: i32,
     /// What failed, in words (failed expectations, host errors, the removal).
     pub what: Vec<String>,
-    /// The full outcome of the schedule.
+    /// The full outcome of the first seed's schedule.
     pub outcome: Outcome,
 }
 
@@ -47,17 +64,28 @@ pub struct Progress {
     pub per_second: f64,
 }
 
-/// The result of a check (the `--json` shape).
+/// The result of a check (the `--json` shape). Its size is bounded whatever the number of
+/// schedules: failing schedules are grouped by outcome, with counts and the first seeds of
+/// each.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     /// Always 1.
     pub version: u32,
     /// Schedules run.
     pub schedules: u64,
-    /// Distinct outcomes seen (status, expectations, fences, removal, host errors).
+    /// Distinct outcomes seen (status, expectations, fences, removal, host errors); a lower
+    /// bound past [`MAX_DISTINCT_OUTCOMES`].
     pub outcomes: usize,
-    /// Every failing seed, in seed order.
+    /// Failing schedules.
+    pub failing: u64,
+    /// The distinct failing outcomes, in the order of their first seed (at most
+    /// [`MAX_FAILURE_GROUPS`]; the first is the lowest failing seed's).
     pub failures: Vec<Failure>,
+    /// Failing schedules whose outcome is none of `failures` (more distinct failing outcomes
+    /// than are kept).
+    pub other_failing: u64,
+    /// The first seeds of those (at most [`MAX_SEEDS_PER_FAILURE`]).
+    pub other_seeds: Vec<u64>,
     /// Wall-clock nanoseconds of the whole check.
     pub elapsed_ns: u64,
 }
@@ -77,7 +105,9 @@ fn signature(o: &Outcome) -> String {
     serde_json::to_string(&o).unwrap_or_default()
 }
 
-fn describe(o: &Outcome) -> Vec<String> {
+/// What failed in an outcome, in words (failed expectations, host errors, hazards, the
+/// removal).
+pub fn describe(o: &Outcome) -> Vec<String> {
     let mut what = Vec::new();
     for e in &o.expectations {
         if e.passed == Some(false) {
@@ -110,14 +140,25 @@ fn describe(o: &Outcome) -> Vec<String> {
 
 /// Runs `opts.schedules` seeds from `opts.seed` (never past `u64::MAX`: a range that would
 /// overflow stops at the last seed), calling `progress` after each.
-pub fn check(
+pub fn check(sc: &Scenario, opts: &CheckOptions, progress: impl FnMut(Progress)) -> CheckReport {
+    check_each(sc, opts, progress, |_, _| {})
+}
+
+/// [`check`], also handing every schedule's outcome to `visit` (with its seed) as it ends. The
+/// report keeps only what [`CheckReport`] says, so memory stays bounded.
+pub fn check_each(
     sc: &Scenario,
     opts: &CheckOptions,
     mut progress: impl FnMut(Progress),
+    mut visit: impl FnMut(u64, &Outcome),
 ) -> CheckReport {
     let start = Instant::now();
-    let mut seen = BTreeSet::new();
-    let mut failures = Vec::new();
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut groups: Vec<(String, Failure)> = Vec::new();
+    let mut failing = 0u64;
+    let mut other_failing = 0u64;
+    let mut other_seeds = Vec::new();
+    let mut done = 0u64;
     for i in 0..opts.schedules {
         let Some(seed) = opts.seed.checked_add(i) else {
             break;
@@ -132,21 +173,47 @@ pub fn check(
                 trace: false,
             },
         );
-        seen.insert(signature(&o));
+        visit(seed, &o);
+        done = i + 1;
+        let sig = signature(&o);
+        let mut h = DefaultHasher::new();
+        sig.hash(&mut h);
+        let hash = h.finish();
+        if seen.len() < MAX_DISTINCT_OUTCOMES {
+            seen.insert(hash);
+        }
         if o.status != Status::Passed {
-            failures.push(Failure {
-                seed,
-                status: o.status,
-                exit: o.exit_code(),
-                what: describe(&o),
-                outcome: o,
-            });
+            failing += 1;
+            if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
+                g.count += 1;
+                if g.seeds.len() < MAX_SEEDS_PER_FAILURE {
+                    g.seeds.push(seed);
+                }
+            } else if groups.len() < MAX_FAILURE_GROUPS {
+                groups.push((
+                    sig,
+                    Failure {
+                        seed,
+                        count: 1,
+                        seeds: vec![seed],
+                        status: o.status,
+                        exit: o.exit_code(),
+                        what: describe(&o),
+                        outcome: o,
+                    },
+                ));
+            } else {
+                other_failing += 1;
+                if other_seeds.len() < MAX_SEEDS_PER_FAILURE {
+                    other_seeds.push(seed);
+                }
+            }
         }
         let secs = start.elapsed().as_secs_f64();
         progress(Progress {
             done: i + 1,
             total: opts.schedules,
-            failures: failures.len() as u64,
+            failures: failing,
             per_second: if secs > 0.0 {
                 (i + 1) as f64 / secs
             } else {
@@ -156,9 +223,12 @@ pub fn check(
     }
     CheckReport {
         version: 1,
-        schedules: opts.schedules,
+        schedules: done,
         outcomes: seen.len(),
-        failures,
+        failing,
+        failures: groups.into_iter().map(|(_, f)| f).collect(),
+        other_failing,
+        other_seeds,
         elapsed_ns: start.elapsed().as_nanos() as u64,
     }
 }

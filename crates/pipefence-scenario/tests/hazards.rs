@@ -5,7 +5,7 @@
 //! over 500 strict schedules; `--validate` on the threaded driver finding the same kinds; and the
 //! `"hazards"` JSON fields.
 
-use pipefence_scenario::check::{check, CheckOptions, CheckReport};
+use pipefence_scenario::check::{check_each, describe, CheckOptions};
 use pipefence_scenario::plan::Scenario;
 use pipefence_scenario::run::{
     run, DriverKind, HazardAccessReport, HazardReport, Outcome, RunOptions, Status,
@@ -64,8 +64,31 @@ fn validate(sc: &Scenario) -> Outcome {
     )
 }
 
+/// Every failing schedule of a strict check, one entry per seed (the library's report groups
+/// failing schedules by outcome; these tests look at each one).
+struct CheckReport {
+    schedules: u64,
+    failures: Vec<SeedFailure>,
+}
+
+struct SeedFailure {
+    seed: u64,
+    status: Status,
+    exit: i32,
+    what: Vec<String>,
+    outcome: Outcome,
+}
+
+impl CheckReport {
+    /// The lowest failing seed's exit status, 0 when every schedule passed.
+    fn exit_code(&self) -> i32 {
+        self.failures.first().map_or(0, |f| f.exit)
+    }
+}
+
 fn check_strict(sc: &Scenario, schedules: u64) -> CheckReport {
-    check(
+    let mut failures = Vec::new();
+    let report = check_each(
         sc,
         &CheckOptions {
             schedules,
@@ -73,7 +96,24 @@ fn check_strict(sc: &Scenario, schedules: u64) -> CheckReport {
             strict: true,
         },
         |_| {},
-    )
+        |seed, o| {
+            if o.status != Status::Passed {
+                failures.push(SeedFailure {
+                    seed,
+                    status: o.status,
+                    exit: o.exit_code(),
+                    what: describe(o),
+                    outcome: o.clone(),
+                });
+            }
+        },
+    );
+    assert_eq!(report.failing, failures.len() as u64);
+    assert_eq!(report.exit_code(), failures.first().map_or(0, |f| f.exit));
+    CheckReport {
+        schedules: report.schedules,
+        failures,
+    }
 }
 
 fn messages(o: &Outcome) -> Vec<&str> {

@@ -48,7 +48,8 @@ fn d6_check_ends_when_host_polls_for_a_value_never_written() {
         "cpu-poll mailbox cmp=equal reference=4",
     );
     let r = check_bounded("handshake-wrong-value", &text, 64);
-    assert_eq!(r.failures.len(), 64);
+    assert_eq!(r.failing, 64);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("a hang report");
         assert_eq!(
@@ -66,7 +67,8 @@ fn d6_check_ends_when_host_polls_for_a_value_never_written() {
 fn d6_check_ends_when_host_waits_on_a_fence_nobody_signals() {
     let text = "fence f\nhost h {\n    cpu-wait f 1 timeout-ms=5000\n}\n";
     let r = check_bounded("unsignalled", text, 64);
-    assert_eq!(r.failures.len(), 64);
+    assert_eq!(r.failing, 64);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let e = &f.outcome.host_errors;
         assert_eq!(e.len(), 1, "seed {}: {e:?}", f.seed);
@@ -86,7 +88,8 @@ fn d6_check_ends_when_queue_and_host_wait_on_each_other() {
     let text =
         "fence f\nqueue q kind=compute\nwait q f 1\nhost h {\n    cpu-wait f 5 timeout-ms=100\n}\n";
     let r = check_bounded("queue-and-host", text, 64);
-    assert_eq!(r.failures.len(), 64);
+    assert_eq!(r.failing, 64);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("a hang report");
         assert_eq!(removed.classification.as_deref(), Some("waiting-on-host"));
@@ -99,7 +102,8 @@ fn d6_check_ends_when_queue_and_host_wait_on_each_other() {
 fn d6_check_ends_when_device_is_removed_before_a_host_starts() {
     let text = "fence f\nqueue q kind=compute\nhost h {\n    cpu-signal f 1\n}\nremove-device\n";
     let r = check_bounded("remove-before-host", text, 64);
-    assert_eq!(r.failures.len(), 64);
+    assert_eq!(r.failing, 64);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("removed");
         assert_eq!(removed.reason, "requested", "seed {}", f.seed);
@@ -111,7 +115,8 @@ fn d6_check_ends_when_device_is_removed_before_a_host_starts() {
 fn d6_check_ends_when_every_host_waits_forever() {
     let text = "buffer m size=64 heap=shared\nfence f\nhost h {\n    cpu-poll m cmp=equal reference=3 timeout-ms=100\n}\nhost g {\n    cpu-wait f 1 timeout-ms=100\n}\ncpu-wait f 2 timeout-ms=100\n";
     let r = check_bounded("all-wait", text, 64);
-    assert_eq!(r.failures.len(), 64);
+    assert_eq!(r.failing, 64);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         assert_eq!(f.outcome.host_errors.len(), 3, "seed {}", f.seed);
     }
@@ -155,7 +160,8 @@ fn d4_huge_dispatches_cost_what_they_do_not_one_record_per_group() {
     // scheduler steps.
     let indirect = "buffer args size=64 heap=shared\nbuffer out size=4096 heap=readback\nfence done\nqueue q kind=compute\nlist put kind=compute {\n    write-value32-top args value=4000000000\n}\nlist l kind=compute {\n    dispatch-indirect fill args=args dst=out value=9\n}\nexecute q put\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=100000\n";
     let r = check_bounded("huge-indirect", indirect, 32);
-    assert_eq!(r.failures.len(), 32);
+    assert_eq!(r.failing, 32);
+    assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("removed");
         assert_eq!(removed.classification.as_deref(), Some("page-fault"));
@@ -237,4 +243,44 @@ fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
             );
         }
     }
+}
+
+/// `check`'s report stays bounded whatever the number of schedules: failing schedules are
+/// grouped by outcome (a count and the first seeds of each, at most 32 outcomes kept), so
+/// 3000 failing schedules with hundreds of distinct outcomes keep 32 outcomes of
+/// at most 8 seeds each and count the rest; before, every failing schedule was kept in full
+/// (about 1.6 KB each).
+#[test]
+fn check_report_is_bounded_by_outcomes_not_schedules() {
+    use pipefence_scenario::check::{MAX_FAILURE_GROUPS, MAX_SEEDS_PER_FAILURE};
+    // Two queues race to signal 12 fences (last write wins, F2): up to 4096 final states,
+    // and an expectation that always fails.
+    let mut text = String::from("fence never\nqueue a kind=compute\nqueue b kind=compute\n");
+    for i in 0..12 {
+        text += &format!("fence f{i}\n");
+    }
+    for i in 0..12 {
+        text += &format!("signal a f{i} 1\nsignal b f{i} 2\n");
+    }
+    text += "wait-idle timeout-ms=5000\nexpect-fence never equals=1\n";
+    let r = check_bounded("racing-signals", &text, 3000);
+    assert_eq!(r.failing, 3000);
+    assert!(r.outcomes > MAX_FAILURE_GROUPS, "{} outcomes", r.outcomes);
+    assert_eq!(r.failures.len(), MAX_FAILURE_GROUPS);
+    let kept: u64 = r.failures.iter().map(|f| f.count).sum();
+    assert_eq!(kept + r.other_failing, 3000);
+    assert!(r.other_failing > 0);
+    for f in &r.failures {
+        assert!(f.seeds.len() <= MAX_SEEDS_PER_FAILURE && f.seeds.len() as u64 <= f.count);
+        assert_eq!(f.seeds[0], f.seed);
+    }
+    assert!(r.other_seeds.len() <= MAX_SEEDS_PER_FAILURE);
+    // One outcome, many schedules: one group counting them all.
+    let text = "fence f\nhost h {\n    cpu-wait f 1 timeout-ms=5000\n}\n";
+    let r = check_bounded("one-outcome", text, 500);
+    assert_eq!((r.failing, r.failures.len(), r.outcomes), (500, 1, 1));
+    assert_eq!(r.failures[0].count, 500);
+    assert_eq!(r.failures[0].seeds, (0..8).collect::<Vec<u64>>());
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.len() < 8192, "{} bytes", json.len());
 }
