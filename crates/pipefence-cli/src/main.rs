@@ -92,6 +92,23 @@ fn usage_error(msg: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C: the first stops the run or check (its summary is printed, exit 130); a second
+    // exits at once.
+    let _ = ctrlc::set_handler(|| {
+        if pipefence_scenario::run::interrupted() {
+            std::process::exit(130);
+        }
+        pipefence_scenario::run::interrupt();
+    });
+    let code = command(cli);
+    if pipefence_scenario::run::interrupted() {
+        eprintln!("pipefence: interrupted");
+        return ExitCode::from(130);
+    }
+    code
+}
+
+fn command(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Run {
             file,
@@ -230,11 +247,18 @@ fn check_command(
             }
         }
     });
+    let ran = if report.interrupted {
+        format!(
+            "{} of {schedules} schedules (interrupted)",
+            report.schedules
+        )
+    } else {
+        format!("{} schedules", report.schedules)
+    };
     let mut summary = format!(
-        "{name}: {} schedules (seeds {}..{}), {} distinct outcomes, {} failing, in {:.1} ms\n",
-        report.schedules,
+        "{name}: {ran} (seeds {}..{}), {} distinct outcomes, {} failing, in {:.1} ms\n",
         seed,
-        u128::from(seed) + u128::from(schedules),
+        u128::from(seed) + u128::from(report.schedules),
         report.outcomes,
         report.failing,
         report.elapsed_ns as f64 / 1e6

@@ -425,3 +425,95 @@ fn d5_strict_examples_are_clean_and_flag_misuse_is_a_usage_error() {
     assert_eq!(both.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&both.stderr).contains("--validate"));
 }
+
+/// Ctrl-C (SIGINT) during `check` prints the summary of the schedules that ran and exits 130;
+/// during a threaded `run`, it prints what is waiting on what (the device is removed as
+/// requested, with the usual report) and exits 130.
+#[test]
+fn ctrl_c_prints_what_ran_and_exits_130() {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    /// Whether process `pid` catches SIGINT yet (Linux: bit 1 of `SigCgt`).
+    fn catches_sigint(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                let l = s.lines().find(|l| l.starts_with("SigCgt:"))?;
+                u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok()
+            })
+            .is_some_and(|mask| mask & 2 != 0)
+    }
+    let interrupt = |args: &[&str]| -> (Option<i32>, String, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pipefence"))
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start pipefence");
+        let start = Instant::now();
+        while !catches_sigint(child.id()) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no SIGINT handler"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Only makes it likely that the work has started; nothing below depends on it.
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let mut out = String::new();
+        let mut err = String::new();
+        let mut so = child.stdout.take().unwrap();
+        let mut se = child.stderr.take().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut e = String::new();
+            let _ = se.read_to_string(&mut e);
+            e
+        });
+        let _ = so.read_to_string(&mut out);
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no exit after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        err.push_str(&t.join().unwrap());
+        (status.code(), out, err)
+    };
+    let (code, out, err) = interrupt(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--schedules",
+        "1000000000",
+    ]);
+    assert_eq!(code, Some(130), "{out}{err}");
+    assert!(
+        out.contains("of 1000000000 schedules (interrupted)"),
+        "{out}"
+    );
+    assert!(err.contains("pipefence: interrupted"), "{err}");
+    // A queue waits for a CPU signal that never comes, and so does the host.
+    let file = std::env::temp_dir().join(format!("pipefence-ctrl-c-{}.kdl", std::process::id()));
+    std::fs::write(
+        &file,
+        "device tdr-ms=600000\nfence f\nqueue q kind=compute\nwait q f 1\ncpu-wait f 1 timeout-ms=600000\n",
+    )
+    .unwrap();
+    let (code, out, err) = interrupt(&["run", &file.to_string_lossy()]);
+    std::fs::remove_file(&file).ok();
+    assert_eq!(code, Some(130), "{out}{err}");
+    assert!(out.contains("device removed: requested"), "{out}");
+    assert!(err.contains("pipefence: interrupted"), "{err}");
+}

@@ -86,6 +86,8 @@ pub struct CheckReport {
     pub other_failing: u64,
     /// The first seeds of those (at most [`MAX_SEEDS_PER_FAILURE`]).
     pub other_seeds: Vec<u64>,
+    /// The check was interrupted ([`crate::run::interrupt`], Ctrl-C): `schedules` ran.
+    pub interrupted: bool,
     /// Wall-clock nanoseconds of the whole check.
     pub elapsed_ns: u64,
 }
@@ -163,6 +165,9 @@ pub fn check_each(
         let Some(seed) = opts.seed.checked_add(i) else {
             break;
         };
+        if crate::run::interrupted() {
+            break;
+        }
         let o = run(
             sc,
             &RunOptions {
@@ -229,6 +234,7 @@ pub fn check_each(
         failures: groups.into_iter().map(|(_, f)| f).collect(),
         other_failing,
         other_seeds,
+        interrupted: crate::run::interrupted(),
         elapsed_ns: start.elapsed().as_nanos() as u64,
     }
 }

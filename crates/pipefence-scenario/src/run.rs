@@ -642,8 +642,24 @@ fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: String) -> Ou
     }
 }
 
+/// Set by [`interrupt`] (the binary's Ctrl-C handler).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Asks the runs in progress to stop (Ctrl-C): a threaded run removes its device at once
+/// (reason `requested`), whose report shows what every queue was waiting on then; `check`
+/// starts no further schedule. Safe to call from a signal handler's thread.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`interrupt`] was called.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// Declares a hang when every host thread has ended or is blocked on the device, some engine
-/// has work left, and nothing progressed for the watchdog timeout (D6).
+/// has work left, and nothing progressed for the watchdog timeout (D6). On [`interrupt`] it
+/// removes the device (the report is the snapshot of what waits on what).
 fn monitor(ctx: &Ctx, finished: &AtomicBool) {
     let tdr = Duration::from_millis(ctx.sc.device.tdr_ms.max(1));
     let mut last = (ctx.device.progress(), Instant::now());
@@ -653,6 +669,10 @@ fn monitor(ctx: &Ctx, finished: &AtomicBool) {
                 .min(tdr / 4)
                 .max(Duration::from_millis(1)),
         );
+        if interrupted() {
+            ctx.device.remove();
+            return;
+        }
         let all_stuck = ctx
             .states
             .iter()
