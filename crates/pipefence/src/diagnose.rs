@@ -803,6 +803,20 @@ pub(crate) fn build_report(
     }
 }
 
+/// A fault report with no address, buffer or packet offset.
+fn plain_fault(kind: Classification, at: SiteReport, message: String) -> FaultReport {
+    FaultReport {
+        kind,
+        address: None,
+        access: None,
+        why: None,
+        buffer: None,
+        at,
+        packet_offset: None,
+        message,
+    }
+}
+
 fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> FaultReport {
     let at = site_report(dev, nodes, queue, f.site(), f.op());
     match f {
@@ -833,43 +847,28 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
             packet_offset: Some(*offset),
             message: message.clone(),
         },
-        Fault::NeverSatisfiable { condition, .. } => FaultReport {
-            kind: Classification::NeverSatisfiable,
-            address: None,
-            access: None,
-            why: None,
-            buffer: None,
+        Fault::NeverSatisfiable { condition, .. } => plain_fault(
+            Classification::NeverSatisfiable,
             at,
-            packet_offset: None,
-            message: format!("{} can never hold", condition_label(dev, condition)),
-        },
+            format!("{} can never hold", condition_label(dev, condition)),
+        ),
         Fault::KernelPanic {
             kernel,
             group,
             message,
             ..
-        } => FaultReport {
-            kind: Classification::KernelPanic,
-            address: None,
-            access: None,
-            why: None,
-            buffer: None,
+        } => plain_fault(
+            Classification::KernelPanic,
             at,
-            packet_offset: None,
-            message: format!("group {group} of kernel `{kernel}` panicked: {message}"),
-        },
-        Fault::EndlessKernel { kernel, group, .. } => FaultReport {
-            kind: Classification::EndlessKernel,
-            address: None,
-            access: None,
-            why: None,
-            buffer: None,
+            format!("group {group} of kernel `{kernel}` panicked: {message}"),
+        ),
+        Fault::EndlessKernel { kernel, group, .. } => plain_fault(
+            Classification::EndlessKernel,
             at,
-            packet_offset: None,
-            message: format!(
+            format!(
                 "group {group} of kernel `{kernel}` ran longer than the watchdog timeout ({:?})",
                 dev.desc.watchdog_timeout
             ),
-        },
+        ),
     }
 }
