@@ -12,9 +12,9 @@ fn within_budget(sc: &Scenario) -> bool {
     bytes <= 1 << 20
         && sc.lists.iter().all(|l| {
             l.commands.len() <= 4096
-                && l.commands
-                    .iter()
-                    .all(|c| !matches!(c.cmd, ListCommand::Dispatch { groups, .. } if groups > 4096))
+                && l.commands.iter().all(
+                    |c| !matches!(c.cmd, ListCommand::Dispatch { groups, .. } if groups > 4096),
+                )
         })
         && sc.main.len() <= 64
         && sc.hosts.iter().all(|h| h.actions.len() <= 64)
@@ -22,7 +22,9 @@ fn within_budget(sc: &Scenario) -> bool {
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        let seed = data.iter().fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(*b));
+        let seed = data
+            .iter()
+            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(*b));
         let text = String::from_utf8_lossy(data);
         let Ok(sc) = pipefence_scenario::parse("fuzz.kdl", &text) else {
             return;
