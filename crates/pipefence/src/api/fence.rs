@@ -206,10 +206,7 @@ impl Fence {
 
     /// The calling host thread acquires the fence's last release (hazard analysis, D5).
     fn acquire(&self) {
-        let core = &self.inner.core;
-        self.inner
-            .device
-            .with_model(|m| m.host_acquire_fences(&[&**core]));
+        acquire(&self.inner.device, &self.inner.core);
     }
 
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
@@ -257,6 +254,11 @@ impl Future for FenceWait {
     }
 }
 
+/// The calling host thread acquires the last release of `core` (hazard analysis, D5).
+fn acquire(device: &DeviceShared, core: &FenceCore) {
+    device.with_model(|m| m.host_acquire_fences(&[core]));
+}
+
 /// The result of a CPU wait on `core` for `value` that ended with `o`.
 fn fence_outcome(
     device: &DeviceShared,
@@ -268,8 +270,7 @@ fn fence_outcome(
 ) -> Result<()> {
     match o {
         WaitOutcome::Reached => {
-            // The calling host thread acquires the fence's last release (hazard analysis, D5).
-            device.with_model(|m| m.host_acquire_fences(&[&**core]));
+            acquire(device, core);
             Ok(())
         }
         WaitOutcome::Removed => {

@@ -1211,7 +1211,7 @@ impl Engine {
                     op: RetireOp::Signal { fence, value },
                 });
                 // It completes when it retires.
-                self.complete_later(site, "signal");
+                self.complete_later("signal");
                 Step::Progressed
             }
             PacketOp::SubmissionEnd => {
@@ -1232,14 +1232,14 @@ impl Engine {
 
     /// The ME is done with a command that is complete now.
     fn complete(&mut self, site: Site, op: &'static str) {
-        self.complete_later(site, op);
+        self.complete_later(op);
         self.last_completed = Some((site, op));
     }
 
     /// The ME is done with a command that completes later: a dispatch when its last group
     /// finishes, a bottom-of-pipe write or queue signal when it retires (D7's `last_completed`
     /// names only commands that really completed).
-    fn complete_later(&mut self, _site: Site, op: &'static str) {
+    fn complete_later(&mut self, op: &'static str) {
         if let Some(t) = self.trace.as_mut() {
             t.me_done(op);
         }
@@ -1457,7 +1457,7 @@ impl Engine {
                         flush,
                     },
                 });
-                self.complete_later(site, op);
+                self.complete_later(op);
                 Step::Progressed
             }
             Command::WriteImmediate { writes } => {
@@ -1499,7 +1499,7 @@ impl Engine {
                     }
                 }
                 if later {
-                    self.complete_later(site, op);
+                    self.complete_later(op);
                 } else {
                     self.complete(site, op);
                 }
@@ -1584,7 +1584,7 @@ impl Engine {
         }
         let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
         if groups > 0 {
-            self.complete_later(site, op);
+            self.complete_later(op);
         } else {
             self.complete(site, op);
         }
