@@ -463,6 +463,35 @@ fn record(l: &mut CommandList, buffers: &[Buffer], cmd: &ListCommand) {
 /// Runs a validated scenario on the driver `opts` selects (strict mode and validation are not
 /// built yet; the caller rejects them). On the deterministic driver the run is a pure function
 /// of the scenario and the seed, and `elapsed_ns` is virtual time.
+/// The encoded command stream (the packet words `CommandList::close` writes) of each list of the
+/// scenario, by list name, recorded on a plain device with the scenario's buffers. For tooling
+/// that works on command streams: the decoder's fuzz corpus is made from these
+/// (`cargo run -p pipefence-scenario --example decode-corpus`).
+///
+/// # Errors
+/// The device or a buffer could not be created; the message names it.
+pub fn encoded_lists(sc: &Scenario) -> Result<Vec<(String, Vec<u32>)>, String> {
+    let device = Device::new(DeviceDesc::default()).map_err(|e| format!("device: {e}"))?;
+    let mut buffers = Vec::new();
+    for b in &sc.buffers {
+        let buf = device
+            .create_buffer(&BufferDesc::new(b.size, b.heap).named(&b.name))
+            .map_err(|e| format!("buffer `{}`: {e}", b.name))?;
+        buffers.push(buf);
+    }
+    let mut out = Vec::new();
+    for l in &sc.lists {
+        let mut cl = device
+            .create_command_list(l.kind, &l.name)
+            .map_err(|e| format!("list `{}`: {e}", l.name))?;
+        for c in &l.commands {
+            record(&mut cl, &buffers, &c.cmd);
+        }
+        out.push((l.name.clone(), pipefence::command::encode(cl.commands())));
+    }
+    Ok(out)
+}
+
 pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     let start = Instant::now();
     let sc = Arc::new(sc.clone());
