@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak test of `pipefence check` (not run by CI): every example and race scenario under many
 # schedules (default 100000, plain and --strict), printing for each the verdict line, the exit
-# status, the wall time and the peak resident memory (GNU time's %M, KiB).
+# status of that check, the wall time and the peak resident memory (GNU time's %M, KiB).
 #
 #   scripts/soak-check.sh [SCHEDULES] [PIPEFENCE_BINARY]
 #
@@ -14,16 +14,19 @@ if [[ -z $bin ]]; then
     cargo build --release -q -p pipefence-cli || exit 1
     bin=target/release/pipefence
 fi
-[[ -x /usr/bin/time ]] || { echo "$0: /usr/bin/time not found (apt-get install -y time)" >&2; exit 1; }
+timebin=/usr/bin/time
+[[ -x $timebin ]] || { echo "$0: /usr/bin/time not found (apt-get install -y time)" >&2; exit 1; }
 printf '%-45s %-7s %5s %9s %10s\n' scenario mode exit seconds peak_KiB
 for file in examples/*.kdl tests/scenarios/*.kdl; do
     for mode in plain strict; do
         flags=()
         [[ $mode == strict ]] && flags=(--strict)
-        stats=$( { /usr/bin/time -f '%e %M' "$bin" check "$file" --schedules "$schedules" "${flags[@]}" \
-            >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-        code=$("$bin" check "$file" --schedules 1 "${flags[@]}" >/dev/null 2>&1; echo $?)
-        read -r secs peak <<<"$stats"
+        timing=$(mktemp)
+        "$timebin" -o "$timing" -f '%e %M' "$bin" check "$file" --schedules "$schedules" \
+            "${flags[@]}" >/dev/null 2>&1
+        code=$?
+        read -r secs peak < <(tail -n 1 "$timing")
+        rm -f "$timing"
         printf '%-45s %-7s %5s %9s %10s\n' "$file" "$mode" "$code" "$secs" "$peak"
     done
 done
