@@ -57,6 +57,7 @@ pub mod host;
 pub(crate) mod memory;
 pub mod sync;
 pub mod trace;
+pub(crate) mod types;
 
 pub use api::{
     AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Fence, FenceWait,

@@ -40,7 +40,7 @@ pub(crate) enum Writer {
         /// Queue id.
         queue: u32,
         /// Where.
-        site: crate::engine::Site,
+        site: crate::types::Site,
     },
 }
 

@@ -1,0 +1,432 @@
+//! The micro engine (D1): pops packets and executes them in order (ME waits, top-of-pipe and
+//! immediate writes, copies, dispatch launches, flushes, labels) and queues bottom-of-pipe
+//! writes and signals for retirement.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn me_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        if let Some(op) = self.me_op.take() {
+            return self.me_resume(ctx, op);
+        }
+        let Some(packet) = self.fifo.pop_front() else {
+            return Step::Idle;
+        };
+        let index = self.popped;
+        self.popped += 1;
+        self.hook(ctx, |m| {
+            m.me_packet(self.queue_id, index);
+        });
+        let Packet { site, op } = packet;
+        match op {
+            PacketOp::Signal { fence, value } => {
+                self.hook(ctx, |m| {
+                    m.retire_pushed(self.queue_id, true);
+                });
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site,
+                    op: RetireOp::Signal { fence, value },
+                });
+                // It completes when it retires.
+                self.complete_later("signal");
+                Step::Progressed
+            }
+            PacketOp::SubmissionEnd => {
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site,
+                    op: RetireOp::SubmissionEnd,
+                });
+                Step::Progressed
+            }
+            PacketOp::Command {
+                cmd,
+                indirect_groups,
+                list,
+            } => self.me_command(ctx, site, cmd, indirect_groups, list.as_ref()),
+        }
+    }
+
+    /// The ME is done with a command that is complete now.
+    fn complete(&mut self, site: Site, op: &'static str) {
+        self.complete_later(op);
+        self.last_completed = Some((site, op));
+    }
+
+    /// The ME is done with a command that completes later: a dispatch when its last group
+    /// finishes, a bottom-of-pipe write or queue signal when it retires (D7's `last_completed`
+    /// names only commands that really completed).
+    fn complete_later(&mut self, op: &'static str) {
+        if let Some(t) = self.trace.as_mut() {
+            t.me_done(op);
+        }
+        self.me_site = None;
+        self.commands_completed += 1;
+    }
+
+    fn me_resume(&mut self, ctx: &EngineCtx<'_>, op: MeOp) -> Step {
+        match op {
+            MeOp::Wait { site, cond } => {
+                let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
+                match self.check_wait(ctx, &site, name, &cond) {
+                    Err(f) => Step::Faulted(f),
+                    Ok(true) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.unblocked(ctx.device, false, &cond);
+                        }
+                        if let WaitCondition::Memory { address, width, .. } = &cond {
+                            self.hook(ctx, |m| {
+                                m.wait_acquire(
+                                    self.queue_id,
+                                    false,
+                                    site,
+                                    name,
+                                    *address,
+                                    *width,
+                                    self.pushed,
+                                )
+                            });
+                        }
+                        self.complete(site, name);
+                        Step::Progressed
+                    }
+                    Ok(false) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.blocked(false);
+                        }
+                        let c = cond.clone();
+                        self.me_op = Some(MeOp::Wait { site, cond });
+                        Step::Blocked(c)
+                    }
+                }
+            }
+            MeOp::Flush { site, flush } => {
+                if !self.inflight.is_empty() || !self.launches.is_empty() {
+                    self.me_op = Some(MeOp::Flush { site, flush });
+                    return Step::Blocked(WaitCondition::Dispatches);
+                }
+                self.hook(ctx, |m| {
+                    m.flush_done(self.queue_id, flush);
+                });
+                self.flush_hold = false;
+                self.complete(site, "flush-pipeline");
+                Step::Progressed
+            }
+            MeOp::Copy {
+                site,
+                dst,
+                src,
+                bytes,
+            } => match self.copy(ctx, &site, dst, src, bytes) {
+                Ok(()) => {
+                    self.complete(site, "copy");
+                    Step::Progressed
+                }
+                Err(f) => Step::Faulted(f),
+            },
+        }
+    }
+
+    fn copy(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: &Site,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+    ) -> Result<(), Fault> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let fault = |address, access, why| Fault::PageFault {
+            address,
+            access,
+            site: *site,
+            op: "copy",
+            why,
+        };
+        let (sb, so) = ctx
+            .device
+            .memory
+            .resolve(src, bytes)
+            .ok_or_else(|| fault(src, Access::Read, "unmapped"))?;
+        let (db, doff) = ctx
+            .device
+            .memory
+            .resolve(dst, bytes)
+            .ok_or_else(|| fault(dst, Access::Write, "unmapped"))?;
+        if !db.heap.gpu_writable() {
+            return Err(fault(dst, Access::Write, "write to upload memory"));
+        }
+        let n = bytes / 4;
+        let strict_copy = match ctx.device.model() {
+            Some(mut m) => {
+                let index = m.copy(self.queue_id, *site, dst, src, bytes);
+                if let Some(vis) = m.vis.as_mut() {
+                    // D5: a copy is an engine task; its reads may be stale, its writes dirty.
+                    let mut vals = vec![0u32; n as usize];
+                    vis.task_read(ctx.device, self.queue_id, src, &mut vals);
+                    vis.task_write(ctx.device, self.queue_id, (true, index), dst, &vals);
+                    true
+                } else {
+                    false
+                }
+            }
+            None => false,
+        };
+        if !strict_copy {
+            let vals: Vec<u32> = (0..n).map(|i| sb.load32(so + i * 4).unwrap_or(0)).collect();
+            for (i, v) in vals.into_iter().enumerate() {
+                db.store32(doff + i as u64 * 4, v);
+            }
+        }
+        ctx.device.watches.notify_range(dst, dst + bytes);
+        self.record_range(ctx, dst, dst + bytes, site, "copy");
+        Ok(())
+    }
+
+    fn record_range(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        start: u64,
+        end: u64,
+        site: &Site,
+        op: &'static str,
+    ) {
+        if self.ranges.len() >= RANGE_RECORDS {
+            self.ranges.pop_front();
+        }
+        self.ranges.push_back(RangeRecord {
+            op,
+            start,
+            end,
+            site: *site,
+            seq: ctx.device.next_write_seq(),
+            ns: ctx.coarse_ns(),
+        });
+    }
+
+    fn me_command(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        cmd: Command,
+        indirect_groups: Option<u32>,
+        list: Option<&Arc<ClosedList>>,
+    ) -> Step {
+        let op = cmd.name();
+        self.me_site = Some((site, op));
+        match cmd {
+            Command::WaitValue {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+                engine: _,
+            } => {
+                let cond = cond_of(address, width, cmp, reference, mask);
+                if cmp.never_satisfiable(mask & width.mask(), reference) {
+                    return Step::Faulted(Fault::NeverSatisfiable {
+                        site,
+                        op,
+                        stage: Stage::Me,
+                        condition: cond,
+                    });
+                }
+                self.me_resume(ctx, MeOp::Wait { site, cond })
+            }
+            Command::WriteValueTopOfPipe {
+                address,
+                width,
+                value,
+                source,
+            } => {
+                let v = Self::source_value(ctx, value, source, width);
+                self.hook(ctx, |m| {
+                    m.me_value_write(self.queue_id, site, op, address, width);
+                });
+                if let Err(f) = self.write(ctx, address, width, v, &site, op) {
+                    return Step::Faulted(f);
+                }
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::WriteValueBottomOfPipe {
+                address,
+                width,
+                value,
+                source,
+                flush,
+            } => {
+                self.hook(ctx, |m| {
+                    m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
+                });
+                self.retire.push_back(Retire {
+                    after: self.next_dispatch,
+                    site,
+                    op: RetireOp::Write {
+                        address,
+                        width,
+                        value,
+                        source,
+                        op,
+                        flush,
+                    },
+                });
+                self.complete_later(op);
+                Step::Progressed
+            }
+            Command::WriteImmediate { writes } => {
+                let later = writes.iter().any(|w| w.mode == ImmediateMode::MarkerOut);
+                for w in writes {
+                    match w.mode {
+                        ImmediateMode::Default | ImmediateMode::MarkerIn => {
+                            self.hook(ctx, |m| {
+                                m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
+                            });
+                            if let Err(f) = self.write(
+                                ctx,
+                                w.address,
+                                Width::W32,
+                                u64::from(w.value),
+                                &site,
+                                op,
+                            ) {
+                                return Step::Faulted(f);
+                            }
+                        }
+                        ImmediateMode::MarkerOut => {
+                            self.hook(ctx, |m| {
+                                m.retire_pushed(self.queue_id, false);
+                            });
+                            self.retire.push_back(Retire {
+                                after: self.next_dispatch,
+                                site,
+                                op: RetireOp::Write {
+                                    address: w.address,
+                                    width: Width::W32,
+                                    value: u64::from(w.value),
+                                    source: WriteSource::Value,
+                                    op,
+                                    flush: Flush::NONE,
+                                },
+                            })
+                        }
+                    }
+                }
+                if later {
+                    self.complete_later(op);
+                } else {
+                    self.complete(site, op);
+                }
+                Step::Progressed
+            }
+            Command::FlushPipeline { flush } => self.me_resume(ctx, MeOp::Flush { site, flush }),
+            Command::Dispatch { kernel, groups } => self.launch(ctx, site, &kernel, groups, list),
+            Command::DispatchIndirect { kernel, .. } => {
+                let groups = indirect_groups.unwrap_or(0);
+                self.launch(ctx, site, &kernel, groups, list)
+            }
+            Command::Copy { dst, src, bytes } => {
+                // The ME does not go on until the copy is done (C9): the copy itself is the
+                // next ME step (a separate action for the deterministic driver).
+                self.me_op = Some(MeOp::Copy {
+                    site,
+                    dst,
+                    src,
+                    bytes,
+                });
+                Step::Progressed
+            }
+            Command::SetMarker { .. } => {
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::BeginEvent { label } => {
+                self.labels.push(label.into());
+                self.complete(site, op);
+                Step::Progressed
+            }
+            Command::EndEvent => {
+                self.labels.pop();
+                self.complete(site, op);
+                Step::Progressed
+            }
+        }
+    }
+
+    fn launch(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        args: &KernelArgs,
+        groups: u32,
+        list: Option<&Arc<ClosedList>>,
+    ) -> Step {
+        let table: &[UserKernel] = list.map_or(&[], |l| &l.kernels);
+        let Some(kernel) = Kernel::from_args(args, table) else {
+            return Step::Faulted(Fault::MalformedPacket {
+                site,
+                offset: 0,
+                message: format!(
+                    "dispatch of user kernel {args:?}: no such kernel in list `{}` ({} kernels)",
+                    list.map_or("?", |l| &*l.name),
+                    table.len()
+                ),
+            });
+        };
+        if let Some((start, end)) = kernel.write_range(0..groups) {
+            let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+            self.record_range(ctx, start, end, &site, op);
+        }
+        if groups > 0 {
+            let index = self.next_dispatch;
+            self.next_dispatch += 1;
+            self.hook(ctx, |m| {
+                let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+                m.launch(self.queue_id, index, site, op, &kernel, groups);
+            });
+            self.inflight.insert(index, groups);
+            let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+            self.inflight_sites
+                .insert(index, (site, op, self.labels.as_slice().into()));
+            self.launches.push(Launch {
+                index,
+                op: self.me_site.as_ref().map_or("dispatch", |(_, n)| *n),
+                kernel,
+                groups,
+                site,
+            });
+        }
+        let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
+        if groups > 0 {
+            self.complete_later(op);
+        } else {
+            self.complete(site, op);
+        }
+        Step::Progressed
+    }
+}
+
+#[derive(Debug)]
+pub(super) enum MeOp {
+    Wait {
+        site: Site,
+        cond: WaitCondition,
+    },
+    Flush {
+        site: Site,
+        flush: Flush,
+    },
+    Copy {
+        site: Site,
+        dst: u64,
+        src: u64,
+        bytes: u64,
+    },
+}
+
+/// Dispatch destination ranges kept per engine (the oldest are forgotten).
+pub(super) const RANGE_RECORDS: usize = 4096;

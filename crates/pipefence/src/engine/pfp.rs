@@ -1,0 +1,328 @@
+//! The pre-fetch parser (D1): takes submissions in order, fetches and decodes packets from the
+//! lists' streams in device memory (through a prefetch cache), performs queue waits and PFP
+//! memory-value waits, reads `dispatch_indirect` arguments (C7), and pushes packets into the
+//! FIFO.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn pfp_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        if self.fifo.len() >= self.fifo_depth {
+            return Step::Blocked(WaitCondition::FifoFull);
+        }
+        if self.flush_hold {
+            return Step::Blocked(WaitCondition::FlushHold);
+        }
+        if self.cursor.is_none() {
+            return self.pfp_next_submission(ctx);
+        }
+        self.pfp_fetch(ctx)
+    }
+
+    fn pfp_next_submission(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        let Some((seq, sub)) = self.ring.front() else {
+            return Step::Idle;
+        };
+        let seq = *seq;
+        let site = Site {
+            submission: seq,
+            list: None,
+            command: None,
+        };
+        match sub {
+            Submission::Wait {
+                fence,
+                fence_id,
+                value,
+                ticket,
+            } => {
+                let cond = WaitCondition::Fence {
+                    fence: fence.clone(),
+                    fence_id: *fence_id,
+                    value: *value,
+                };
+                // F5, Q3: the ticket, not the current value (it may have been lowered since
+                // the signal that satisfied the wait).
+                if !ticket.is_satisfied() {
+                    if let Some(t) = self.trace.as_mut() {
+                        t.blocked(true);
+                    }
+                    self.pfp_blocked = Some((site, "wait", cond.clone()));
+                    return Step::Blocked(cond);
+                }
+                let by = ticket.satisfied_by();
+                if let Some(t) = self.trace.as_mut() {
+                    t.unblocked_by(ctx.device, true, &cond, by.as_ref());
+                }
+                self.hook(ctx, |m| {
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                    let release = by.as_ref().and_then(|c| c.release.as_ref());
+                    m.queue_wait_acquire(self.queue_id, release, self.pushed);
+                });
+                self.pfp_blocked = None;
+                self.ring.pop_front();
+                // The wait completes its submission once everything before it has.
+                self.push_packet(Packet {
+                    site,
+                    op: PacketOp::SubmissionEnd,
+                });
+                Step::Progressed
+            }
+            Submission::Signal { .. } => {
+                let Some((_, Submission::Signal { fence, value, .. })) = self.ring.pop_front()
+                else {
+                    return Step::Idle;
+                };
+                self.hook(ctx, |m| {
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                });
+                self.push_packet(Packet {
+                    site,
+                    op: PacketOp::Signal { fence, value },
+                });
+                Step::Progressed
+            }
+            Submission::Execute(_) => {
+                if !self.drained() {
+                    // Q7: the previous call's work completes first.
+                    return Step::Blocked(WaitCondition::Drain);
+                }
+                let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
+                    return Step::Idle;
+                };
+                self.hook(ctx, |m| {
+                    // Q7: the previous call's work is complete and visible to this queue.
+                    m.q7_boundary(self.queue_id);
+                    m.submission_start(self.queue_id, seq, self.pushed);
+                });
+                self.cursor = Some(Cursor {
+                    submission: seq,
+                    lists,
+                    list: 0,
+                    word: 0,
+                    command: 0,
+                    cache: Vec::new(),
+                    cache_start: 0,
+                });
+                Step::Progressed
+            }
+        }
+    }
+
+    fn pfp_fetch(&mut self, ctx: &EngineCtx<'_>) -> Step {
+        let Some(cur) = self.cursor.as_mut() else {
+            return Step::Idle;
+        };
+        // Next list, or the end of the submission.
+        while cur.list < cur.lists.len() && cur.word >= cur.lists[cur.list].words {
+            cur.list += 1;
+            cur.word = 0;
+            cur.command = 0;
+            cur.cache.clear();
+            cur.cache_start = 0;
+        }
+        if cur.list >= cur.lists.len() {
+            let site = Site {
+                submission: cur.submission,
+                list: None,
+                command: None,
+            };
+            self.cursor = None;
+            self.push_packet(Packet {
+                site,
+                op: PacketOp::SubmissionEnd,
+            });
+            return Step::Progressed;
+        }
+        let li = cur.list;
+        let site = Site {
+            submission: cur.submission,
+            list: Some(cur.lists[li].id),
+            command: Some(cur.command),
+        };
+        let (cmd, len) = match fetch_decode(cur, li) {
+            Ok(x) => x,
+            Err(e) => {
+                return Step::Faulted(Fault::MalformedPacket {
+                    site,
+                    offset: cur.word,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let op = cmd.name();
+        let mut indirect_groups = None;
+        match &cmd {
+            Command::WaitValue {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+                engine: WaitEngine::Pfp,
+            } => {
+                let cond = cond_of(*address, *width, *cmp, *reference, *mask);
+                if cmp.never_satisfiable(*mask & width.mask(), *reference) {
+                    return Step::Faulted(Fault::NeverSatisfiable {
+                        site,
+                        op,
+                        stage: Stage::Pfp,
+                        condition: cond,
+                    });
+                }
+                match self.check_wait(ctx, &site, op, &cond) {
+                    Err(f) => return Step::Faulted(f),
+                    Ok(false) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.blocked(true);
+                        }
+                        self.pfp_blocked = Some((site, op, cond.clone()));
+                        return Step::Blocked(cond);
+                    }
+                    Ok(true) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            t.unblocked(ctx.device, true, &cond);
+                        }
+                        self.hook(ctx, |m| {
+                            m.wait_acquire(
+                                self.queue_id,
+                                true,
+                                site,
+                                op,
+                                *address,
+                                *width,
+                                self.pushed,
+                            );
+                        });
+                        self.pfp_blocked = None;
+                        if let Some(c) = self.cursor.as_mut() {
+                            c.word += len;
+                            c.command += 1;
+                        }
+                        self.last_completed = Some((site, op));
+                        self.commands_completed += 1;
+                        return Step::Progressed;
+                    }
+                }
+            }
+            Command::DispatchIndirect { args, .. } => {
+                // C7: the PFP reads the group count when it parses the command.
+                self.hook(ctx, |m| {
+                    m.pfp_read(self.queue_id, site, *args, self.pushed);
+                });
+                match self.read(ctx, *args, Width::W32, &site, op) {
+                    Ok(n) => indirect_groups = Some(n as u32),
+                    Err(f) => return Step::Faulted(f),
+                }
+            }
+            Command::FlushPipeline { .. } => self.flush_hold = true,
+            _ => {}
+        }
+        self.pfp_blocked = None;
+        if let Some(c) = self.cursor.as_mut() {
+            c.word += len;
+            c.command += 1;
+        }
+        // Only dispatches need their list (for its user-kernel table).
+        let list = match (&cmd, self.cursor.as_ref()) {
+            (Command::Dispatch { .. } | Command::DispatchIndirect { .. }, Some(c)) => {
+                c.lists.get(li).cloned()
+            }
+            _ => None,
+        };
+        self.push_packet(Packet {
+            site,
+            op: PacketOp::Command {
+                cmd,
+                indirect_groups,
+                list,
+            },
+        });
+        Step::Progressed
+    }
+}
+
+#[derive(Debug)]
+pub(super) enum PacketOp {
+    Command {
+        cmd: Command,
+        indirect_groups: Option<u32>,
+        /// The list, for dispatches (its user-kernel table).
+        list: Option<Arc<ClosedList>>,
+    },
+    Signal {
+        fence: Arc<FenceCore>,
+        value: u64,
+    },
+    SubmissionEnd,
+}
+
+#[derive(Debug)]
+pub(super) struct Packet {
+    pub(super) site: Site,
+    pub(super) op: PacketOp,
+}
+
+#[derive(Debug)]
+pub(super) struct Cursor {
+    pub(super) submission: u64,
+    pub(super) lists: Vec<Arc<ClosedList>>,
+    pub(super) list: usize,
+    pub(super) word: usize,
+    pub(super) command: u32,
+    /// Prefetched words of the current list: `[cache_start, cache_start + cache.len())`.
+    pub(super) cache: Vec<u32>,
+    pub(super) cache_start: usize,
+}
+
+/// Fetches (through the PFP's prefetch cache) and decodes the packet at the cursor.
+fn fetch_decode(cur: &mut Cursor, li: usize) -> Result<(Command, usize), DecodeError> {
+    let Cursor {
+        lists,
+        word,
+        cache,
+        cache_start,
+        ..
+    } = cur;
+    let list = &lists[li];
+    let word = *word;
+    loop {
+        let in_cache = word >= *cache_start && word < *cache_start + cache.len();
+        if !in_cache {
+            refill(cache, cache_start, word, list, PREFETCH_WORDS);
+        }
+        match decode(cache, word - *cache_start) {
+            Ok((cmd, len)) => return Ok((cmd, len)),
+            Err(e) => {
+                let cached_end = *cache_start + cache.len();
+                if cached_end < list.words {
+                    // The packet may continue past the prefetched words: fetch more.
+                    let want = (cache.len() * 2).max(PREFETCH_WORDS);
+                    refill(cache, cache_start, word, list, want);
+                    if *cache_start + cache.len() > cached_end {
+                        continue;
+                    }
+                }
+                return Err(DecodeError { offset: word, ..e });
+            }
+        }
+    }
+}
+
+/// Reads `words` words of `list`'s stream from device memory, starting at `word`.
+fn refill(
+    cache: &mut Vec<u32>,
+    cache_start: &mut usize,
+    word: usize,
+    list: &ClosedList,
+    words: usize,
+) {
+    let end = (word + words).min(list.words);
+    cache.clear();
+    *cache_start = word;
+    list.stream
+        .read_words32(word, end.saturating_sub(word), cache);
+}
+
+/// Words the PFP fetches from a command stream at a time.
+pub(super) const PREFETCH_WORDS: usize = 256;

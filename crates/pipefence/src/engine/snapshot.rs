@@ -1,0 +1,282 @@
+//! What diagnosis needs from one engine (D7): where each stage is, what it waits for, the
+//! labels open, and the writes and signals it has not performed yet.
+
+use super::*;
+
+impl Engine {
+    /// A snapshot for diagnosis (D7).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let mut pending = Vec::new();
+        for r in &self.retire {
+            match &r.op {
+                RetireOp::Write {
+                    address,
+                    width,
+                    value,
+                    source,
+                    op,
+                    ..
+                } => pending.push(Pending::Write {
+                    address: *address,
+                    width: *width,
+                    value: (*source == WriteSource::Value).then_some(*value),
+                    site: r.site,
+                    op,
+                }),
+                RetireOp::Signal { fence, value } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: r.site,
+                }),
+                RetireOp::SubmissionEnd => {}
+            }
+        }
+        if let Some(MeOp::Copy {
+            site, dst, bytes, ..
+        }) = &self.me_op
+        {
+            pending.push(Pending::Range {
+                start: *dst,
+                end: dst.saturating_add(*bytes),
+                value: None,
+                site: *site,
+                op: "copy",
+            });
+        }
+        for p in &self.fifo {
+            match &p.op {
+                PacketOp::Command { cmd, .. } => pending_of(cmd, p.site, &mut pending),
+                PacketOp::Signal { fence, value } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: p.site,
+                }),
+                PacketOp::SubmissionEnd => {}
+            }
+        }
+        if let Some(cur) = &self.cursor {
+            for (li, list) in cur.lists.iter().enumerate().skip(cur.list) {
+                let (word, first) = if li == cur.list {
+                    (cur.word, cur.command)
+                } else {
+                    (0, 0)
+                };
+                scan_list(list, word, first, cur.submission, &mut pending);
+            }
+        }
+        for (seq, sub) in &self.ring {
+            match sub {
+                Submission::Execute(lists) => {
+                    for l in lists {
+                        scan_list(l, 0, 0, *seq, &mut pending);
+                    }
+                }
+                Submission::Signal { fence, value, .. } => pending.push(Pending::Signal {
+                    fence: fence.clone(),
+                    value: *value,
+                    site: Site {
+                        submission: *seq,
+                        list: None,
+                        command: None,
+                    },
+                }),
+                Submission::Wait { .. } => {}
+            }
+        }
+        Snapshot {
+            idle: self.is_idle(),
+            blocked: self
+                .blocked_on()
+                .map(|(stage, site, op, cond)| (stage, site, op, cond.clone())),
+            me_at: self.me_site,
+            labels: self.labels.clone(),
+            pfp_labels: {
+                let mut l = self.labels.clone();
+                for p in &self.fifo {
+                    match &p.op {
+                        PacketOp::Command {
+                            cmd: Command::BeginEvent { label },
+                            ..
+                        } => l.push(label.as_str().into()),
+                        PacketOp::Command {
+                            cmd: Command::EndEvent,
+                            ..
+                        } => {
+                            l.pop();
+                        }
+                        _ => {}
+                    }
+                }
+                l
+            },
+            dispatch_labels: self
+                .inflight_sites
+                .values()
+                .map(|(s, _, l)| (*s, l.clone()))
+                .collect(),
+            last_completed: self.last_completed,
+            pending,
+            dispatches_in_flight: self.inflight.len() + self.launches.len(),
+        }
+    }
+}
+
+/// A write or signal an engine has not performed yet (for the wait-for graph, D7).
+#[derive(Debug, Clone)]
+pub(crate) enum Pending {
+    /// A queue signal.
+    Signal {
+        fence: Arc<FenceCore>,
+        value: u64,
+        site: Site,
+    },
+    /// A command-processor value write; `value` is `None` for timestamps.
+    Write {
+        address: u64,
+        width: Width,
+        value: Option<u64>,
+        site: Site,
+        op: &'static str,
+    },
+    /// Writes by a dispatch or copy to `[start, end)`; `value` is the u32 stored by `fill`.
+    Range {
+        start: u64,
+        end: u64,
+        value: Option<u32>,
+        site: Site,
+        op: &'static str,
+    },
+}
+
+impl Pending {
+    /// Where the write or signal is, and its operation's name.
+    pub(crate) fn site_op(&self) -> (Site, &'static str) {
+        match self {
+            Pending::Signal { site, .. } => (*site, "signal"),
+            Pending::Write { site, op, .. } | Pending::Range { site, op, .. } => (*site, op),
+        }
+    }
+}
+
+/// What diagnosis needs from one engine.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) idle: bool,
+    pub(crate) blocked: Option<(Stage, Site, &'static str, WaitCondition)>,
+    pub(crate) me_at: Option<(Site, &'static str)>,
+    /// The labels open at the ME (at the command it executes or is blocked in).
+    pub(crate) labels: Vec<Arc<str>>,
+    /// The labels open at the PFP's position (the ME's, plus the label commands it parsed
+    /// and the ME has not executed yet).
+    pub(crate) pfp_labels: Vec<Arc<str>>,
+    /// The labels open at each dispatch in flight.
+    pub(crate) dispatch_labels: Vec<(Site, Labels)>,
+    pub(crate) last_completed: Option<(Site, &'static str)>,
+    pub(crate) pending: Vec<Pending>,
+    pub(crate) dispatches_in_flight: usize,
+}
+
+fn pending_of(cmd: &Command, site: Site, out: &mut Vec<Pending>) {
+    let op = cmd.name();
+    match cmd {
+        Command::WriteValueTopOfPipe {
+            address,
+            width,
+            value,
+            source,
+        }
+        | Command::WriteValueBottomOfPipe {
+            address,
+            width,
+            value,
+            source,
+            ..
+        } => out.push(Pending::Write {
+            address: *address,
+            width: *width,
+            value: (*source == WriteSource::Value).then_some(*value),
+            site,
+            op,
+        }),
+        Command::WriteImmediate { writes } => {
+            for w in writes {
+                out.push(Pending::Write {
+                    address: w.address,
+                    width: Width::W32,
+                    value: Some(u64::from(w.value)),
+                    site,
+                    op,
+                });
+            }
+        }
+        Command::Dispatch { kernel, groups } => {
+            let range = |dst: u64| {
+                (
+                    dst,
+                    dst.saturating_add(u64::from(*groups) * kernels::GROUP_BYTES),
+                )
+            };
+            let (start, end, value) = match kernel {
+                KernelArgs::Fill { dst, value } => (range(*dst).0, range(*dst).1, Some(*value)),
+                KernelArgs::Add { dst, .. } => (range(*dst).0, range(*dst).1, None),
+                KernelArgs::Sum { dst, .. } => (*dst, dst.saturating_add(8), None),
+                KernelArgs::Spin { .. } => return,
+                // A user kernel may write anywhere.
+                KernelArgs::User { .. } => (0, u64::MAX, None),
+            };
+            out.push(Pending::Range {
+                start,
+                end,
+                value,
+                site,
+                op,
+            });
+        }
+        Command::DispatchIndirect { kernel, .. } => {
+            let start = match kernel {
+                KernelArgs::Fill { dst, .. }
+                | KernelArgs::Add { dst, .. }
+                | KernelArgs::Sum { dst, .. } => *dst,
+                KernelArgs::Spin { .. } => return,
+                KernelArgs::User { .. } => 0,
+            };
+            out.push(Pending::Range {
+                start,
+                end: u64::MAX,
+                value: None,
+                site,
+                op,
+            });
+        }
+        Command::Copy { dst, bytes, .. } => out.push(Pending::Range {
+            start: *dst,
+            end: dst.saturating_add(*bytes),
+            value: None,
+            site,
+            op,
+        }),
+        _ => {}
+    }
+}
+
+/// Decodes a list from `word` on and collects its pending writes.
+fn scan_list(list: &ClosedList, word: usize, first: u32, submission: u64, out: &mut Vec<Pending>) {
+    let words: Vec<u32> = (word..list.words)
+        .map(|w| list.stream.load32(w as u64 * 4).unwrap_or(0))
+        .collect();
+    let mut off = 0;
+    let mut index = first;
+    while off < words.len() {
+        let Ok((cmd, len)) = decode(&words, off) else {
+            break;
+        };
+        let site = Site {
+            submission,
+            list: Some(list.id),
+            command: Some(index),
+        };
+        pending_of(&cmd, site, out);
+        off += len;
+        index += 1;
+    }
+}
