@@ -50,37 +50,30 @@ pub fn name_of(id: u64) -> String {
 #[derive(Debug)]
 pub struct HostHandle<T> {
     thread: std::thread::JoinHandle<T>,
-    /// On the deterministic driver: the device and the host's index.
-    det: Option<(std::sync::Arc<crate::api::DeviceShared>, usize)>,
+    /// When the driver schedules host threads: the device and the host's slot.
+    slot: Option<(std::sync::Arc<crate::api::DeviceShared>, usize)>,
 }
 
 impl<T> HostHandle<T> {
     /// Waits for the host thread to finish (a scheduling point on the deterministic driver) and
     /// returns its result (`Err` with the panic payload if it panicked).
     pub fn join(self) -> std::thread::Result<T> {
-        if let Some((dev, idx)) = &self.det {
-            let _ = dev.det_block(crate::driver::deterministic::Cond::HostDone(*idx));
+        if let Some((dev, slot)) = &self.slot {
+            let _ = dev.block(crate::driver::Cond::HostDone(*slot), None);
         }
         self.thread.join()
     }
 }
 
-/// Marks a deterministic host thread done when it ends, even by a panic, so the others go on.
+/// Tells the driver a scheduled host thread ended, even by a panic, so the others go on.
 struct DoneGuard {
     dev: std::sync::Arc<crate::api::DeviceShared>,
-    idx: usize,
+    slot: usize,
 }
 
 impl Drop for DoneGuard {
     fn drop(&mut self) {
-        if let Some(s) = self.dev.sched.as_deref() {
-            s.schedule(
-                &self.dev,
-                self.idx,
-                crate::driver::deterministic::HostStep::Done,
-            );
-        }
-        crate::driver::deterministic::unregister_current(self.dev.id);
+        self.dev.driver.host_done(&self.dev, self.slot);
     }
 }
 
@@ -110,7 +103,7 @@ where
     let shared = device.shared.clone();
     let thread_name = format!("host {name}");
     let name = name.to_string();
-    match shared.sched.clone() {
+    match shared.driver.add_host(&name) {
         None => {
             let thread = std::thread::Builder::new()
                 .name(thread_name)
@@ -118,24 +111,23 @@ where
                     set_current_name(&name);
                     f()
                 })?;
-            Ok(HostHandle { thread, det: None })
+            Ok(HostHandle { thread, slot: None })
         }
-        Some(s) => {
-            let idx = s.add_host(&name);
+        Some(slot) => {
             let dev = shared.clone();
             let thread = std::thread::Builder::new()
                 .name(thread_name)
                 .spawn(move || {
-                    s.enter_host(&dev, idx);
+                    dev.driver.enter_host(&dev, slot);
                     let _done = DoneGuard {
                         dev: dev.clone(),
-                        idx,
+                        slot,
                     };
                     f()
                 })?;
             Ok(HostHandle {
                 thread,
-                det: Some((shared, idx)),
+                slot: Some((shared, slot)),
             })
         }
     }
@@ -144,14 +136,5 @@ where
 /// Sleeps for `duration`: real time on the threaded driver; virtual time, as a scheduling point,
 /// on the deterministic driver (the scenario's `sleep`).
 pub fn sleep(device: &crate::Device, duration: std::time::Duration) {
-    match device.shared.det_host() {
-        Some((s, h)) => {
-            s.schedule(
-                &device.shared,
-                h,
-                crate::driver::deterministic::HostStep::Sleep(duration.as_nanos() as u64),
-            );
-        }
-        None => std::thread::sleep(duration),
-    }
+    device.shared.driver.sleep(&device.shared, duration);
 }

@@ -3,14 +3,14 @@
 
 use super::device::DeviceShared;
 use crate::command::{Comparison, Width};
-use crate::driver::deterministic::{Cond, Wake};
+use crate::driver::Cond;
 use crate::error::{Error, Result};
 use crate::memory::{BufferCore, Heap};
 use crate::sync::shim::{AtomicU64, Ordering};
-use crate::sync::Parker;
+use crate::sync::WaitOutcome;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How to create a [`Buffer`].
 #[derive(Debug, Clone, Default)]
@@ -347,56 +347,30 @@ impl Buffer {
                 width.type_name()
             )));
         }
-        if let Some(w) = dev.det_block(Cond::Memory {
-            buffer: core.clone(),
-            offset,
-            width,
-            cmp,
-            reference,
-            mask,
-        }) {
-            return match w {
-                Wake::Ok => Ok(()),
-                Wake::Removed => Err(dev.removed_error(format!("wait for {}", what()))),
-                Wake::TimedOut => Err(Error::Timeout(format!(
-                    "wait for {}: nothing can run and nothing else will write it (value {:#x})",
-                    what(),
-                    self.load(offset, width)
-                ))),
-            };
-        }
-        let deadline = Instant::now().checked_add(timeout);
-        let holds = || cmp.holds(self.load(offset, width), mask, reference);
-        let mut backoff = Duration::from_micros(50);
-        loop {
-            if holds() {
-                return Ok(());
-            }
-            if dev.is_removed() {
-                return Err(dev.removed_error(format!("wait for {}", what())));
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::Timeout(format!(
-                    "wait for {} after {timeout:?} (value {:#x})",
-                    what(),
-                    self.load(offset, width)
-                )));
-            }
-            let parker = Arc::new(Parker::for_current_thread());
-            let key = dev.watches.watch(core.base + offset, parker.clone());
-            // Re-check after registering (see `sync::watch`).
-            let polling = dev.views.load(Ordering::SeqCst) > 0;
-            if !holds() && !dev.is_removed() {
-                let until = if polling {
-                    let p = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(Duration::from_millis(4));
-                    Some(deadline.map_or(p, |d| d.min(p)))
-                } else {
-                    deadline
-                };
-                parker.park(until);
-            }
-            dev.watches.unwatch(key);
+        let o = dev.block(
+            Cond::Memory {
+                buffer: core.clone(),
+                offset,
+                width,
+                cmp,
+                reference,
+                mask,
+            },
+            Some(timeout),
+        );
+        match o {
+            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::Removed => Err(dev.removed_error(format!("wait for {}", what()))),
+            WaitOutcome::TimedOut if dev.virtual_time() => Err(Error::Timeout(format!(
+                "wait for {}: nothing can run and nothing else will write it (value {:#x})",
+                what(),
+                self.load(offset, width)
+            ))),
+            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
+                "wait for {} after {timeout:?} (value {:#x})",
+                what(),
+                self.load(offset, width)
+            ))),
         }
     }
 

@@ -7,9 +7,9 @@ use super::queue::{Queue, QueueDesc, QueueShared};
 use crate::clock::{Clock, RealClock};
 use crate::command::QueueKind;
 use crate::diagnose::{build_report, RemovalReport};
-use crate::driver::deterministic::{Cond, HostStep, Scheduler, Wake};
-use crate::driver::threaded::{spawn_engine, Pool};
-use crate::driver::{EngineWaker, Strategy};
+use crate::driver::deterministic::Scheduler;
+use crate::driver::threaded::{Pool, Threaded};
+use crate::driver::{Backend, Cond, EngineWaker, Strategy};
 use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
 use crate::hazard::{Hazard, MemoryModel, Model};
@@ -17,8 +17,7 @@ use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
 use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sync::Writer;
 use crate::sync::{
-    register_multiple, wait_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags,
-    WaitOutcome,
+    register_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags, WaitOutcome,
 };
 use crate::trace::{SliceKind, TraceEvent, TraceSink, Track};
 use std::collections::HashMap;
@@ -144,21 +143,21 @@ pub(crate) struct DeviceShared {
     /// Deterministic driver: the queues, kept alive while the device is (Q8: dropping a
     /// `Queue` handle never discards submitted work; on the threaded driver the engine thread
     /// keeps its queue). Emptied when the last `Device` handle is dropped.
-    kept_queues: Mutex<Vec<Arc<QueueShared>>>,
+    pub(crate) kept_queues: Mutex<Vec<Arc<QueueShared>>>,
     /// Threaded driver: engine threads still running (the worker pool outlives them, Q8).
     pub(crate) engines_running: AtomicUsize,
     /// Buffers whose last handle was dropped while work submitted earlier was still pending
     /// (Q8): the base, and per busy queue the submissions that must complete first.
     deferred_unmaps: Mutex<Vec<DeferredUnmap>>,
     deferred_count: AtomicUsize,
-    pool: OnceLock<Arc<Pool>>,
+    pub(crate) pool: OnceLock<Arc<Pool>>,
     write_seq: AtomicU64,
     next_list: AtomicUsize,
     /// Last host write per 8-byte word.
     pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
     list_names: Mutex<HashMap<u32, Arc<str>>>,
-    /// The deterministic driver's scheduler (`None` on the threaded driver).
-    pub(crate) sched: Option<Arc<Scheduler>>,
+    /// The driver (threaded or deterministic), through its interface.
+    pub(crate) driver: Arc<dyn Backend>,
     /// Queue names by id.
     queue_names: Mutex<Vec<Arc<str>>>,
     /// Trace events deferred until no lock is held (see `emit_from_removal`).
@@ -378,7 +377,7 @@ impl DeviceShared {
     /// Events produced where a pipefence lock may be held (removal, which the deterministic
     /// scheduler performs under its lock): deferred there, handed to the sink by the next flush.
     fn emit_from_removal(&self, events: Vec<TraceEvent>) {
-        if self.sched.is_some() {
+        if self.driver.defers_removal_trace() {
             lock(&self.deferred_trace).extend(events);
         } else {
             self.emit(&events);
@@ -469,26 +468,22 @@ impl DeviceShared {
             .map_or_else(|| format!("queue#{id}"), |n| n.to_string())
     }
 
-    /// The calling host thread's index, when this device runs on the deterministic driver and
-    /// the thread is one of its host threads.
-    pub(crate) fn det_host(&self) -> Option<(&Scheduler, usize)> {
-        let s = self.sched.as_deref()?;
-        s.current_host(self).map(|h| (s, h))
-    }
-
     /// A scheduling point for a non-blocking call (deterministic driver only).
     #[inline]
     pub(crate) fn yield_point(&self) {
-        if let Some((s, h)) = self.det_host() {
-            s.schedule(self, h, HostStep::Yield);
-        }
+        self.driver.yield_point(self);
     }
 
-    /// A blocking host wait on the deterministic driver: `None` on the threaded driver (the
-    /// caller blocks as usual).
-    pub(crate) fn det_block(&self, cond: Cond) -> Option<Wake> {
-        self.det_host()
-            .map(|(s, h)| s.schedule(self, h, HostStep::Block(cond)))
+    /// Blocks the calling host thread until `cond` holds, the device is removed, or the
+    /// driver ends the wait (`timeout`; see [`Backend::block`]).
+    pub(crate) fn block(&self, cond: Cond, timeout: Option<Duration>) -> WaitOutcome {
+        self.driver.block(self, cond, timeout)
+    }
+
+    /// Whether time is virtual (the deterministic driver): waits end only when their condition
+    /// holds or nothing can run, so messages must not say that a timeout elapsed.
+    pub(crate) fn virtual_time(&self) -> bool {
+        self.driver.virtual_time()
     }
 
     /// Wakes every engine and worker so they notice removal or shutdown. At removal they
@@ -585,12 +580,7 @@ impl Drop for DeviceOwner {
     /// left waiting then (on a fence the application still holds, say) is dropped with it.
     fn drop(&mut self) {
         let sh = &self.shared;
-        if let Some((s, h)) = sh.det_host() {
-            if !sh.is_removed() {
-                s.drain(sh, h);
-            }
-        }
-        crate::driver::deterministic::unregister_current(sh.id);
+        sh.driver.last_handle_dropped(sh);
         sh.shutdown.store(true, Ordering::Release);
         sh.stop_threads();
         // Break the device -> queue -> device cycle.
@@ -661,16 +651,19 @@ impl Device {
             desc.workers
         };
         let id = NEXT_DEVICE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let sched = match desc.driver {
-            Driver::Threaded => None,
+        let (driver, clock): (Arc<dyn Backend>, Arc<dyn Clock>) = match desc.driver {
+            Driver::Threaded => (
+                Arc::new(Threaded),
+                match &desc.clock {
+                    Some(c) => c.clone(),
+                    None => Arc::new(RealClock::new()),
+                },
+            ),
             Driver::Deterministic { seed, strategy } => {
-                Some(Arc::new(Scheduler::new(id, seed, strategy)))
+                let s = Scheduler::new(id, seed, strategy);
+                let clock = s.clock.clone();
+                (Arc::new(s), clock)
             }
-        };
-        let clock: Arc<dyn Clock> = match (&sched, &desc.clock) {
-            (Some(s), _) => s.clock.clone(),
-            (None, Some(c)) => c.clone(),
-            (None, None) => Arc::new(RealClock::new()),
         };
         let model = desc.memory_model.tracks_hazards().then(|| {
             let seed = match desc.driver {
@@ -703,7 +696,7 @@ impl Device {
             next_list: AtomicUsize::new(0),
             host_writes: Mutex::new(HashMap::new()),
             list_names: Mutex::new(HashMap::new()),
-            sched,
+            driver,
             queue_names: Mutex::new(Vec::new()),
             trace_inflight: AtomicUsize::new(0),
             deferred_trace: Mutex::new(Vec::new()),
@@ -729,11 +722,6 @@ impl Device {
             desc.name.as_str().into()
         };
         sh.check_live(|| format!("create_queue `{name}`"))?;
-        if sh.sched.is_none() {
-            let _ = sh
-                .pool
-                .get_or_init(|| Pool::start(sh, sh.workers, &format!("pf{}", sh.id)));
-        }
         let progress = Arc::new(FenceCore::new(0));
         lock(&sh.fences).push(Arc::downgrade(&progress));
         lock(&sh.queue_names).push(name.clone());
@@ -758,15 +746,11 @@ impl Device {
             blocked_ns: AtomicU64::new(0),
             groups_completed: AtomicU64::new(0),
         });
-        if sh.sched.is_some() {
-            lock(&sh.kept_queues).push(q.clone());
-        } else {
-            spawn_engine(q.clone(), format!("pf{}-q{id}", sh.id)).map_err(|e| {
-                Error::OutOfMemory(format!(
-                    "create_queue `{name}`: cannot start its engine thread: {e}"
-                ))
-            })?;
-        }
+        sh.driver.start_queue(sh, &q).map_err(|e| {
+            Error::OutOfMemory(format!(
+                "create_queue `{name}`: cannot start its engine thread: {e}"
+            ))
+        })?;
         queues.push(Arc::downgrade(&q));
         Ok(Queue::new(q, self.clone()))
     }
@@ -835,48 +819,59 @@ impl Device {
     /// is removed (on the deterministic driver a hang is then detected at once, D6). Returns
     /// whether it settled without removal. On the threaded driver: `wait_idle` with `timeout`.
     pub fn settle(&self, timeout: Duration) -> bool {
-        match self.shared.det_host() {
-            Some((s, h)) => {
-                s.schedule(&self.shared, h, HostStep::Block(Cond::Settled(h)));
-                self.shared.with_model(|m| {
-                    m.host_wait_idle();
-                });
-            }
-            None => {
-                let _ = self.wait_idle(timeout);
-            }
+        let sh = &self.shared;
+        if sh.driver.schedules_caller(sh) {
+            let _ = sh.block(Cond::Settled, None);
+            sh.with_model(|m| {
+                m.host_wait_idle();
+            });
+        } else {
+            let _ = self.wait_idle(timeout);
         }
-        self.shared.flush_trace();
+        sh.flush_trace();
         !self.is_removed()
     }
 
     /// Blocks until every queue has drained (H2), up to `timeout`. Errors: Timeout naming the
     /// first queue still busy, DeviceRemoved.
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        if let Some(w) = self.shared.det_block(Cond::Idle) {
-            return match w {
-                Wake::Ok => {
-                    self.shared.with_model(|m| {
-                        m.host_wait_idle();
-                    });
-                    Ok(())
+        let sh = &self.shared;
+        // A host thread of the deterministic schedule waits as a scheduling point: it ends
+        // only when the queues are idle or nothing can run (D6), and no time is claimed.
+        let scheduled = sh.driver.schedules_caller(sh);
+        let busy = || {
+            sh.live_queues().into_iter().find_map(|q| {
+                let e = lock(&q.engine);
+                let (done, target) = (e.completed_submissions, e.submitted());
+                (done < target).then(|| (q.name.clone(), done, target))
+            })
+        };
+        match sh.block(Cond::Idle, Some(timeout)) {
+            WaitOutcome::Reached => {
+                sh.with_model(|m| {
+                    m.host_wait_idle();
+                });
+                if scheduled {
+                    return Ok(());
                 }
-                Wake::Removed => Err(self.shared.removed_error("wait_idle")),
-                Wake::TimedOut => Err(Error::Timeout(
-                    "wait_idle: nothing can run and the queues are not idle".into(),
-                )),
-            };
+                // A traced run's events are all with the sink once the device is idle.
+                sh.flush_trace();
+                sh.check_live(|| "wait_idle".to_string())
+            }
+            WaitOutcome::Removed => Err(match busy() {
+                Some((name, ..)) if !scheduled => {
+                    sh.removed_error(format!("queue `{name}`: wait_idle"))
+                }
+                _ => sh.removed_error("wait_idle"),
+            }),
+            WaitOutcome::TimedOut => Err(Error::Timeout(match busy() {
+                Some((name, done, target)) if !scheduled => format!(
+                    "queue `{name}`: wait_idle after {timeout:?} ({done} of {target} submissions \
+                     completed)"
+                ),
+                _ => "wait_idle: nothing can run and the queues are not idle".into(),
+            })),
         }
-        let deadline = Instant::now().checked_add(timeout);
-        for q in self.shared.live_queues() {
-            Queue::new(q, self.clone()).wait_idle_until(deadline, timeout)?;
-        }
-        self.shared.with_model(|m| {
-            m.host_wait_idle();
-        });
-        // A traced run's events are all with the sink once the device is idle.
-        self.shared.flush_trace();
-        self.shared.check_live(|| "wait_idle".to_string())
     }
 
     /// The synchronization hazards found so far (D5; empty unless
@@ -1090,13 +1085,7 @@ impl Device {
                 Ok(())
             }
             None => {
-                if self
-                    .shared
-                    .det_block(Cond::Multi(pairs.clone(), any))
-                    .is_none()
-                {
-                    wait_multiple(&pairs, any, None);
-                }
+                let _ = self.shared.block(Cond::Multi(pairs.clone(), any), None);
                 self.acquire_reached(&pairs);
                 Ok(())
             }
@@ -1127,11 +1116,9 @@ impl Device {
         timeout: Duration,
     ) -> Result<()> {
         let (pairs, any) = self.multi_args("wait_multiple", fences, values, flags)?;
-        let deadline = Instant::now().checked_add(timeout);
-        let outcome = match self.shared.det_block(Cond::Multi(pairs.clone(), any)) {
-            Some(w) => wake_outcome(w),
-            None => wait_multiple(&pairs, any, deadline),
-        };
+        let outcome = self
+            .shared
+            .block(Cond::Multi(pairs.clone(), any), Some(timeout));
         match outcome {
             WaitOutcome::Reached => {
                 self.acquire_reached(&pairs);
@@ -1142,7 +1129,7 @@ impl Device {
                     .shared
                     .removed_error(multi_desc("wait_multiple", fences, values, any)))
             }
-            WaitOutcome::TimedOut if self.shared.sched.is_some() => Err(Error::Timeout(format!(
+            WaitOutcome::TimedOut if self.shared.virtual_time() => Err(Error::Timeout(format!(
                 "{}: nothing can run and nothing else will signal them",
                 multi_desc("wait_multiple", fences, values, any)
             ))),
@@ -1156,15 +1143,6 @@ impl Device {
 
 /// Fences with the value each waits for.
 type FencePairs = Vec<(Arc<FenceCore>, u64)>;
-
-/// The fence-wait outcome of a deterministic host wait.
-pub(crate) fn wake_outcome(w: Wake) -> WaitOutcome {
-    match w {
-        Wake::Ok => WaitOutcome::Reached,
-        Wake::Removed => WaitOutcome::Removed,
-        Wake::TimedOut => WaitOutcome::TimedOut,
-    }
-}
 
 fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
     let parts: Vec<String> = fences

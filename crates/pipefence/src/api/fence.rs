@@ -1,8 +1,8 @@
 //! Fences (F1-F11 of `docs/semantics.md`): `ID3D12Fence` with CPU signals, events, blocking
 //! and async waits, and the release of waiters when the application drops its last handle.
 
-use super::device::{wake_outcome, DeviceShared};
-use crate::driver::deterministic::Cond;
+use super::device::DeviceShared;
+use crate::driver::Cond;
 use crate::error::{Error, Result};
 use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
 use crate::trace::SliceKind;
@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug)]
 struct FenceInner {
@@ -137,14 +137,10 @@ impl Fence {
                 let _ = self.inner.core.register_once(value, e.notifier());
             }
             None => {
-                if self
+                let _ = self
                     .inner
                     .device
-                    .det_block(Cond::Fence(self.inner.core.clone(), value))
-                    .is_none()
-                {
-                    let _ = self.inner.core.wait_until(value, None);
-                }
+                    .block(Cond::Fence(self.inner.core.clone(), value), None);
                 self.acquire();
             }
         }
@@ -167,28 +163,19 @@ impl Fence {
     }
 
     fn wait_inner(&self, value: u64, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now().checked_add(timeout);
-        let o = match self
+        let o = self
             .inner
             .device
-            .det_block(Cond::Fence(self.inner.core.clone(), value))
-        {
-            Some(w) => wake_outcome(w),
-            None => self.inner.core.wait_until(value, deadline),
-        };
+            .block(Cond::Fence(self.inner.core.clone(), value), Some(timeout));
         self.outcome(value, o, Some(timeout))
     }
 
     /// Blocks until the value is `>= value` with no timeout. Errors: DeviceRemoved.
     pub fn wait_forever(&self, value: u64) -> Result<()> {
-        let o = match self
+        let o = self
             .inner
             .device
-            .det_block(Cond::Fence(self.inner.core.clone(), value))
-        {
-            Some(w) => wake_outcome(w),
-            None => self.inner.core.wait_until(value, None),
-        };
+            .block(Cond::Fence(self.inner.core.clone(), value), None);
         self.outcome(value, o, None)
     }
 
@@ -278,7 +265,7 @@ fn fence_outcome(
         }
         // On the deterministic driver a wait times out only when nothing can run (D6): no
         // time passed, so the message does not claim the timeout elapsed.
-        WaitOutcome::TimedOut if device.sched.is_some() => Err(Error::Timeout(format!(
+        WaitOutcome::TimedOut if device.virtual_time() => Err(Error::Timeout(format!(
             "fence `{name}`: wait for {value}: nothing can run and nothing else will signal it \
              (completed value {})",
             core.completed_value()

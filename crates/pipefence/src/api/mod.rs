@@ -10,7 +10,7 @@ mod list;
 mod queue;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
-pub(crate) use device::{wake_outcome, DeviceShared};
+pub(crate) use device::DeviceShared;
 pub use device::{Device, DeviceDesc, Driver};
 pub use fence::{Fence, FenceWait};
 pub use list::CommandList;

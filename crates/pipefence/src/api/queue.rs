@@ -5,13 +5,13 @@ use super::fence::Fence;
 use super::list::CommandList;
 use crate::clock::ticks;
 use crate::command::QueueKind;
-use crate::driver::deterministic::Cond;
+use crate::driver::Cond;
 use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Result};
 use crate::sync::shim::{lock, AtomicU64, Mutex, Ordering};
 use crate::sync::{FenceCore, Ticket, WaitOutcome};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How to create a [`Queue`].
 #[derive(Debug, Clone)]
@@ -286,31 +286,18 @@ impl Queue {
     /// Blocks until everything submitted so far has completed, up to `timeout`. Errors:
     /// Timeout, DeviceRemoved.
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now().checked_add(timeout);
-        self.wait_idle_until(deadline, timeout)
-    }
-
-    pub(crate) fn wait_idle_until(
-        &self,
-        deadline: Option<Instant>,
-        timeout: Duration,
-    ) -> Result<()> {
         let target = lock(&self.shared.engine).submitted();
-        let o = match self
-            .shared
-            .device
-            .det_block(Cond::Fence(self.shared.progress.clone(), target))
-        {
-            Some(w) => crate::api::wake_outcome(w),
-            None => self.shared.progress.wait_until(target, deadline),
-        };
+        let o = self.shared.device.block(
+            Cond::Fence(self.shared.progress.clone(), target),
+            Some(timeout),
+        );
         match o {
             WaitOutcome::Reached => Ok(()),
             WaitOutcome::Removed => Err(self
                 .shared
                 .device
                 .removed_error(format!("queue `{}`: wait_idle", self.shared.name))),
-            WaitOutcome::TimedOut if self.shared.device.sched.is_some() => {
+            WaitOutcome::TimedOut if self.shared.device.virtual_time() => {
                 Err(Error::Timeout(format!(
                     "queue `{}`: wait_idle: nothing can run and the queue is not idle \
                      ({} of {target} submissions completed)",

@@ -19,19 +19,20 @@
 //! Blocked engine steps change nothing (the engine contract), so an engine stage is tried and,
 //! if it reports `Blocked`/`Idle`, marked disabled until something else progresses.
 
-use crate::api::DeviceShared;
+use super::{Backend, Cond};
+use crate::api::{DeviceShared, QueueShared};
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
-use crate::command::{Comparison, Width};
+use crate::command::Width;
 use crate::engine::kernels::{run_group_strict, run_groups};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
-use crate::memory::BufferCore;
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
 };
-use crate::sync::{FenceCore, Notify, Ticket};
+use crate::sync::{FenceCore, Notify, Ticket, WaitOutcome};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How the deterministic driver picks among enabled actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,34 +76,6 @@ impl Clock for VirtualClock {
     fn now_ns(&self) -> u64 {
         self.ns.load(Ordering::Relaxed)
     }
-}
-
-/// What a blocked host thread waits for.
-#[derive(Debug, Clone)]
-pub(crate) enum Cond {
-    /// A fence reaching a value (latched when the host blocks: see [`Cond::latched`]).
-    Fence(Arc<FenceCore>, u64),
-    /// Several fences (all or any).
-    Multi(Vec<(Arc<FenceCore>, u64)>, bool),
-    /// Fence waits as the scheduler keeps them: one ticket per fence, registered by the
-    /// blocking action itself, so every crossing after the wait began satisfies it even if the
-    /// value is lowered before the host is picked again (F5, F6); `true` for ANY.
-    Tickets(Vec<Arc<Ticket>>, bool),
-    /// A memory-value condition.
-    Memory {
-        buffer: Arc<BufferCore>,
-        offset: u64,
-        width: Width,
-        cmp: Comparison,
-        reference: u64,
-        mask: u64,
-    },
-    /// Every queue idle.
-    Idle,
-    /// Another host thread finished.
-    HostDone(usize),
-    /// Every other host thread finished and every queue is idle.
-    Settled(usize),
 }
 
 /// What a host does at a scheduling point.
@@ -321,7 +294,7 @@ impl Cond {
     /// Whether this waits for other host threads (a join, or the end of the run), not for the
     /// device.
     fn is_host_wait(&self) -> bool {
-        matches!(self, Cond::HostDone(_) | Cond::Settled(_))
+        matches!(self, Cond::HostDone(_) | Cond::Settled)
     }
 
     /// Fence conditions become tickets, issued now (by the blocking host action).
@@ -517,11 +490,11 @@ impl Scheduler {
                         st.hosts.get(*o).map(|x| &x.state),
                         Some(HostState::Done) | None
                     ),
-                    Cond::Settled(me) => {
+                    Cond::Settled => {
                         st.hosts
                             .iter()
                             .enumerate()
-                            .all(|(i, x)| i == *me || matches!(x.state, HostState::Done))
+                            .all(|(i, x)| i == h || matches!(x.state, HostState::Done))
                             && (dev.is_removed()
                                 || dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()))
                     }
@@ -674,7 +647,7 @@ impl Scheduler {
                             st.disabled.insert(actor);
                         }
                         Step::Faulted(f) => {
-                            let reason = crate::driver::threaded::fault_reason(&f);
+                            let reason = f.removal_reason();
                             dev.remove_with_fault(reason, Some((id, f)));
                         }
                     }
@@ -726,7 +699,7 @@ impl Scheduler {
                             step
                         };
                         if let Step::Faulted(f) = step {
-                            let reason = crate::driver::threaded::fault_reason(&f);
+                            let reason = f.removal_reason();
                             dev.remove_with_fault(reason, Some((id, f)));
                         }
                         st.disabled.clear();
@@ -803,7 +776,7 @@ impl Scheduler {
                         }
                         Err(failure) => {
                             let f = failure.into_fault(g.site, g.op, &g.kernel);
-                            let reason = crate::driver::threaded::fault_reason(&f);
+                            let reason = f.removal_reason();
                             dev.remove_with_fault(reason, Some((g.queue, f)));
                         }
                     }
@@ -877,4 +850,88 @@ enum Pick {
     Host(usize),
     Progressed,
     Nothing,
+}
+
+impl Wake {
+    /// The wait outcome this wake-up means.
+    fn outcome(self) -> WaitOutcome {
+        match self {
+            Wake::Ok => WaitOutcome::Reached,
+            Wake::Removed => WaitOutcome::Removed,
+            Wake::TimedOut => WaitOutcome::TimedOut,
+        }
+    }
+}
+
+impl Backend for Scheduler {
+    fn virtual_time(&self) -> bool {
+        true
+    }
+
+    fn start_queue(
+        &self,
+        dev: &Arc<DeviceShared>,
+        queue: &Arc<QueueShared>,
+    ) -> std::io::Result<()> {
+        lock(&dev.kept_queues).push(queue.clone());
+        Ok(())
+    }
+
+    fn yield_point(&self, dev: &DeviceShared) {
+        if let Some(h) = self.current_host(dev) {
+            self.schedule(dev, h, HostStep::Yield);
+        }
+    }
+
+    /// Host threads of the schedule block as a scheduling point (no timeout: D6 decides when
+    /// nothing can run); other threads are outside the model and block in real time.
+    fn block(&self, dev: &DeviceShared, cond: Cond, timeout: Option<Duration>) -> WaitOutcome {
+        match self.current_host(dev) {
+            Some(h) => self.schedule(dev, h, HostStep::Block(cond)).outcome(),
+            None => super::threaded::block_real(
+                dev,
+                cond,
+                timeout.and_then(|t| Instant::now().checked_add(t)),
+            ),
+        }
+    }
+
+    fn schedules_caller(&self, dev: &DeviceShared) -> bool {
+        self.current_host(dev).is_some()
+    }
+
+    fn sleep(&self, dev: &DeviceShared, duration: Duration) {
+        match self.current_host(dev) {
+            Some(h) => {
+                self.schedule(dev, h, HostStep::Sleep(duration.as_nanos() as u64));
+            }
+            None => std::thread::sleep(duration),
+        }
+    }
+
+    fn add_host(&self, name: &str) -> Option<usize> {
+        Some(Scheduler::add_host(self, name))
+    }
+
+    fn enter_host(&self, dev: &DeviceShared, slot: usize) {
+        Scheduler::enter_host(self, dev, slot);
+    }
+
+    fn host_done(&self, dev: &DeviceShared, slot: usize) {
+        self.schedule(dev, slot, HostStep::Done);
+        unregister_current(dev.id);
+    }
+
+    fn last_handle_dropped(&self, dev: &DeviceShared) {
+        if let Some(h) = self.current_host(dev) {
+            if !dev.is_removed() {
+                self.drain(dev, h);
+            }
+        }
+        unregister_current(dev.id);
+    }
+
+    fn defers_removal_trace(&self) -> bool {
+        true
+    }
 }

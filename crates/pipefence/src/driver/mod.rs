@@ -1,13 +1,103 @@
-//! Drivers: who steps the engines, and when.
+//! Drivers: who steps the engines, and when; and how a host call blocks.
 //!
 //! The threaded driver (the default) runs one OS thread per queue engine plus a pool of shader
 //! workers shared by all engines, in real time. A blocked engine sleeps on the condition it waits
-//! for (D8). The engine state machine itself is in [`crate::engine`]; drivers only decide who
-//! steps when.
+//! for (D8). The deterministic driver runs every engine stage, dispatch group and host thread
+//! one at a time in a seeded order, in virtual time (D4, D6). The engine state machine itself is
+//! in [`crate::engine`]; drivers only decide who steps when.
+//!
+//! The rest of the device sees a driver only through [`Backend`]: starting a queue's engine,
+//! the scheduling point of a host call, a blocking host wait on a [`Cond`] with a timeout, a
+//! sleep, host threads, and the end of the device. Whether time is real is the driver's
+//! business: the API passes timeouts as durations and the driver decides what they mean (real
+//! time on the threaded driver; on the deterministic driver a wait ends only when its condition
+//! holds or nothing can run, D6).
 
 pub(crate) mod deterministic;
 pub(crate) mod threaded;
 
+use crate::api::{DeviceShared, QueueShared};
+use crate::command::{Comparison, Width};
+use crate::memory::BufferCore;
+use crate::sync::{FenceCore, Ticket, WaitOutcome};
+use std::sync::Arc;
+use std::time::Duration;
+
 pub use deterministic::{Strategy, COPY_NS_PER_KIB};
 
 pub(crate) use crate::sync::EngineWaker;
+
+/// What a blocked host call waits for.
+#[derive(Debug, Clone)]
+pub(crate) enum Cond {
+    /// A fence reaching a value (the deterministic driver latches it when the host blocks: see
+    /// `deterministic::Cond::latched`).
+    Fence(Arc<FenceCore>, u64),
+    /// Several fences (all or any).
+    Multi(Vec<(Arc<FenceCore>, u64)>, bool),
+    /// Fence waits as the deterministic scheduler keeps them: one ticket per fence, registered
+    /// by the blocking action itself, so every crossing after the wait began satisfies it even
+    /// if the value is lowered before the host is picked again (F5, F6); `true` for ANY.
+    Tickets(Vec<Arc<Ticket>>, bool),
+    /// A memory-value condition.
+    Memory {
+        buffer: Arc<BufferCore>,
+        offset: u64,
+        width: Width,
+        cmp: Comparison,
+        reference: u64,
+        mask: u64,
+    },
+    /// Every queue idle.
+    Idle,
+    /// Another host thread (by its slot, see [`Backend::add_host`]) finished.
+    HostDone(usize),
+    /// Every other host thread finished and every queue is idle.
+    Settled,
+}
+
+/// The driver interface: everything the device and the API need from whoever steps the
+/// engines.
+pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
+    /// Whether the device runs in virtual time, where a blocked wait ends only when its
+    /// condition holds or nothing can run (D6): timeouts never elapse, and messages must not
+    /// claim that real time passed.
+    fn virtual_time(&self) -> bool;
+
+    /// Starts the engine of a new queue (the threaded driver: its thread, and the worker pool
+    /// with the first queue; the deterministic driver keeps the queue in its schedule).
+    fn start_queue(&self, dev: &Arc<DeviceShared>, queue: &Arc<QueueShared>)
+        -> std::io::Result<()>;
+
+    /// The scheduling point of a non-blocking host call.
+    fn yield_point(&self, dev: &DeviceShared);
+
+    /// Blocks the calling host thread until `cond` holds, the device is removed, or the
+    /// timeout (`None`: none) ends the wait.
+    fn block(&self, dev: &DeviceShared, cond: Cond, timeout: Option<Duration>) -> WaitOutcome;
+
+    /// Whether the calling thread is a host thread this driver schedules (the deterministic
+    /// driver's own hosts; every thread on the threaded driver is unscheduled).
+    fn schedules_caller(&self, dev: &DeviceShared) -> bool;
+
+    /// Sleeps the calling host thread.
+    fn sleep(&self, dev: &DeviceShared, duration: Duration);
+
+    /// A host thread named `name` is about to be spawned: its slot in the schedule, if the
+    /// driver schedules host threads.
+    fn add_host(&self, name: &str) -> Option<usize>;
+
+    /// First thing on a spawned host thread with a slot: waits for its turn.
+    fn enter_host(&self, dev: &DeviceShared, slot: usize);
+
+    /// A host thread with a slot ended (also by a panic).
+    fn host_done(&self, dev: &DeviceShared, slot: usize);
+
+    /// The calling thread dropped the device's last handle (Q8): the driver may still run the
+    /// work that can run.
+    fn last_handle_dropped(&self, dev: &DeviceShared);
+
+    /// Whether removal may run inside the driver's own lock, so the trace events it produces
+    /// must be deferred until the lock is released.
+    fn defers_removal_trace(&self) -> bool;
+}

@@ -9,15 +9,131 @@
 //! Writes the device cannot observe (atomic views) are polled with a 50 µs - 4 ms backoff, only
 //! while a view exists (D8).
 
+use super::{Backend, Cond};
 use crate::api::{DeviceShared, QueueShared};
+use crate::command::Width;
 use crate::engine::kernels::run_groups;
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
-use crate::sync::WatchKey;
+use crate::sync::{wait_multiple, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The threaded driver (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Threaded;
+
+impl Backend for Threaded {
+    fn virtual_time(&self) -> bool {
+        false
+    }
+
+    fn start_queue(
+        &self,
+        dev: &Arc<DeviceShared>,
+        queue: &Arc<QueueShared>,
+    ) -> std::io::Result<()> {
+        let _ = dev
+            .pool
+            .get_or_init(|| Pool::start(dev, dev.workers, &format!("pf{}", dev.id)));
+        spawn_engine(queue.clone(), format!("pf{}-q{}", dev.id, queue.id))
+    }
+
+    fn yield_point(&self, _dev: &DeviceShared) {}
+
+    fn block(&self, dev: &DeviceShared, cond: Cond, timeout: Option<Duration>) -> WaitOutcome {
+        block_real(
+            dev,
+            cond,
+            timeout.and_then(|t| Instant::now().checked_add(t)),
+        )
+    }
+
+    fn schedules_caller(&self, _dev: &DeviceShared) -> bool {
+        false
+    }
+
+    fn sleep(&self, _dev: &DeviceShared, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+
+    fn add_host(&self, _name: &str) -> Option<usize> {
+        None
+    }
+
+    fn enter_host(&self, _dev: &DeviceShared, _slot: usize) {}
+
+    fn host_done(&self, _dev: &DeviceShared, _slot: usize) {}
+
+    fn last_handle_dropped(&self, _dev: &DeviceShared) {}
+
+    fn defers_removal_trace(&self) -> bool {
+        false
+    }
+}
+
+/// Blocks the calling thread in real time until `cond` holds, the device is removed, or
+/// `deadline` passes. Also the deterministic driver's wait for threads outside its schedule.
+pub(crate) fn block_real(dev: &DeviceShared, cond: Cond, deadline: Option<Instant>) -> WaitOutcome {
+    match cond {
+        Cond::Fence(f, v) => f.wait_until(v, deadline),
+        Cond::Multi(pairs, any) => wait_multiple(&pairs, any, deadline),
+        Cond::Tickets(..) | Cond::HostDone(_) => WaitOutcome::Reached,
+        Cond::Idle | Cond::Settled => {
+            for q in dev.live_queues() {
+                let target = lock(&q.engine).submitted();
+                match q.progress.wait_until(target, deadline) {
+                    WaitOutcome::Reached => {}
+                    o => return o,
+                }
+            }
+            WaitOutcome::Reached
+        }
+        Cond::Memory {
+            buffer,
+            offset,
+            width,
+            cmp,
+            reference,
+            mask,
+        } => {
+            let load = || match width {
+                Width::W32 => u64::from(buffer.load32(offset).unwrap_or(0)),
+                Width::W64 => buffer.load64(offset).unwrap_or(0),
+            };
+            let holds = || cmp.holds(load(), mask, reference);
+            let mut backoff = Duration::from_micros(50);
+            loop {
+                if holds() {
+                    return WaitOutcome::Reached;
+                }
+                if dev.is_removed() {
+                    return WaitOutcome::Removed;
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return WaitOutcome::TimedOut;
+                }
+                let parker = Arc::new(Parker::for_current_thread());
+                let key = dev.watches.watch(buffer.base + offset, parker.clone());
+                // Re-check after registering (see `sync::watch`).
+                let polling = dev.views.load(Ordering::SeqCst) > 0;
+                if !holds() && !dev.is_removed() {
+                    let until = if polling {
+                        let p = Instant::now() + backoff;
+                        backoff = (backoff * 2).min(Duration::from_millis(4));
+                        Some(deadline.map_or(p, |d| d.min(p)))
+                    } else {
+                        deadline
+                    };
+                    parker.park(until);
+                }
+                dev.watches.unwatch(key);
+            }
+        }
+    }
+}
 
 /// Starts the engine thread of a queue.
 pub(crate) fn spawn_engine(q: Arc<QueueShared>, thread_name: String) -> std::io::Result<()> {
@@ -34,14 +150,6 @@ pub(crate) fn spawn_engine(q: Arc<QueueShared>, thread_name: String) -> std::io:
             dev.engine_exited();
             Err(e)
         }
-    }
-}
-
-/// The fault's removal reason (E4, D7).
-pub(crate) fn fault_reason(f: &Fault) -> RemovalReason {
-    match f {
-        Fault::PageFault { .. } => RemovalReason::PageFault,
-        _ => RemovalReason::Hung,
     }
 }
 
@@ -239,7 +347,7 @@ fn engine_main(q: &Arc<QueueShared>) {
             dev.pool().submit(q, launches);
         }
         if let Some(f) = fault {
-            dev.remove_with_fault(fault_reason(&f), Some((q.id, f)));
+            dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
             break;
         }
         if more {
@@ -535,7 +643,7 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         }
         if let Err(failure) = result {
             let f = failure.into_fault(job.launch.site, job.launch.op, &job.launch.kernel);
-            devs.remove_with_fault(fault_reason(&f), Some((q.id, f)));
+            devs.remove_with_fault(f.removal_reason(), Some((q.id, f)));
             continue;
         }
         // Wake waiters on what the groups wrote (D8).

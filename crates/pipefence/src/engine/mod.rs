@@ -206,6 +206,15 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The reason the device is removed for this fault (E4, D7): a page fault is
+    /// [`RemovalReason::PageFault`], every other fault a hang.
+    pub fn removal_reason(&self) -> crate::RemovalReason {
+        match self {
+            Fault::PageFault { .. } => crate::RemovalReason::PageFault,
+            _ => crate::RemovalReason::Hung,
+        }
+    }
+
     /// Where the fault happened.
     pub fn site(&self) -> Site {
         match self {
