@@ -7,10 +7,10 @@
 //! Writes whose value is unknown until they happen (timestamps, kernels other than `fill`,
 //! copies) count as possibly satisfying.
 
-use crate::api::{DeviceShared, QueueShared};
 use crate::command::Width;
 use crate::engine::{Fault, Pending, Site, Snapshot, Stage, WaitCondition};
 use crate::error::RemovalReason;
+use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::lock;
 use crate::sync::Writer;
 use serde::Serialize;
@@ -311,40 +311,9 @@ fn site_report(
     }
 }
 
-/// Text for an address: `buffer+offset`, or hex when unmapped.
-pub(crate) fn address_text(dev: &DeviceShared, address: u64) -> String {
-    match dev.memory.resolve(address, 1) {
-        Some((b, 0)) => b.name.to_string(),
-        Some((b, off)) => format!("{}+{off}", b.name),
-        None => format!("{address:#x}"),
-    }
-}
-
 /// The condition in words, as reports and traces show it.
 pub(crate) fn condition_label(dev: &DeviceShared, cond: &WaitCondition) -> String {
-    match cond {
-        WaitCondition::Fence { fence, value, .. } => format!("fence {} >= {value}", fence.name()),
-        WaitCondition::Memory {
-            address,
-            width,
-            cmp,
-            reference,
-            mask,
-        } => {
-            let m = if *mask & width.mask() == width.mask() {
-                String::new()
-            } else {
-                format!(" & {mask:#x}")
-            };
-            format!(
-                "{} ({}){m} {} {reference}",
-                address_text(dev, *address),
-                width.type_name(),
-                cmp.symbol()
-            )
-        }
-        other => format!("{other:?}"),
-    }
+    cond.label(dev)
 }
 
 fn cond_buffer(dev: &DeviceShared, cond: &WaitCondition) -> Option<(String, u64)> {

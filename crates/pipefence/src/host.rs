@@ -51,7 +51,7 @@ pub fn name_of(id: u64) -> String {
 pub struct HostHandle<T> {
     thread: std::thread::JoinHandle<T>,
     /// When the driver schedules host threads: the device and the host's slot.
-    slot: Option<(std::sync::Arc<crate::api::DeviceShared>, usize)>,
+    slot: Option<(std::sync::Arc<crate::runtime::DeviceShared>, usize)>,
 }
 
 impl<T> HostHandle<T> {
@@ -67,7 +67,7 @@ impl<T> HostHandle<T> {
 
 /// Tells the driver a scheduled host thread ended, even by a panic, so the others go on.
 struct DoneGuard {
-    dev: std::sync::Arc<crate::api::DeviceShared>,
+    dev: std::sync::Arc<crate::runtime::DeviceShared>,
     slot: usize,
 }
 

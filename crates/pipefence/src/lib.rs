@@ -47,6 +47,7 @@
 pub mod api;
 pub mod clock;
 pub mod command;
+pub(crate) mod core;
 pub mod diagnose;
 pub(crate) mod driver;
 pub mod engine;
@@ -55,6 +56,7 @@ pub mod explore;
 pub mod hazard;
 pub mod host;
 pub(crate) mod memory;
+pub(crate) mod runtime;
 pub mod sync;
 pub mod trace;
 pub(crate) mod types;

@@ -1,11 +1,11 @@
 //! Buffers (M1, M2, M4, H3, H4): CPU access by heap rules, atomic views, host memory-value
 //! waits and debugger access.
 
-use super::device::DeviceShared;
 use crate::command::{Comparison, Width};
 use crate::driver::Cond;
 use crate::error::{Error, Result};
 use crate::memory::{BufferCore, Heap};
+use crate::runtime::DeviceShared;
 use crate::sync::shim::{AtomicU64, Ordering};
 use crate::sync::WaitOutcome;
 use std::ops::Deref;

@@ -1,571 +1,29 @@
-//! The device: its configuration, memory, fences and removal state.
+//! The device handle ([`Device`]): creating queues, lists, fences and buffers, device-wide
+//! waits, removal and its report.
 
 use super::buffer::{Buffer, BufferDesc};
 use super::fence::Fence;
 use super::list::CommandList;
-use super::queue::{Queue, QueueDesc, QueueShared};
+use super::queue::{Queue, QueueDesc};
 use crate::clock::{Clock, RealClock};
 use crate::command::QueueKind;
-use crate::diagnose::{build_report, RemovalReport};
+use crate::diagnose::RemovalReport;
 use crate::driver::deterministic::Scheduler;
-use crate::driver::threaded::{Pool, Threaded};
-use crate::driver::{Backend, Cond, EngineWaker, Strategy};
+use crate::driver::threaded::Threaded;
+use crate::driver::{Backend, Cond, EngineWaker};
 use crate::engine::{Engine, Fault};
 use crate::error::{Error, RemovalReason, Result};
 use crate::hazard::{Hazard, MemoryModel, Model};
-use crate::memory::{AddressSpace, AllocError, MAX_BUFFER_SIZE};
-use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
-use crate::sync::Writer;
-use crate::sync::{
-    register_multiple, AddressWatches, Event, FenceCore, MultipleFenceWaitFlags, WaitOutcome,
-};
-use crate::trace::{SliceKind, TraceEvent, TraceSink, Track};
-use std::collections::HashMap;
+use crate::memory::{AllocError, MAX_BUFFER_SIZE};
+use crate::runtime::{DeviceCore, DeviceShared, QueueShared};
+pub use crate::runtime::{DeviceDesc, Driver, MAX_FIFO_DEPTH, MAX_WORKERS};
+use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::{register_multiple, Event, FenceCore, MultipleFenceWaitFlags, WaitOutcome};
+use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
-
-/// How a [`Device`] is configured. `DeviceDesc::default()` gives the documented defaults.
-#[derive(Debug, Clone)]
-pub struct DeviceDesc {
-    /// Watchdog timeout (TDR): an engine stalled in a memory-value wait, or one dispatch group
-    /// running, for longer than this hangs the device (D6). Default 2 s.
-    pub watchdog_timeout: Duration,
-    /// Opt-in: also treat a queue stalled in a *fence* wait for longer than this as a hang
-    /// (D6). Default `None` (in D3D12 a queue waiting on a fence is not a GPU hang).
-    pub fence_wait_timeout: Option<Duration>,
-    /// Shader worker threads shared by all engines; 0 means one per available core. Default 0.
-    pub workers: usize,
-    /// Packets the pre-fetch parser may run ahead of the micro engine (D1). Default 16.
-    pub fifo_depth: usize,
-    /// GPU timestamp frequency in Hz (C12). Default 100 MHz.
-    pub timestamp_frequency: u64,
-    /// The clock the watchdog, timeouts and timestamps read; `None` for real time (ignored by
-    /// the deterministic driver, which has its own virtual clock).
-    pub clock: Option<Arc<dyn Clock>>,
-    /// Who steps the engines (D4). Default: [`Driver::Threaded`].
-    pub driver: Driver,
-    /// Where trace events go (`None`: nothing is recorded). See [`crate::trace`].
-    pub trace: Option<Arc<dyn TraceSink>>,
-    /// The memory model (D5): plain (default), hazard validation, or strict (deterministic
-    /// driver only). See `docs/memory-model.md`.
-    pub memory_model: MemoryModel,
-}
-
-/// The driver that steps a device's engines (D4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Driver {
-    /// One thread per engine plus a shader worker pool, real time (the default).
-    #[default]
-    Threaded,
-    /// One thread at a time, virtual time, a schedule chosen by `strategy` from `seed`: same
-    /// seed, same result. Host code must run on the thread that created the device or on
-    /// threads spawned with [`host::spawn`](crate::host::spawn); other OS threads are outside
-    /// the model.
-    Deterministic {
-        /// The schedule's seed.
-        seed: u64,
-        /// How enabled actions are picked.
-        strategy: Strategy,
-    },
-}
-
-impl Default for DeviceDesc {
-    fn default() -> Self {
-        DeviceDesc {
-            watchdog_timeout: Duration::from_secs(2),
-            fence_wait_timeout: None,
-            workers: 0,
-            fifo_depth: 16,
-            timestamp_frequency: 100_000_000,
-            clock: None,
-            driver: Driver::Threaded,
-            trace: None,
-            memory_model: MemoryModel::Plain,
-        }
-    }
-}
-
-/// Largest accepted `fifo_depth`.
-pub const MAX_FIFO_DEPTH: usize = 65_536;
-/// Largest accepted `workers`.
-pub const MAX_WORKERS: usize = 1024;
-
-#[derive(Debug)]
-struct Removal {
-    reason: RemovalReason,
-    fault: Option<Fault>,
-    report: Arc<RemovalReport>,
-}
-
-/// The last traced write of a word: who, when, what (labels are built only for arrows).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct TraceWrite {
-    writer: Writer,
-    ns: u64,
-    op: &'static str,
-    address: u64,
-    value: u64,
-}
-
-/// The last host write of an address (for reports).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HostWrite {
-    pub(crate) writer: Writer,
-    pub(crate) seq: u64,
-    pub(crate) ns: u64,
-}
-
-/// A released buffer's base and, per queue that was busy then, its progress fence and the
-/// submission count it must reach before the buffer is unmapped (Q8).
-type DeferredUnmap = (u64, Vec<(Arc<FenceCore>, u64)>);
+use std::time::Duration;
 
 static NEXT_DEVICE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// State shared by every handle of one device.
-#[derive(Debug)]
-pub(crate) struct DeviceShared {
-    pub(crate) desc: DeviceDesc,
-    pub(crate) workers: usize,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) memory: AddressSpace,
-    pub(crate) watches: AddressWatches,
-    /// Outstanding atomic views: while any exists, blocked engines poll (D8).
-    pub(crate) views: AtomicUsize,
-    fences: Mutex<Vec<Weak<FenceCore>>>,
-    next_fence: AtomicUsize,
-    removed: AtomicBool,
-    removal: Mutex<Option<Removal>>,
-    /// A process-unique device number (thread names: `pf{id}-q{n}`, `pf{id}-w{n}`).
-    pub(crate) id: u64,
-    shutdown: AtomicBool,
-    pub(crate) queues: Mutex<Vec<Weak<QueueShared>>>,
-    /// Deterministic driver: the queues, kept alive while the device is (Q8: dropping a
-    /// `Queue` handle never discards submitted work; on the threaded driver the engine thread
-    /// keeps its queue). Emptied when the last `Device` handle is dropped.
-    pub(crate) kept_queues: Mutex<Vec<Arc<QueueShared>>>,
-    /// Threaded driver: engine threads still running (the worker pool outlives them, Q8).
-    pub(crate) engines_running: AtomicUsize,
-    /// Buffers whose last handle was dropped while work submitted earlier was still pending
-    /// (Q8): the base, and per busy queue the submissions that must complete first.
-    deferred_unmaps: Mutex<Vec<DeferredUnmap>>,
-    deferred_count: AtomicUsize,
-    pub(crate) pool: OnceLock<Arc<Pool>>,
-    write_seq: AtomicU64,
-    next_list: AtomicUsize,
-    /// Last host write per 8-byte word.
-    pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
-    list_names: Mutex<HashMap<u32, Arc<str>>>,
-    /// The driver (threaded or deterministic), through its interface.
-    pub(crate) driver: Arc<dyn Backend>,
-    /// Queue names by id.
-    queue_names: Mutex<Vec<Arc<str>>>,
-    /// Trace events deferred until no lock is held (see `emit_from_removal`).
-    deferred_trace: Mutex<Vec<TraceEvent>>,
-    /// Trace batches taken out of an engine or worker and not yet handed to the sink.
-    pub(crate) trace_inflight: AtomicUsize,
-    /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
-    trace_writes: Mutex<HashMap<u64, TraceWrite>>,
-    /// Hazard analysis and strict-mode visibility (`None` with the plain memory model).
-    pub(crate) model: Option<Mutex<Model>>,
-}
-
-impl DeviceShared {
-    /// The hazard model, locked (`None` with the plain memory model).
-    #[inline]
-    pub(crate) fn model(&self) -> Option<MutexGuard<'_, Model>> {
-        self.model.as_ref().map(lock)
-    }
-
-    /// Runs `f` on the hazard model, if the device has one. Out of line: on a plain device the
-    /// engine's hot paths only test the option.
-    #[inline]
-    pub(crate) fn with_model(&self, f: impl FnOnce(&mut Model)) {
-        if self.model.is_some() {
-            self.with_model_slow(f);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn with_model_slow(&self, f: impl FnOnce(&mut Model)) {
-        if let Some(mut m) = self.model() {
-            f(&mut m);
-        }
-    }
-
-    /// Whether strict mode's visibility model is on.
-    #[inline]
-    pub(crate) fn strict(&self) -> bool {
-        self.desc.memory_model == MemoryModel::Strict
-    }
-
-    /// Whether the device was removed.
-    #[inline]
-    pub(crate) fn is_removed(&self) -> bool {
-        self.removed.load(Ordering::Acquire)
-    }
-
-    /// The removal reason, if removed.
-    pub(crate) fn removed_reason(&self) -> Option<RemovalReason> {
-        lock(&self.removal).as_ref().map(|r| r.reason)
-    }
-
-    /// The `DeviceRemoved` error for `what`.
-    pub(crate) fn removed_error(&self, what: impl Into<String>) -> Error {
-        Error::DeviceRemoved {
-            what: what.into(),
-            reason: self.removed_reason().unwrap_or(RemovalReason::Requested),
-        }
-    }
-
-    /// Fails with `DeviceRemoved` if the device was removed.
-    pub(crate) fn check_live(&self, what: impl FnOnce() -> String) -> Result<()> {
-        if self.is_removed() {
-            Err(self.removed_error(what()))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Removes the device (idempotent: the first reason wins). Returns whether this call
-    /// removed it.
-    pub(crate) fn remove(&self, reason: RemovalReason) -> bool {
-        self.remove_with_fault(reason, None)
-    }
-
-    /// Removes the device with the fault that caused it (the faulting queue's id and the
-    /// fault). The report is built first, so it sees the values before removal.
-    pub(crate) fn remove_with_fault(
-        &self,
-        reason: RemovalReason,
-        fault: Option<(u32, Fault)>,
-    ) -> bool {
-        if self.is_removed() {
-            return false;
-        }
-        let report = Arc::new(build_report(self, reason, fault.as_ref()));
-        if self.trace_sink().is_some() {
-            let now = self.now_ns();
-            for q in self.live_queues() {
-                let events = lock(&q.engine).trace_close(self, now);
-                self.emit_from_removal(events);
-            }
-            let track = match report.queues.first() {
-                Some(q) => Track::Me {
-                    queue: q.queue.clone(),
-                },
-                None => Track::Host {
-                    name: crate::host::name_of(crate::host::current_id()),
-                },
-            };
-            let class = report
-                .classification
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default();
-            self.emit_from_removal(vec![TraceEvent::Instant {
-                track,
-                ts_ns: self.now_ns(),
-                name: format!("device removed: {reason}{class}"),
-                error: true,
-            }]);
-        }
-        {
-            let mut r = lock(&self.removal);
-            if r.is_some() {
-                return false;
-            }
-            *r = Some(Removal {
-                reason,
-                fault: fault.map(|(_, f)| f),
-                report,
-            });
-            self.removed.store(true, Ordering::Release);
-        }
-        self.stop_threads();
-        let fences: Vec<Arc<FenceCore>> = lock(&self.fences)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for f in fences {
-            f.remove();
-        }
-        self.watches.notify_all();
-        true
-    }
-
-    pub(crate) fn now_ns(&self) -> u64 {
-        self.clock.now_ns()
-    }
-
-    /// A clock reading for bookkeeping (last-writer records).
-    #[inline]
-    pub(crate) fn coarse_now_ns(&self) -> u64 {
-        self.clock.now_ns()
-    }
-
-    /// A device-wide order of writes (last-writer records).
-    #[inline]
-    pub(crate) fn next_write_seq(&self) -> u64 {
-        self.write_seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Records a host write of `address` (for reports).
-    pub(crate) fn record_host_write(&self, address: u64) {
-        let w = HostWrite {
-            writer: Writer::Host {
-                host: crate::host::current_id(),
-            },
-            seq: self.next_write_seq(),
-            ns: self.coarse_now_ns(),
-        };
-        lock(&self.host_writes).insert(address & !7, w);
-    }
-
-    /// The fault that removed the device, if any.
-    pub(crate) fn removal_fault(&self) -> Option<Fault> {
-        lock(&self.removal).as_ref().and_then(|r| r.fault.clone())
-    }
-
-    /// The removal report, if removed.
-    pub(crate) fn removal_report(&self) -> Option<Arc<RemovalReport>> {
-        lock(&self.removal).as_ref().map(|r| r.report.clone())
-    }
-
-    /// The name of command list `id`.
-    pub(crate) fn list_name(&self, id: u32) -> String {
-        lock(&self.list_names)
-            .get(&id)
-            .map_or_else(|| format!("list#{id}"), |n| n.to_string())
-    }
-
-    /// Whether every user handle of the device is gone.
-    #[inline]
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shutdown.load(Ordering::Acquire)
-    }
-
-    /// The worker pool (started with the first queue).
-    pub(crate) fn pool(&self) -> &Pool {
-        match self.pool.get() {
-            Some(p) => p,
-            None => unreachable!("engines run only after the pool started"),
-        }
-    }
-
-    /// Live queues, in creation order.
-    pub(crate) fn live_queues(&self) -> Vec<Arc<QueueShared>> {
-        lock(&self.queues)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect()
-    }
-
-    /// The trace sink, if tracing.
-    #[inline]
-    pub(crate) fn trace_sink(&self) -> Option<&Arc<dyn TraceSink>> {
-        self.desc.trace.as_ref()
-    }
-
-    /// Hands events to the sink (call with no pipefence lock held).
-    pub(crate) fn emit(&self, events: &[TraceEvent]) {
-        if let (Some(s), false) = (self.trace_sink(), events.is_empty()) {
-            s.record(events);
-        }
-    }
-
-    /// Events produced where a pipefence lock may be held (removal, which the deterministic
-    /// scheduler performs under its lock): deferred there, handed to the sink by the next flush.
-    fn emit_from_removal(&self, events: Vec<TraceEvent>) {
-        if self.driver.defers_removal_trace() {
-            lock(&self.deferred_trace).extend(events);
-        } else {
-            self.emit(&events);
-        }
-    }
-
-    /// Hands deferred events to the sink (call with no pipefence lock held).
-    pub(crate) fn emit_deferred(&self) {
-        let events = std::mem::take(&mut *lock(&self.deferred_trace));
-        self.emit(&events);
-    }
-
-    /// Hands every buffered trace event to the sink: the engines' buffers, and the batches
-    /// engine and worker threads are handing over right now (waited for, up to a second).
-    pub(crate) fn flush_trace(&self) {
-        if self.trace_sink().is_none() {
-            return;
-        }
-        for q in self.live_queues() {
-            let events = lock(&q.engine)
-                .trace
-                .as_mut()
-                .map(|t| t.drain())
-                .unwrap_or_default();
-            self.emit(&events);
-        }
-        self.emit_deferred();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while self.trace_inflight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-    }
-
-    /// A host-thread event (tracing only).
-    pub(crate) fn trace_host(&self, name: String, kind: SliceKind, start_ns: u64) {
-        if self.trace_sink().is_some() {
-            let track = Track::Host {
-                name: crate::host::name_of(crate::host::current_id()),
-            };
-            let end_ns = self.now_ns().max(start_ns);
-            self.emit(&[TraceEvent::Slice {
-                track,
-                name,
-                kind,
-                start_ns,
-                end_ns,
-                site: None,
-            }]);
-        }
-    }
-
-    /// Records the last write of `address` for flow arrows (tracing only).
-    pub(crate) fn record_trace_write(
-        &self,
-        address: u64,
-        writer: Writer,
-        ns: u64,
-        op: &'static str,
-        value: u64,
-    ) {
-        let w = TraceWrite {
-            writer,
-            ns,
-            op,
-            address,
-            value,
-        };
-        lock(&self.trace_writes).insert(address & !7, w);
-    }
-
-    /// The last traced write of `address`.
-    pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
-        let w = *lock(&self.trace_writes).get(&(address & !7))?;
-        let track = crate::engine::tracing::writer_track(self, w.writer)?;
-        let what = format!(
-            "{} {} = {}",
-            w.op,
-            crate::diagnose::address_text(self, w.address),
-            w.value
-        );
-        Some((track, w.ns, what))
-    }
-
-    /// The name of queue `id`.
-    pub(crate) fn queue_name(&self, id: u32) -> String {
-        lock(&self.queue_names)
-            .get(id as usize)
-            .map_or_else(|| format!("queue#{id}"), |n| n.to_string())
-    }
-
-    /// A scheduling point for a non-blocking call (deterministic driver only).
-    #[inline]
-    pub(crate) fn yield_point(&self) {
-        self.driver.yield_point(self);
-    }
-
-    /// Blocks the calling host thread until `cond` holds, the device is removed, or the
-    /// driver ends the wait (`timeout`; see [`Backend::block`]).
-    pub(crate) fn block(&self, cond: Cond, timeout: Option<Duration>) -> WaitOutcome {
-        self.driver.block(self, cond, timeout)
-    }
-
-    /// Whether time is virtual (the deterministic driver): waits end only when their condition
-    /// holds or nothing can run, so messages must not say that a timeout elapsed.
-    pub(crate) fn virtual_time(&self) -> bool {
-        self.driver.virtual_time()
-    }
-
-    /// Wakes every engine and worker so they notice removal or shutdown. At removal they
-    /// exit and queued dispatches are dropped; at shutdown (the last `Device` handle gone) an
-    /// engine exits once its submitted work is done, and the workers once every engine has
-    /// (Q8).
-    fn stop_threads(&self) {
-        for q in self.live_queues() {
-            q.waker.wake();
-        }
-        if let Some(p) = self.pool.get() {
-            if self.is_removed() {
-                p.clear();
-            }
-            p.wake_all();
-        }
-    }
-
-    /// The application dropped the last handle of the buffer at `base` (Q8): it stays mapped
-    /// until every submission made before now has completed (submitted work keeps the buffers
-    /// it uses alive); with no work pending it is unmapped at once. Later GPU accesses fault (M3).
-    pub(crate) fn release_buffer(&self, base: u64) {
-        let busy: Vec<(Arc<FenceCore>, u64)> = if self.is_removed() {
-            Vec::new()
-        } else {
-            self.live_queues()
-                .iter()
-                .filter_map(|q| {
-                    let n = lock(&q.engine).submitted();
-                    (q.progress.completed_value() < n).then(|| (q.progress.clone(), n))
-                })
-                .collect()
-        };
-        if busy.is_empty() {
-            self.memory.unmap(base);
-            return;
-        }
-        lock(&self.deferred_unmaps).push((base, busy));
-        self.deferred_count.fetch_add(1, Ordering::AcqRel);
-        // The work may have completed meanwhile.
-        self.reap_unmaps();
-    }
-
-    /// Unmaps the released buffers whose earlier work has completed (called by the drivers
-    /// after engine progress, with no engine lock held).
-    #[inline]
-    pub(crate) fn reap_unmaps(&self) {
-        if self.deferred_count.load(Ordering::Acquire) > 0 {
-            self.reap_unmaps_slow();
-        }
-    }
-
-    #[cold]
-    fn reap_unmaps_slow(&self) {
-        let done: Vec<u64> = {
-            let mut d = lock(&self.deferred_unmaps);
-            let removed = self.is_removed();
-            let mut done = Vec::new();
-            d.retain(|(base, waits)| {
-                let ready = removed || waits.iter().all(|(p, n)| p.completed_value() >= *n);
-                if ready {
-                    done.push(*base);
-                }
-                !ready
-            });
-            self.deferred_count.store(d.len(), Ordering::Release);
-            done
-        };
-        for base in done {
-            self.memory.unmap(base);
-        }
-    }
-
-    /// An engine thread ended: the last one lets the workers end too (after shutdown).
-    pub(crate) fn engine_exited(&self) {
-        if self.engines_running.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if let Some(p) = self.pool.get() {
-                p.wake_all();
-            }
-        }
-    }
-}
 
 /// Shuts the device's threads down when the last [`Device`] handle is dropped.
 #[derive(Debug)]
@@ -670,21 +128,23 @@ impl Device {
                 Driver::Deterministic { seed, .. } => seed,
                 Driver::Threaded => 0,
             };
-            Mutex::new(Model::new(desc.memory_model, seed))
+            Model::new(desc.memory_model, seed)
         });
-        let shared = Arc::new(DeviceShared {
+        let core = Arc::new(DeviceCore::new(
+            id,
+            clock,
+            desc.timestamp_frequency,
+            desc.memory_model == MemoryModel::Strict,
+            desc.trace.clone(),
             model,
+        ));
+        let shared = Arc::new(DeviceShared {
+            core,
             desc,
             workers,
-            clock,
-            memory: AddressSpace::new(),
-            watches: AddressWatches::default(),
-            views: AtomicUsize::new(0),
             fences: Mutex::new(Vec::new()),
             next_fence: AtomicUsize::new(0),
-            removed: AtomicBool::new(false),
             removal: Mutex::new(None),
-            id,
             shutdown: AtomicBool::new(false),
             queues: Mutex::new(Vec::new()),
             kept_queues: Mutex::new(Vec::new()),
@@ -692,15 +152,10 @@ impl Device {
             deferred_unmaps: Mutex::new(Vec::new()),
             deferred_count: AtomicUsize::new(0),
             pool: OnceLock::new(),
-            write_seq: AtomicU64::new(0),
             next_list: AtomicUsize::new(0),
-            host_writes: Mutex::new(HashMap::new()),
-            list_names: Mutex::new(HashMap::new()),
             driver,
-            queue_names: Mutex::new(Vec::new()),
             trace_inflight: AtomicUsize::new(0),
             deferred_trace: Mutex::new(Vec::new()),
-            trace_writes: Mutex::new(HashMap::new()),
         });
         Ok(Device {
             _owner: Arc::new(DeviceOwner {

@@ -1,9 +1,9 @@
 //! Fences (F1-F11 of `docs/semantics.md`): `ID3D12Fence` with CPU signals, events, blocking
 //! and async waits, and the release of waiters when the application drops its last handle.
 
-use super::device::DeviceShared;
 use crate::driver::Cond;
 use crate::error::{Error, Result};
+use crate::runtime::DeviceShared;
 use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
 use crate::trace::SliceKind;
 use std::future::Future;

@@ -1,7 +1,6 @@
 //! Command lists (C1-C12): D3D12-style recording with deferred validation, closed into an
 //! encoded packet stream in device memory (D2).
 
-use super::device::DeviceShared;
 use crate::command::{
     encode, validate, Command, Comparison, Flush, ImmediateWrite, QueueKind, ValidationError,
     WaitEngine, Width, WriteSource,
@@ -9,6 +8,7 @@ use crate::command::{
 use crate::engine::{ClosedList, Kernel, UserKernel};
 use crate::error::{Error, Result};
 use crate::memory::Heap;
+use crate::runtime::DeviceShared;
 use std::sync::Arc;
 
 /// A command list (`ID3D12GraphicsCommandList` / `ID3D12XboxDmaCommandList`) for one queue
@@ -324,7 +324,7 @@ impl CommandList {
         self.closed = Some(Arc::new(ClosedList {
             id: self.id,
             name: self.name.clone(),
-            device: self.device.clone(),
+            device: self.device.core.clone(),
             stream,
             words: words.len(),
             kernels: self.kernels.clone().into(),

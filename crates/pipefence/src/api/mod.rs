@@ -10,9 +10,7 @@ mod list;
 mod queue;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
-pub(crate) use device::DeviceShared;
 pub use device::{Device, DeviceDesc, Driver};
 pub use fence::{Fence, FenceWait};
 pub use list::CommandList;
-pub(crate) use queue::QueueShared;
 pub use queue::{Queue, QueueDesc, QueueStats};

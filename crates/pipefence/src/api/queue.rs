@@ -1,15 +1,16 @@
 //! Queues (Q1-Q7): submission of command lists, queue-side fence signals and waits.
 
-use super::device::{Device, DeviceShared};
+use super::device::Device;
 use super::fence::Fence;
 use super::list::CommandList;
 use crate::clock::ticks;
 use crate::command::QueueKind;
 use crate::driver::Cond;
-use crate::engine::{Engine, Submission, SYSTEM_TIMESTAMP_FREQUENCY};
+use crate::engine::{Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Result};
-use crate::sync::shim::{lock, AtomicU64, Mutex, Ordering};
-use crate::sync::{FenceCore, Ticket, WaitOutcome};
+use crate::runtime::QueueShared;
+use crate::sync::shim::{lock, Ordering};
+use crate::sync::{Ticket, WaitOutcome};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,25 +31,6 @@ impl QueueDesc {
             name: name.to_string(),
         }
     }
-}
-
-/// State shared by a queue's handles, its engine thread and the workers.
-#[derive(Debug)]
-pub(crate) struct QueueShared {
-    pub(crate) id: u32,
-    pub(crate) name: Arc<str>,
-    pub(crate) kind: QueueKind,
-    pub(crate) device: Arc<DeviceShared>,
-    pub(crate) engine: Mutex<Engine>,
-    pub(crate) waker: Arc<crate::driver::EngineWaker>,
-    pub(crate) progress: Arc<FenceCore>,
-    /// Nanoseconds the engine had work and could run.
-    pub(crate) busy_ns: AtomicU64,
-    /// Nanoseconds the engine had work but was stuck in a wait.
-    pub(crate) blocked_ns: AtomicU64,
-    /// Dispatch groups of this queue completed so far (progress for hang detection: a long but
-    /// finite dispatch progresses with each group, D6). Counted by the workers as they finish.
-    pub(crate) groups_completed: AtomicU64,
 }
 
 /// What a queue has done so far ([`Queue::stats`]).

@@ -20,12 +20,12 @@
 //! if it reports `Blocked`/`Idle`, marked disabled until something else progresses.
 
 use super::{Backend, Cond};
-use crate::api::{DeviceShared, QueueShared};
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
 use crate::command::Width;
 use crate::engine::kernels::{run_group_strict, run_groups};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
+use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
 };

@@ -16,9 +16,9 @@
 pub(crate) mod deterministic;
 pub(crate) mod threaded;
 
-use crate::api::{DeviceShared, QueueShared};
 use crate::command::{Comparison, Width};
 use crate::memory::BufferCore;
+use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::{FenceCore, Ticket, WaitOutcome};
 use std::sync::Arc;
 use std::time::Duration;

@@ -10,11 +10,11 @@
 //! while a view exists (D8).
 
 use super::{Backend, Cond};
-use crate::api::{DeviceShared, QueueShared};
 use crate::command::Width;
 use crate::engine::kernels::run_groups;
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
+use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
 use crate::sync::{wait_multiple, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;

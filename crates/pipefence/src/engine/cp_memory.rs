@@ -140,7 +140,7 @@ impl Engine {
     ) -> u64 {
         let v = match source {
             WriteSource::Value => value,
-            WriteSource::GpuTimestamp => ticks(ctx.now_ns(), ctx.device.desc.timestamp_frequency),
+            WriteSource::GpuTimestamp => ticks(ctx.now_ns(), ctx.device.timestamp_frequency),
             WriteSource::SystemTimestamp => ticks(ctx.now_ns(), SYSTEM_TIMESTAMP_FREQUENCY),
         };
         v & width.mask()

@@ -7,8 +7,8 @@
 //! [`KernelFault`], never a panic.
 
 use super::{Access, Fault, Site};
-use crate::api::DeviceShared;
 use crate::command::{KernelArgs, Width};
+use crate::core::DeviceCore;
 use crate::hazard::strict::Visibility;
 use crate::hazard::AccessKind;
 use crate::memory::BufferCore;
@@ -280,7 +280,7 @@ fn call_user(k: &UserKernel, ctx: &mut KernelContext<'_>) -> Result<(), GroupFai
 /// record a page fault (the first one is reported when the group returns), read as 0 and
 /// write nothing.
 pub struct KernelContext<'a> {
-    device: &'a DeviceShared,
+    device: &'a DeviceCore,
     group: u32,
     fault: Option<KernelFault>,
     /// Strict mode: the visibility model, the queue and the task (dispatch index).
@@ -431,7 +431,7 @@ impl KernelContext<'_> {
 
 /// Finds the first u32 element of `[start, start + len)` that faults.
 #[cold]
-fn first_fault(device: &DeviceShared, start: u64, len: u64, access: Access) -> KernelFault {
+fn first_fault(device: &DeviceCore, start: u64, len: u64, access: Access) -> KernelFault {
     let mut a = start;
     while a < start.saturating_add(len) {
         match device.memory.resolve(a, 4) {
@@ -460,7 +460,7 @@ fn first_fault(device: &DeviceShared, start: u64, len: u64, access: Access) -> K
 }
 
 fn resolve_range(
-    device: &DeviceShared,
+    device: &DeviceCore,
     start: u64,
     len: u64,
     access: Access,
@@ -477,7 +477,7 @@ fn resolve_range(
 /// [`run_group_strict`] instead.
 pub(crate) fn run_groups(
     kernel: &Kernel,
-    device: &DeviceShared,
+    device: &DeviceCore,
     range: Range<u32>,
     real_time: bool,
     task: (u32, u64),
@@ -559,7 +559,7 @@ pub(crate) fn run_groups(
 /// writes go through the visibility model (D5), and its accesses are checked for hazards.
 pub(crate) fn run_group_strict(
     kernel: &Kernel,
-    device: &DeviceShared,
+    device: &DeviceCore,
     queue: u32,
     index: u64,
     group: u32,

@@ -34,12 +34,12 @@ use pfp::{Cursor, Packet, PacketOp};
 use retire::{Retire, RetireOp};
 pub(crate) use snapshot::{Pending, Snapshot};
 
-use crate::api::DeviceShared;
 use crate::clock::ticks;
 use crate::command::{
     decode, Command, Comparison, DecodeError, Flush, ImmediateMode, KernelArgs, QueueKind,
     WaitEngine, Width, WriteSource,
 };
+use crate::core::DeviceCore;
 use crate::memory::BufferCore;
 use crate::sync::{FenceCore, Ticket, Writer};
 use rustc_hash::FxHasher;
@@ -59,7 +59,7 @@ pub const SYSTEM_TIMESTAMP_FREQUENCY: u64 = 10_000_000;
 pub(crate) struct ClosedList {
     pub(crate) id: u32,
     pub(crate) name: Arc<str>,
-    pub(crate) device: Arc<DeviceShared>,
+    pub(crate) device: Arc<DeviceCore>,
     pub(crate) stream: Arc<BufferCore>,
     pub(crate) words: usize,
     pub(crate) kernels: Arc<[UserKernel]>,
@@ -133,6 +133,35 @@ pub enum WaitCondition {
 }
 
 impl WaitCondition {
+    /// The condition in words, as reports and traces show it.
+    pub(crate) fn label(&self, dev: &DeviceCore) -> String {
+        match self {
+            WaitCondition::Fence { fence, value, .. } => {
+                format!("fence {} >= {value}", fence.name())
+            }
+            WaitCondition::Memory {
+                address,
+                width,
+                cmp,
+                reference,
+                mask,
+            } => {
+                let m = if *mask & width.mask() == width.mask() {
+                    String::new()
+                } else {
+                    format!(" & {mask:#x}")
+                };
+                format!(
+                    "{} ({}){m} {} {reference}",
+                    dev.address_text(*address),
+                    width.type_name(),
+                    cmp.symbol()
+                )
+            }
+            other => format!("{other:?}"),
+        }
+    }
+
     /// Whether the condition can only be satisfied from outside the engine (a fence signal or a
     /// memory write), as opposed to the engine's own progress.
     pub fn is_external(&self) -> bool {
@@ -263,14 +292,14 @@ pub(crate) struct Launch {
 
 /// What the engine needs from the device.
 pub(crate) struct EngineCtx<'a> {
-    pub(crate) device: &'a DeviceShared,
+    pub(crate) device: &'a DeviceCore,
     /// A recent clock reading for bookkeeping (last-writer records), refreshed by the driver
     /// between batches of steps; timestamps read the clock itself.
     pub(crate) coarse_ns: std::cell::Cell<u64>,
 }
 
 impl<'a> EngineCtx<'a> {
-    pub(crate) fn new(device: &'a DeviceShared) -> Self {
+    pub(crate) fn new(device: &'a DeviceCore) -> Self {
         EngineCtx {
             device,
             coarse_ns: std::cell::Cell::new(device.now_ns()),
@@ -506,7 +535,7 @@ impl Engine {
     /// Trace events at removal: open busy slices and still-blocked waits, closed at `now`.
     pub(crate) fn trace_close(
         &mut self,
-        dev: &DeviceShared,
+        dev: &DeviceCore,
         now: u64,
     ) -> Vec<crate::trace::TraceEvent> {
         let pfp = self.pfp_blocked.as_ref().map(|(_, _, c)| c.clone());

@@ -3,8 +3,7 @@
 //! them, and retirements of queue signals. Events are buffered in the engine (under its lock)
 //! and drained by the driver, which hands them to the sink after releasing the lock.
 
-use crate::api::DeviceShared;
-use crate::diagnose::condition_label;
+use crate::core::DeviceCore;
 use crate::engine::WaitCondition;
 use crate::sync::Writer;
 use crate::trace::{SliceKind, TraceEvent, Track};
@@ -95,7 +94,7 @@ impl EngineTrace {
     }
 
     /// A stage's wait was satisfied: a blocked slice, and an arrow from what released it.
-    pub(crate) fn unblocked(&mut self, dev: &DeviceShared, pfp: bool, cond: &WaitCondition) {
+    pub(crate) fn unblocked(&mut self, dev: &DeviceCore, pfp: bool, cond: &WaitCondition) {
         self.unblocked_by(dev, pfp, cond, None);
     }
 
@@ -103,7 +102,7 @@ impl EngineTrace {
     /// arrow starts at that signal, not at whatever signal wrote the fence's current value.
     pub(crate) fn unblocked_by(
         &mut self,
-        dev: &DeviceShared,
+        dev: &DeviceCore,
         pfp: bool,
         cond: &WaitCondition,
         by: Option<&crate::sync::Crossing>,
@@ -120,7 +119,7 @@ impl EngineTrace {
             return;
         };
         let track = if pfp { self.pfp() } else { self.me() };
-        let label = condition_label(dev, cond);
+        let label = cond.label(dev);
         let from = match (by, cond) {
             (Some(c), WaitCondition::Fence { fence, .. }) => writer_track(dev, c.writer)
                 .map(|t| (t, c.ns, format!("fence {} = {}", fence.name(), c.value))),
@@ -149,7 +148,7 @@ impl EngineTrace {
     /// (the hang's picture: who was waiting on what, until when).
     pub(crate) fn close_open(
         &mut self,
-        dev: &DeviceShared,
+        dev: &DeviceCore,
         pfp: Option<&WaitCondition>,
         me: Option<&WaitCondition>,
     ) {
@@ -166,7 +165,7 @@ impl EngineTrace {
                 let track = if is_pfp { self.pfp() } else { self.me() };
                 self.events.push(TraceEvent::Slice {
                     track,
-                    name: format!("wait {} (never satisfied)", condition_label(dev, cond)),
+                    name: format!("wait {} (never satisfied)", cond.label(dev)),
                     kind: SliceKind::Blocked,
                     start_ns: start,
                     end_ns: self.now.max(start),
@@ -194,7 +193,7 @@ impl EngineTrace {
 }
 
 /// The lane and time of the write or signal that satisfied `cond`, and what it wrote.
-fn releaser(dev: &DeviceShared, cond: &WaitCondition) -> Option<(Track, u64, String)> {
+fn releaser(dev: &DeviceCore, cond: &WaitCondition) -> Option<(Track, u64, String)> {
     match cond {
         WaitCondition::Fence { fence, .. } => {
             let (w, ns) = fence.last_writer();
@@ -211,7 +210,7 @@ fn releaser(dev: &DeviceShared, cond: &WaitCondition) -> Option<(Track, u64, Str
 }
 
 /// The lane of a writer.
-pub(crate) fn writer_track(dev: &DeviceShared, w: Writer) -> Option<Track> {
+pub(crate) fn writer_track(dev: &DeviceCore, w: Writer) -> Option<Track> {
     match w {
         Writer::Never => None,
         Writer::Host { host } => Some(Track::Host {

@@ -20,8 +20,8 @@ pub(crate) mod strict;
 
 pub use report::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
 
-use crate::api::DeviceShared;
 use crate::command::{Flush, Width};
+use crate::core::DeviceCore;
 use crate::engine::Site;
 use crate::sync::FenceCore;
 use rustc_hash::FxHashMap;
@@ -1466,7 +1466,7 @@ impl Model {
     // ----------------------------------------------------------------------------------------
     // Results
 
-    fn access(&self, dev: &DeviceShared, id: AccId) -> HazardAccess {
+    fn access(&self, dev: &DeviceCore, id: AccId) -> HazardAccess {
         let r = &self.accs[id as usize];
         let agent = match &r.agent {
             AgentRec::Task { queue, site }
@@ -1495,7 +1495,7 @@ impl Model {
     }
 
     /// The hazards found so far, in a stable order.
-    pub(crate) fn hazards(&self, dev: &DeviceShared) -> Vec<Hazard> {
+    pub(crate) fn hazards(&self, dev: &DeviceCore) -> Vec<Hazard> {
         self.hazards
             .iter()
             .map(|((kind, first, second, m), (lo, hi, observed))| Hazard {

@@ -6,8 +6,8 @@
 //! lock held by the one running thread. Buffers start 256-byte aligned, so a line never spans
 //! two buffers.
 
-use crate::api::DeviceShared;
 use crate::command::Width;
+use crate::core::DeviceCore;
 use crate::memory::BufferCore;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -228,7 +228,7 @@ impl Visibility {
 
     /// The buffer holding `addr` (one cached resolution, valid for the address space's
     /// generation).
-    fn resolve(&mut self, dev: &DeviceShared, addr: u64) -> Option<(Arc<BufferCore>, u64)> {
+    fn resolve(&mut self, dev: &DeviceCore, addr: u64) -> Option<(Arc<BufferCore>, u64)> {
         let generation = dev.memory.generation();
         if let Some((g, b)) = &self.last {
             if *g == generation && addr >= b.base && b.contains(addr - b.base, 4) {
@@ -240,7 +240,7 @@ impl Visibility {
         Some((b, off))
     }
 
-    fn load_line(&mut self, dev: &DeviceShared, line: u64) -> [Option<u32>; LINE_WORDS] {
+    fn load_line(&mut self, dev: &DeviceCore, line: u64) -> [Option<u32>; LINE_WORDS] {
         let mut words = [None; LINE_WORDS];
         if let Some((b, off)) = self.resolve(dev, line) {
             for (i, w) in words.iter_mut().enumerate() {
@@ -253,7 +253,7 @@ impl Visibility {
     /// A task of engine `q` reads `out.len()` words from `address`: its own dirty words first,
     /// then its cached lines (each line a snapshot of one moment: stale as a whole when the
     /// schedule picks it and memory changed since), else memory (loading the line).
-    pub(crate) fn task_read(&mut self, dev: &DeviceShared, q: u32, address: u64, out: &mut [u32]) {
+    pub(crate) fn task_read(&mut self, dev: &DeviceCore, q: u32, address: u64, out: &mut [u32]) {
         let mut i = 0;
         while i < out.len() {
             let a = address + i as u64 * 4;
@@ -305,7 +305,7 @@ impl Visibility {
     /// engine's dirty words; its cached lines see them too.
     pub(crate) fn task_write(
         &mut self,
-        dev: &DeviceShared,
+        dev: &DeviceCore,
         q: u32,
         task: (bool, u32),
         address: u64,
@@ -359,7 +359,7 @@ impl Visibility {
     /// of the word(s). Returns the old value.
     pub(crate) fn atomic_add(
         &mut self,
-        dev: &DeviceShared,
+        dev: &DeviceCore,
         q: u32,
         address: u64,
         width: Width,

@@ -1,0 +1,253 @@
+//! The device core: what every layer from the hazard model and the kernels up to the engine
+//! needs of a device, and nothing about queues, drivers or removal reports. Its memory (the
+//! address space and the buffers), the address watches, the clock, the names of lists and
+//! queues, the removal flag, the trace sink with the last-writer records for flow arrows, the
+//! last host write of each word (reports), and the hazard model's handle (D5).
+//!
+//! Layer contract: names only the bottom modules (`types`, `sync`, `memory`, `command`,
+//! `clock`, `trace` events) and the hazard model it carries.
+
+use crate::clock::Clock;
+use crate::hazard::Model;
+use crate::memory::AddressSpace;
+use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sync::{AddressWatches, Writer};
+use crate::trace::{SliceKind, TraceEvent, TraceSink, Track};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The last traced write of a word: who, when, what (labels are built only for arrows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TraceWrite {
+    writer: Writer,
+    ns: u64,
+    op: &'static str,
+    address: u64,
+    value: u64,
+}
+
+/// The last host write of an address (for reports).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostWrite {
+    pub(crate) writer: Writer,
+    pub(crate) seq: u64,
+    pub(crate) ns: u64,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct DeviceCore {
+    /// A process-unique device number (thread names: `pf{id}-q{n}`, `pf{id}-w{n}`).
+    pub(crate) id: u64,
+    /// GPU timestamp frequency in Hz (C12).
+    pub(crate) timestamp_frequency: u64,
+    /// Strict mode's visibility model is on (D5).
+    strict: bool,
+    /// Where trace events go.
+    trace: Option<Arc<dyn TraceSink>>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) memory: AddressSpace,
+    pub(crate) watches: AddressWatches,
+    /// Outstanding atomic views: while any exists, blocked engines poll (D8).
+    pub(crate) views: AtomicUsize,
+    /// Set once, when the device is removed (the removal record is the runtime's).
+    pub(crate) removed: AtomicBool,
+    write_seq: AtomicU64,
+    /// Last host write per 8-byte word.
+    pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
+    /// Command list names by id.
+    pub(crate) list_names: Mutex<HashMap<u32, Arc<str>>>,
+    /// Queue names by id.
+    pub(crate) queue_names: Mutex<Vec<Arc<str>>>,
+    /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
+    trace_writes: Mutex<HashMap<u64, TraceWrite>>,
+    /// Hazard analysis and strict-mode visibility (`None` with the plain memory model).
+    pub(crate) model: Option<Mutex<Model>>,
+}
+
+impl DeviceCore {
+    /// A core with no buffers, names or writes yet.
+    pub(crate) fn new(
+        id: u64,
+        clock: Arc<dyn Clock>,
+        timestamp_frequency: u64,
+        strict: bool,
+        trace: Option<Arc<dyn TraceSink>>,
+        model: Option<Model>,
+    ) -> Self {
+        DeviceCore {
+            id,
+            timestamp_frequency,
+            strict,
+            trace,
+            clock,
+            memory: AddressSpace::new(),
+            watches: AddressWatches::default(),
+            views: AtomicUsize::new(0),
+            removed: AtomicBool::new(false),
+            write_seq: AtomicU64::new(0),
+            host_writes: Mutex::new(HashMap::new()),
+            list_names: Mutex::new(HashMap::new()),
+            queue_names: Mutex::new(Vec::new()),
+            trace_writes: Mutex::new(HashMap::new()),
+            model: model.map(Mutex::new),
+        }
+    }
+
+    /// The hazard model, locked (`None` with the plain memory model).
+    #[inline]
+    pub(crate) fn model(&self) -> Option<MutexGuard<'_, Model>> {
+        self.model.as_ref().map(lock)
+    }
+
+    /// Runs `f` on the hazard model, if the device has one. Out of line: on a plain device the
+    /// engine's hot paths only test the option.
+    #[inline]
+    pub(crate) fn with_model(&self, f: impl FnOnce(&mut Model)) {
+        if self.model.is_some() {
+            self.with_model_slow(f);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn with_model_slow(&self, f: impl FnOnce(&mut Model)) {
+        if let Some(mut m) = self.model() {
+            f(&mut m);
+        }
+    }
+
+    /// Whether strict mode's visibility model is on.
+    #[inline]
+    pub(crate) fn strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Whether the device was removed.
+    #[inline]
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// A clock reading for bookkeeping (last-writer records).
+    #[inline]
+    pub(crate) fn coarse_now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// A device-wide order of writes (last-writer records).
+    #[inline]
+    pub(crate) fn next_write_seq(&self) -> u64 {
+        self.write_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Records a host write of `address` (for reports).
+    pub(crate) fn record_host_write(&self, address: u64) {
+        let w = HostWrite {
+            writer: Writer::Host {
+                host: crate::host::current_id(),
+            },
+            seq: self.next_write_seq(),
+            ns: self.coarse_now_ns(),
+        };
+        lock(&self.host_writes).insert(address & !7, w);
+    }
+
+    /// The name of command list `id`.
+    pub(crate) fn list_name(&self, id: u32) -> String {
+        lock(&self.list_names)
+            .get(&id)
+            .map_or_else(|| format!("list#{id}"), |n| n.to_string())
+    }
+
+    /// The trace sink, if tracing.
+    #[inline]
+    pub(crate) fn trace_sink(&self) -> Option<&Arc<dyn TraceSink>> {
+        self.trace.as_ref()
+    }
+
+    /// Hands events to the sink (call with no pipefence lock held).
+    pub(crate) fn emit(&self, events: &[TraceEvent]) {
+        if let (Some(s), false) = (self.trace_sink(), events.is_empty()) {
+            s.record(events);
+        }
+    }
+
+    /// A host-thread event (tracing only).
+    pub(crate) fn trace_host(&self, name: String, kind: SliceKind, start_ns: u64) {
+        if self.trace_sink().is_some() {
+            let track = Track::Host {
+                name: crate::host::name_of(crate::host::current_id()),
+            };
+            let end_ns = self.now_ns().max(start_ns);
+            self.emit(&[TraceEvent::Slice {
+                track,
+                name,
+                kind,
+                start_ns,
+                end_ns,
+                site: None,
+            }]);
+        }
+    }
+
+    /// Records the last write of `address` for flow arrows (tracing only).
+    pub(crate) fn record_trace_write(
+        &self,
+        address: u64,
+        writer: Writer,
+        ns: u64,
+        op: &'static str,
+        value: u64,
+    ) {
+        let w = TraceWrite {
+            writer,
+            ns,
+            op,
+            address,
+            value,
+        };
+        lock(&self.trace_writes).insert(address & !7, w);
+    }
+
+    /// The last traced write of `address`.
+    pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
+        let w = *lock(&self.trace_writes).get(&(address & !7))?;
+        let track = self.writer_track(w.writer)?;
+        let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
+        Some((track, w.ns, what))
+    }
+
+    /// The name of queue `id`.
+    pub(crate) fn queue_name(&self, id: u32) -> String {
+        lock(&self.queue_names)
+            .get(id as usize)
+            .map_or_else(|| format!("queue#{id}"), |n| n.to_string())
+    }
+
+    /// Text for an address: `buffer+offset`, or hex when unmapped.
+    pub(crate) fn address_text(&self, address: u64) -> String {
+        match self.memory.resolve(address, 1) {
+            Some((b, 0)) => b.name.to_string(),
+            Some((b, off)) => format!("{}+{off}", b.name),
+            None => format!("{address:#x}"),
+        }
+    }
+
+    /// The trace lane of a writer (`None` for no writer).
+    pub(crate) fn writer_track(&self, w: Writer) -> Option<Track> {
+        match w {
+            Writer::Never => None,
+            Writer::Host { host } => Some(Track::Host {
+                name: crate::host::name_of(host),
+            }),
+            Writer::Engine { queue, .. } => Some(Track::Me {
+                queue: self.queue_name(queue),
+            }),
+        }
+    }
+}
