@@ -753,7 +753,7 @@ fn run_actions(
             }
             continue;
         }
-        pipefence::hazard::set_source_line(u32::try_from(a.pos.line).ok());
+        pipefence::set_source_line(u32::try_from(a.pos.line).ok());
         if let Err(message) = act(ctx, me, host, a) {
             if !ctx.device.is_removed() {
                 lock(&ctx.errors).push(HostError {

@@ -11,11 +11,15 @@
 //!
 //! ## Layers
 //!
-//! - [`api`] (re-exported at the root): [`Device`], [`Fence`], [`Buffer`], [`Event`]; validates
-//!   every argument and returns an [`Error`] naming the object and value (E2).
-//! - [`command`]: the recorded vocabulary, validation, encoder and pure decoder (D2).
-//! - `memory`: the address space and atomic word storage (M1, M2).
-//! - `sync`: fences, waiter lists, events, futures, address watches; the std/loom shim.
+//! The API is re-exported at the root: [`Device`], [`Queue`], [`Fence`], [`Event`],
+//! [`Buffer`], [`CommandList`]; it validates every argument and returns an [`Error`] naming
+//! the object and value (E2). Public modules beside it: [`command`] (the recorded vocabulary,
+//! validation, encoder and pure decoder of the packet stream, D2), [`diagnose`] (removal
+//! reports, D7), [`trace`] (trace events, sinks and renderers), [`explore`] (running a
+//! program under many deterministic schedules) and [`host`] (host threads on the
+//! deterministic driver). Inside, dependencies run one way (`docs/architecture.md`):
+//! `types, sync, memory, command, clock` -> `core` -> `hazard`, kernels -> `engine` ->
+//! `runtime`, `driver`, `diagnose` -> `api`.
 //!
 //! A panic anywhere is a bug; bad input is an [`Error`] (E3).
 //!
@@ -44,35 +48,43 @@
 
 #![warn(missing_docs)]
 
-pub mod api;
-pub mod clock;
+mod api;
+mod clock;
 pub mod command;
 pub(crate) mod core;
 pub mod diagnose;
 pub(crate) mod driver;
-pub mod engine;
-pub mod error;
+mod engine;
+mod error;
 pub mod explore;
-pub mod hazard;
+mod hazard;
 pub mod host;
 pub(crate) mod memory;
 pub(crate) mod runtime;
-pub mod sync;
+mod sync;
 pub mod trace;
 pub(crate) mod types;
 
 pub use api::{
     AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Fence, FenceWait,
-    Queue, QueueDesc, QueueStats,
+    Queue, QueueDesc, QueueStats, MAX_FIFO_DEPTH, MAX_WORKERS,
 };
-pub use clock::{Clock, RealClock};
+pub use clock::{Clock, RealClock, CLOCK_EPOCH_NS};
 pub use command::{
     Comparison, Flush, ImmediateMode, ImmediateWrite, QueueKind, WaitEngine, Width, WriteSource,
 };
 pub use diagnose::{Classification, RemovalReport};
 pub use driver::{Strategy, COPY_NS_PER_KIB};
-pub use engine::{Kernel, KernelContext, KernelFault, UserKernel};
+pub use engine::kernels::{DEFAULT_GROUP_COST_NS, GROUP_BYTES, LANES};
+pub use engine::{
+    Fault, Kernel, KernelContext, KernelFault, UserKernel, WaitCondition,
+    SYSTEM_TIMESTAMP_FREQUENCY,
+};
 pub use error::{Error, RemovalReason, Result};
-pub use hazard::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
+pub use hazard::{
+    set_source_line, AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel,
+    Missing,
+};
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};
+pub use types::{Access, Site, Stage};

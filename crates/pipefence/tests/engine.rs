@@ -1,6 +1,6 @@
 //! Engine conformance: Q1-Q7, M3, C1-C12, D1-D4, D8 (`docs/semantics.md`), one or more tests per rule.
 
-use pipefence::engine::Fault;
+use pipefence::Fault;
 use pipefence::*;
 use std::thread;
 use std::time::Duration;

@@ -10,7 +10,7 @@ mod list;
 mod queue;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
-pub use device::{Device, DeviceDesc, Driver};
+pub use device::{Device, DeviceDesc, Driver, MAX_FIFO_DEPTH, MAX_WORKERS};
 pub use fence::{Fence, FenceWait};
 pub use list::CommandList;
 pub use queue::{Queue, QueueDesc, QueueStats};

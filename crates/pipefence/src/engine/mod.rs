@@ -236,7 +236,7 @@ pub enum Fault {
 
 impl Fault {
     /// The reason the device is removed for this fault (E4, D7): a page fault is
-    /// [`RemovalReason::PageFault`], every other fault a hang.
+    /// [`RemovalReason::PageFault`](crate::RemovalReason::PageFault), every other fault a hang.
     pub fn removal_reason(&self) -> crate::RemovalReason {
         match self {
             Fault::PageFault { .. } => crate::RemovalReason::PageFault,
