@@ -3,7 +3,8 @@
 # preserve behaviour (or change it only where a rule changed): runs two `pipefence` binaries
 # over every scenario in examples/ and tests/scenarios/, on the deterministic driver at several
 # seeds (plain and --strict), and compares the --json output (with the run's wall-clock
-# `elapsed_ns` removed) and the Chrome trace bytes. Prints one line per difference and a count.
+# `elapsed_ns` removed), the Chrome trace bytes and the SVG timeline bytes. Prints one line per
+# difference (naming what differs) and a count.
 #
 #   scripts/compare-outputs.sh OLD_BINARY NEW_BINARY [SEEDS...]
 #
@@ -27,26 +28,30 @@ def f(o):
     return o
 try: print(json.dumps(f(json.load(sys.stdin)), sort_keys=True, indent=1))
 except Exception as e: print("not json:", e)'; }
+# Same bytes, or neither side wrote the file.
+same_file() { [[ ! -e $1 && ! -e $2 ]] || cmp -s "$1" "$2"; }
 same=0 differ=0
 for file in examples/*.kdl tests/scenarios/*.kdl; do
     for seed in "${seeds[@]}"; do
         for mode in plain strict; do
             flags=(--driver deterministic --seed "$seed")
             [[ $mode == strict ]] && flags=(--strict --seed "$seed")
+            rm -f "$work"/*.trace.json "$work"/*.svg
             for side in old new; do
                 bin=$old; [[ $side == new ]] && bin=$new
                 "$bin" run "$file" "${flags[@]}" --json --trace "$work/$side.trace.json" \
-                    2>/dev/null | strip >"$work/$side.json"
+                    --timeline "$work/$side.svg" 2>/dev/null | strip >"$work/$side.json"
                 echo "exit $?" >>"$work/$side.json"
             done
-            if cmp -s "$work/old.json" "$work/new.json" \
-                && cmp -s "$work/old.trace.json" "$work/new.trace.json"; then
+            what=()
+            cmp -s "$work/old.json" "$work/new.json" || what+=(json)
+            same_file "$work/old.trace.json" "$work/new.trace.json" || what+=(trace)
+            same_file "$work/old.svg" "$work/new.svg" || what+=(svg)
+            if [[ ${#what[@]} -eq 0 ]]; then
                 same=$((same + 1))
             else
                 differ=$((differ + 1))
-                what=json
-                cmp -s "$work/old.json" "$work/new.json" && what=trace
-                echo "differs ($what): $file seed $seed $mode"
+                echo "differs (${what[*]}): $file seed $seed $mode"
             fi
         done
     done

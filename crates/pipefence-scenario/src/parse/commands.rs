@@ -1,0 +1,288 @@
+//! The commands of a list: each command node read and checked into a [`ListCommand`].
+
+use kdl::KdlNode;
+use pipefence::{Flush, ImmediateMode, WaitEngine, Width, WriteSource};
+
+use crate::plan::{KernelDecl, ListCommand};
+
+use super::values::shown;
+use super::{Parser, Shape, ACTIONS, COMMANDS, KERNELS};
+
+impl Parser<'_> {
+    /// A command of a list; `None` when the node itself is wrong (already reported).
+    pub(super) fn command(&mut self, node: &KdlNode) -> Option<ListCommand> {
+        let name = node.name().value();
+        match name {
+            "wait-value32" => self.wait_value(node, Width::W32),
+            "wait-value64" => self.wait_value(node, Width::W64),
+            "write-value32-bop" => self.write_bop(node, Width::W32),
+            "write-value64-bop" => self.write_bop(node, Width::W64),
+            "write-value32-top" => self.write_top(node, Width::W32),
+            "write-value64-top" => self.write_top(node, Width::W64),
+            "write-immediate" => {
+                let r = self.read(node, Shape::new(&["ADDRESS"], &["value", "mode"]));
+                let addr = r.arg(0).and_then(|e| self.address(e, "ADDRESS", Some(4)));
+                let value = self
+                    .required(&r, "value")
+                    .and_then(|e| self.num32(e, "`value`"));
+                let mode = r.prop("mode").map_or(Some(ImmediateMode::Default), |e| {
+                    self.choice(
+                        e,
+                        "mode",
+                        &[
+                            ("default", ImmediateMode::Default),
+                            ("marker-in", ImmediateMode::MarkerIn),
+                            ("marker-out", ImmediateMode::MarkerOut),
+                        ],
+                    )
+                });
+                Some(ListCommand::WriteImmediate {
+                    addr: addr?,
+                    value: value?,
+                    mode: mode?,
+                })
+            }
+            "flush-pipeline" => {
+                let r = self.read(node, Shape::new(&[], &["flush"]));
+                let flush = r.prop("flush").map_or(Some(Flush::NONE), |e| self.flush(e));
+                Some(ListCommand::FlushPipeline { flush: flush? })
+            }
+            "dispatch" | "dispatch-indirect" => self.dispatch(node),
+            "copy" => {
+                let r = self.read(node, Shape::new(&[], &["dst", "src", "bytes"]));
+                let bytes = self
+                    .required(&r, "bytes")
+                    .and_then(|e| self.num(e, "`bytes`"));
+                let dst = self
+                    .required(&r, "dst")
+                    .and_then(|e| self.address(e, "`dst`", bytes));
+                let src = self
+                    .required(&r, "src")
+                    .and_then(|e| self.address(e, "`src`", bytes));
+                Some(ListCommand::Copy {
+                    dst: dst?,
+                    src: src?,
+                    bytes: bytes?,
+                })
+            }
+            "marker" | "begin-event" => {
+                let r = self.read(node, Shape::new(&["TEXT"], &[]));
+                let text = r.arg(0).and_then(|e| self.string(e, "TEXT"))?.to_string();
+                Some(if name == "marker" {
+                    ListCommand::Marker(text)
+                } else {
+                    ListCommand::BeginEvent(text)
+                })
+            }
+            "end-event" => {
+                self.read(node, Shape::new(&[], &[]));
+                Some(ListCommand::EndEvent)
+            }
+            _ => {
+                let pos = self.node_pos(node);
+                if ACTIONS.contains(&name) {
+                    self.error(
+                        pos,
+                        format!(
+                            "`{name}` is a host action, not a command: it belongs at top level \
+                             or in a `host` block"
+                        ),
+                    );
+                } else {
+                    self.error(
+                        pos,
+                        format!(
+                            "unknown command `{name}` (expected one of: {})",
+                            COMMANDS.join(", ")
+                        ),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    /// `wait-value32/64 ADDRESS cmp= reference= mask= engine=`.
+    pub(super) fn wait_value(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+        let r = self.read(
+            node,
+            Shape::new(&["ADDRESS"], &["cmp", "reference", "mask", "engine"]),
+        );
+        let addr = r
+            .arg(0)
+            .and_then(|e| self.address(e, "ADDRESS", Some(width.bytes())));
+        let cmp = self.required(&r, "cmp").and_then(|e| self.cmp(e));
+        let reference = self
+            .required(&r, "reference")
+            .and_then(|e| self.num(e, "`reference`"));
+        let mask = r
+            .prop("mask")
+            .map_or(Some(width.mask()), |e| self.num(e, "`mask`"));
+        let engine = r.prop("engine").map_or(Some(WaitEngine::Me), |e| {
+            self.choice(
+                e,
+                "engine",
+                &[("me", WaitEngine::Me), ("pfp", WaitEngine::Pfp)],
+            )
+        });
+        Some(ListCommand::WaitValue {
+            addr: addr?,
+            width,
+            cmp: cmp?,
+            reference: reference?,
+            mask: mask?,
+            engine: engine?,
+        })
+    }
+
+    /// `write-value32/64-bop ADDRESS value= flush= source=`.
+    pub(super) fn write_bop(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+        let r = self.read(
+            node,
+            Shape::new(&["ADDRESS"], &["value", "flush", "source"]),
+        );
+        let addr = r
+            .arg(0)
+            .and_then(|e| self.address(e, "ADDRESS", Some(width.bytes())));
+        let value = r.prop("value").map_or(Some(0), |e| self.num(e, "`value`"));
+        let flush = r.prop("flush").map_or(Some(Flush::NONE), |e| self.flush(e));
+        let source = r
+            .prop("source")
+            .map_or(Some(WriteSource::Value), |e| self.source(e));
+        Some(ListCommand::WriteBottomOfPipe {
+            addr: addr?,
+            width,
+            value: value?,
+            flush: flush?,
+            source: source?,
+        })
+    }
+
+    /// `write-value32/64-top ADDRESS value= source=`.
+    pub(super) fn write_top(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+        let r = self.read(node, Shape::new(&["ADDRESS"], &["value", "source"]));
+        let addr = r
+            .arg(0)
+            .and_then(|e| self.address(e, "ADDRESS", Some(width.bytes())));
+        let value = r.prop("value").map_or(Some(0), |e| self.num(e, "`value`"));
+        let source = r
+            .prop("source")
+            .map_or(Some(WriteSource::Value), |e| self.source(e));
+        Some(ListCommand::WriteTopOfPipe {
+            addr: addr?,
+            width,
+            value: value?,
+            source: source?,
+        })
+    }
+
+    /// `dispatch KERNEL groups= ...` / `dispatch-indirect KERNEL args= ...`.
+    pub(super) fn dispatch(&mut self, node: &KdlNode) -> Option<ListCommand> {
+        let indirect = node.name().value() == "dispatch-indirect";
+        let first = if indirect { "args" } else { "groups" };
+        // The kernel decides which properties are allowed; an unknown kernel allows them all
+        // (so that only the kernel name is reported).
+        let kernel = node
+            .entries()
+            .iter()
+            .find(|e| e.name().is_none())
+            .and_then(|e| e.value().as_string())
+            .filter(|k| KERNELS.contains(k));
+        let kernel_props: &[&str] = match kernel {
+            Some("fill") => &["dst", "value"],
+            Some("add") => &["dst", "src", "value"],
+            Some("sum") => &["dst", "src"],
+            Some("spin") => &["ns"],
+            _ => &["dst", "src", "value", "ns"],
+        };
+        let mut props = vec![first];
+        props.extend_from_slice(kernel_props);
+        let r = self.read(node, Shape::new(&["KERNEL"], &props));
+        if let Some(e) = r.arg(0) {
+            let known = self
+                .string(e, "KERNEL")
+                .is_some_and(|k| KERNELS.contains(&k));
+            if !known && e.value().is_string() {
+                let pos = self.entry_pos(e);
+                self.error(
+                    pos,
+                    format!(
+                        "unknown kernel `{}` (expected one of: {})",
+                        shown(e),
+                        KERNELS.join(", ")
+                    ),
+                );
+            }
+        }
+        let groups = if indirect {
+            None
+        } else {
+            self.required(&r, "groups")
+                .and_then(|e| self.num_in(e, "`groups`", 0, u64::from(u32::MAX)))
+                .and_then(|g| u32::try_from(g).ok())
+        };
+        let args = if indirect {
+            self.required(&r, "args")
+                .and_then(|e| self.address(e, "`args`", Some(4)))
+        } else {
+            None
+        };
+        let kernel = match kernel? {
+            "fill" => {
+                let dst = self
+                    .required(&r, "dst")
+                    .and_then(|e| self.address(e, "`dst`", Some(4)));
+                let value = self
+                    .required(&r, "value")
+                    .and_then(|e| self.num32(e, "`value`"));
+                KernelDecl::Fill {
+                    dst: dst?,
+                    value: value?,
+                }
+            }
+            "add" => {
+                let dst = self
+                    .required(&r, "dst")
+                    .and_then(|e| self.address(e, "`dst`", Some(4)));
+                let src = self
+                    .required(&r, "src")
+                    .and_then(|e| self.address(e, "`src`", Some(4)));
+                let value = self
+                    .required(&r, "value")
+                    .and_then(|e| self.num32(e, "`value`"));
+                KernelDecl::Add {
+                    dst: dst?,
+                    src: src?,
+                    value: value?,
+                }
+            }
+            "sum" => {
+                let dst = self
+                    .required(&r, "dst")
+                    .and_then(|e| self.address(e, "`dst`", Some(8)));
+                let src = self
+                    .required(&r, "src")
+                    .and_then(|e| self.address(e, "`src`", Some(4)));
+                KernelDecl::Sum {
+                    dst: dst?,
+                    src: src?,
+                }
+            }
+            _ => {
+                let ns = self.required(&r, "ns").and_then(|e| self.num(e, "`ns`"));
+                KernelDecl::Spin { ns: ns? }
+            }
+        };
+        if indirect {
+            Some(ListCommand::DispatchIndirect {
+                kernel,
+                args: args?,
+            })
+        } else {
+            Some(ListCommand::Dispatch {
+                kernel,
+                groups: groups?,
+            })
+        }
+    }
+}

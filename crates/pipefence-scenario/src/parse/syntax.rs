@@ -1,0 +1,318 @@
+//! The syntax stage: a pre-pass that readies a file for the `kdl` parser (rejects nesting and
+//! slashdash runs that would overflow its recursion, blanks `/* */` comments), the run of that
+//! parser on a thread with a large stack, and its syntax errors as diagnostics.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use kdl::{KdlDiagnostic, KdlDocument, KdlError};
+
+use crate::plan::{Diagnostic, Pos};
+
+use super::lines::Lines;
+use super::sort_dedup;
+
+/// The deepest `{ }` nesting accepted (scenario files need two levels: `host { cpu-wait-multiple
+/// { ... } }`).
+const MAX_DEPTH: usize = 16;
+
+/// The longest run of slashdashes (`/-`) that follow each other directly.
+const MAX_SLASHDASH_RUN: usize = 8;
+
+/// Stack size of the thread that runs the `kdl` parser (it recurses; see [`prepare`]).
+const KDL_STACK: usize = 32 << 20;
+
+/// Readies a file for the `kdl` parser, whose recursive descent overflows the stack (an abort,
+/// not a panic) on deep input: once per `{` level, once per chunk of a `/* */` comment, once per
+/// slashdash that directly follows another. A scan that knows KDL v2's strings and comments
+/// rejects nesting deeper than [`MAX_DEPTH`], slashdash runs longer than [`MAX_SLASHDASH_RUN`]
+/// and unterminated `/*` comments, and replaces every `/* */` comment by as many spaces as it
+/// has bytes (a comment is whitespace in KDL, and byte offsets stay those of `source`).
+pub(super) fn prepare<'a>(
+    source: &'a str,
+    lines: &Lines<'_>,
+) -> Result<Cow<'a, str>, Vec<Diagnostic>> {
+    let mut blanks: Vec<(usize, usize)> = Vec::new();
+    let mut diags = Vec::new();
+    let mut depth = 0usize;
+    let mut run = 0usize;
+    let mut i = 0usize;
+    while let Some(c) = char_at(source, i) {
+        let rest = source.get(i..).unwrap_or("");
+        if rest.starts_with("//") {
+            i = skip_line_comment(source, i + 2);
+        } else if rest.starts_with("/*") {
+            match skip_block_comment(source, i + 2) {
+                Some(end) => {
+                    blanks.push((i, end));
+                    i = end;
+                }
+                None => {
+                    diags.push(Diagnostic {
+                        pos: lines.pos(i),
+                        message: "KDL syntax error: this `/*` comment is never closed by `*/`"
+                            .to_string(),
+                    });
+                    break;
+                }
+            }
+        } else if rest.starts_with("/-") {
+            run += 1;
+            if run > MAX_SLASHDASH_RUN {
+                diags.push(Diagnostic {
+                    pos: lines.pos(i),
+                    message: format!(
+                        "more than {MAX_SLASHDASH_RUN} slashdashes `/-` in a row (the KDL \
+                         parser cannot take more)"
+                    ),
+                });
+                break;
+            }
+            i += 2;
+        } else if c == '"' || (c == '#' && rest.trim_start_matches('#').starts_with('"')) {
+            run = 0;
+            let hashes = rest.bytes().take_while(|&b| b == b'#').count();
+            let end = if hashes == 0 {
+                skip_quoted(source, i)
+            } else {
+                skip_raw(source, i + hashes, hashes)
+            };
+            match end {
+                Some(end) => i = end,
+                None => {
+                    // The `kdl` parser's recovery re-reads an unterminated multi-line string's
+                    // text as KDL, braces included, past any depth check: stop here.
+                    diags.push(Diagnostic {
+                        pos: lines.pos(i),
+                        message: "KDL syntax error: this multi-line string is never closed"
+                            .to_string(),
+                    });
+                    break;
+                }
+            }
+        } else if c == '#' {
+            run = 0;
+            i += rest.bytes().take_while(|&b| b == b'#').count();
+        } else {
+            if c == '{' {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    diags.push(Diagnostic {
+                        pos: lines.pos(i),
+                        message: format!(
+                            "`{{ }}` blocks nested more than {MAX_DEPTH} deep (scenario files \
+                             nest at most 2)"
+                        ),
+                    });
+                    break;
+                }
+            } else if c == '}' {
+                depth = depth.saturating_sub(1);
+            }
+            if !(is_kdl_space(c) || is_kdl_newline(c) || c == '\\') {
+                run = 0;
+            }
+            i += c.len_utf8();
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    if blanks.is_empty() {
+        return Ok(Cow::Borrowed(source));
+    }
+    let mut bytes = source.as_bytes().to_vec();
+    for (start, end) in blanks {
+        if let Some(range) = bytes.get_mut(start..end) {
+            range.fill(b' ');
+        }
+    }
+    // Whole characters were replaced by ASCII spaces, so this is UTF-8.
+    Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
+}
+
+/// Stack the `kdl` parser may need per `{` of the file: its recursion never goes deeper than
+/// the file has `{` characters, whatever its error recovery does (measured: under 8 KiB a level).
+const KDL_STACK_PER_BRACE: usize = 16 << 10;
+
+/// The largest parser stack asked for (address space only: a thread's stack is backed as used).
+const KDL_STACK_MAX: usize = 4 << 30;
+
+/// Runs the `kdl` parser on a thread with a large stack: [`KDL_STACK`], plus enough for one
+/// level per `{` in the text (so no input, however its recovery goes, can overflow it; the
+/// depth checks of [`prepare`] keep valid files far from that). `None` if it panicked (a bug
+/// there).
+pub(super) fn parse_kdl(text: &str) -> Option<Result<KdlDocument, KdlError>> {
+    let braces = text.bytes().filter(|&b| b == b'{').count();
+    let stack = braces
+        .saturating_mul(KDL_STACK_PER_BRACE)
+        .saturating_add(KDL_STACK)
+        .min(KDL_STACK_MAX);
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("scenario-kdl".to_string())
+            .stack_size(stack)
+            .spawn_scoped(scope, || KdlDocument::parse_v2(text));
+        match spawned {
+            Ok(handle) => handle.join().ok(),
+            Err(_) => Some(KdlDocument::parse_v2(text)),
+        }
+    })
+}
+
+/// The character at byte offset `i`, if `i` is inside the text and on a character boundary.
+pub(super) fn char_at(text: &str, i: usize) -> Option<char> {
+    text.get(i..)?.chars().next()
+}
+
+/// KDL v2 `unicode-space`.
+fn is_kdl_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
+    )
+}
+
+/// KDL v2 `newline` (CRLF is two of them here, which changes nothing for scanning).
+fn is_kdl_newline(c: char) -> bool {
+    matches!(
+        c,
+        '\r' | '\n' | '\u{85}' | '\u{b}' | '\u{c}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// The end of a `//` comment whose text starts at `i`: the newline that ends it.
+fn skip_line_comment(text: &str, mut i: usize) -> usize {
+    while let Some(c) = char_at(text, i) {
+        if is_kdl_newline(c) {
+            break;
+        }
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// The end (just after `*/`) of a `/*` comment whose text starts at `i`; comments nest.
+fn skip_block_comment(text: &str, mut i: usize) -> Option<usize> {
+    let mut open = 1usize;
+    loop {
+        let rest = text.get(i..)?;
+        if rest.starts_with("*/") {
+            open -= 1;
+            i += 2;
+            if open == 0 {
+                return Some(i);
+            }
+        } else if rest.starts_with("/*") {
+            open += 1;
+            i += 2;
+        } else {
+            i += rest.chars().next()?.len_utf8();
+        }
+    }
+}
+
+/// The end of a quoted string (`"..."` or `"""..."""`) that starts at `i`. A single-line string
+/// also ends at a newline (the `kdl` parser reports it).
+fn skip_quoted(text: &str, i: usize) -> Option<usize> {
+    let multi = text.get(i..).is_some_and(|r| r.starts_with("\"\"\""));
+    let mut j = i + if multi { 3 } else { 1 };
+    while let Some(c) = char_at(text, j) {
+        if c == '\\' {
+            j += 1;
+            match char_at(text, j) {
+                Some(w) if is_kdl_space(w) || is_kdl_newline(w) => {
+                    while let Some(w) =
+                        char_at(text, j).filter(|&w| is_kdl_space(w) || is_kdl_newline(w))
+                    {
+                        j += w.len_utf8();
+                    }
+                }
+                Some(e) => j += e.len_utf8(),
+                None => break,
+            }
+        } else if multi && text.get(j..).is_some_and(|r| r.starts_with("\"\"\"")) {
+            return Some(j + 3);
+        } else if !multi && c == '"' {
+            return Some(j + 1);
+        } else if !multi && is_kdl_newline(c) {
+            return Some(j);
+        } else {
+            j += c.len_utf8();
+        }
+    }
+    (!multi).then_some(text.len())
+}
+
+/// The end of a raw string whose opening quote is at `i`, after `hashes` `#`s: `"""` + newline
+/// opens a multi-line one, closed by `"""` and as many `#`s; otherwise `"` and the `#`s close it,
+/// and a newline ends it unterminated (a single-line string cannot hold one: the `kdl` parser
+/// reports it there and goes on parsing after it, so the scan must count the braces that follow).
+fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
+    let rest = text.get(i..).unwrap_or("");
+    let multi = rest.starts_with("\"\"\"") && char_at(rest, 3).is_some_and(is_kdl_newline);
+    let (skip, quotes) = if multi { (3, "\"\"\"") } else { (1, "\"") };
+    let close = format!("{quotes}{}", "#".repeat(hashes));
+    let body = rest.get(skip..).unwrap_or("");
+    let limit = if multi {
+        body.len()
+    } else {
+        body.find(is_kdl_newline).unwrap_or(body.len())
+    };
+    match body.get(..limit).and_then(|b| b.find(&close)) {
+        Some(at) => Some(i + skip + at + close.len()),
+        None => (!multi).then_some(i + skip + limit),
+    }
+}
+
+/// The diagnostics of a KDL syntax error, sorted, without repeats.
+pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic> {
+    let mut diags: Vec<Diagnostic> = err
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut message = format!(
+                "KDL syntax error: {}",
+                d.message.as_deref().unwrap_or("invalid document")
+            );
+            if let Some(help) = &d.help {
+                let _ = write!(message, " (help: {help})");
+            }
+            Diagnostic {
+                pos: lines.pos(syntax_offset(lines.source, d)),
+                message,
+            }
+        })
+        .collect();
+    if diags.is_empty() {
+        diags.push(Diagnostic {
+            pos: Pos { line: 1, column: 1 },
+            message: "KDL syntax error: the document could not be parsed".to_string(),
+        });
+    }
+    sort_dedup(&mut diags);
+    diags
+}
+
+/// Where a syntax error is. The crate's span start is used, except for a missing or malformed
+/// property value: that span runs from the start of the document (or of the enclosing block) to
+/// the point of failure, so the error is placed at the start of the value that ends there (just
+/// after the `=` when the value is missing).
+fn syntax_offset(source: &str, d: &KdlDiagnostic) -> usize {
+    let start = d.span.offset();
+    if d.label.as_deref() != Some("not property value") {
+        return start;
+    }
+    let end = start.saturating_add(d.span.len()).min(source.len());
+    let Some(before) = source.get(..end) else {
+        return start;
+    };
+    let token = before
+        .chars()
+        .rev()
+        .take_while(|c| !c.is_whitespace() && *c != '=')
+        .map(char::len_utf8)
+        .sum::<usize>();
+    end - token
+}

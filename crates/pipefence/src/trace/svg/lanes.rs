@@ -1,0 +1,335 @@
+//! The lanes: their backgrounds and labels, and their slices, drawn as rectangles (named
+//! inside when the name fits) with narrow neighbours of one kind merged into one outlined
+//! rectangle labelled with their count.
+
+use std::fmt::Write as _;
+
+use super::super::chrome::kind_name;
+use super::super::SliceKind;
+use super::format::{count, esc, fmt_dur, px, truncate};
+use super::{
+    Layout, Scale, CHAR_W_11, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_HOST, COLOR_KERNEL, LANE_H,
+    MIN_VISIBLE_PX,
+};
+
+/// Fill, stroke and text colour of a slice kind.
+pub(super) fn kind_style(kind: SliceKind) -> (&'static str, &'static str, &'static str) {
+    match kind {
+        SliceKind::Busy => (COLOR_BUSY, "#1f4f96", "#ffffff"),
+        SliceKind::Blocked => ("url(#hatch)", COLOR_BLOCKED_EDGE, "#7a1d00"),
+        SliceKind::Kernel => (COLOR_KERNEL, "#1c6b33", "#ffffff"),
+        SliceKind::Host => (COLOR_HOST, "#5c6068", "#ffffff"),
+    }
+}
+
+/// What a count of merged slices of `kind` is called.
+fn kind_noun(kind: SliceKind) -> &'static str {
+    match kind {
+        SliceKind::Busy => "commands",
+        SliceKind::Blocked => "waits",
+        SliceKind::Kernel => "kernels",
+        SliceKind::Host => "host actions",
+    }
+}
+
+fn kind_index(kind: SliceKind) -> usize {
+    match kind {
+        SliceKind::Busy => 0,
+        SliceKind::Blocked => 1,
+        SliceKind::Kernel => 2,
+        SliceKind::Host => 3,
+    }
+}
+
+/// One slice of a lane.
+pub(super) struct LaneSlice<'a> {
+    pub(super) name: &'a str,
+    pub(super) kind: SliceKind,
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) site: Option<&'a str>,
+}
+
+/// What a lane draws: one slice, or a run of narrow neighbours of one kind.
+enum Item<'a> {
+    Single(&'a LaneSlice<'a>),
+    Merged(Merged<'a>),
+}
+
+/// A run of narrow neighbours of one kind, drawn as one rectangle.
+#[derive(Clone, Copy)]
+struct Merged<'a> {
+    kind: SliceKind,
+    start: u64,
+    end: u64,
+    count: usize,
+    first: &'a str,
+    last: &'a str,
+}
+
+impl Item<'_> {
+    fn start(&self) -> u64 {
+        match self {
+            Item::Single(s) => s.start,
+            Item::Merged(m) => m.start,
+        }
+    }
+}
+
+/// An open run of narrow slices.
+struct Run<'a> {
+    items: Vec<&'a LaneSlice<'a>>,
+    end: u64,
+}
+
+fn close_run<'a>(run: Run<'a>, out: &mut Vec<Item<'a>>) {
+    match run.items.as_slice() {
+        [] => {}
+        [one] => out.push(Item::Single(one)),
+        [first, .., last] => out.push(Item::Merged(Merged {
+            kind: first.kind,
+            start: first.start,
+            end: run.end,
+            count: run.items.len(),
+            first: first.name,
+            last: last.name,
+        })),
+    }
+}
+
+/// A lane's slices (sorted by start) as drawable items: narrow slices (< 2 px) that follow each
+/// other within 2 px on the lane, of one kind and with no visible slice between them, merge.
+fn lane_items<'a>(slices: &'a [LaneSlice<'a>], scale: &Scale) -> Vec<Item<'a>> {
+    let mut out = Vec::new();
+    let mut open: [Option<Run<'a>>; 4] = [None, None, None, None];
+    for s in slices {
+        let x0 = scale.x(s.start);
+        let w = scale.x(s.end) - x0;
+        if w >= MIN_VISIBLE_PX {
+            for run in open.iter_mut() {
+                if let Some(run) = run.take() {
+                    close_run(run, &mut out);
+                }
+            }
+            out.push(Item::Single(s));
+            continue;
+        }
+        let slot = &mut open[kind_index(s.kind)];
+        match slot {
+            Some(run) if x0 - scale.x(run.end) < MIN_VISIBLE_PX => {
+                run.items.push(s);
+                run.end = run.end.max(s.end);
+            }
+            _ => {
+                if let Some(run) = slot.take() {
+                    close_run(run, &mut out);
+                }
+                *slot = Some(Run {
+                    items: vec![s],
+                    end: s.end,
+                });
+            }
+        }
+    }
+    for run in open.iter_mut() {
+        if let Some(run) = run.take() {
+            close_run(run, &mut out);
+        }
+    }
+    out.sort_by_key(Item::start);
+    out
+}
+
+/// Text that fits `width` pixels at the slice font, or `None`.
+fn fitting_label(name: &str, width: f64) -> Option<String> {
+    let avail = ((width - 6.0) / CHAR_W_11).floor();
+    if avail < 1.0 {
+        return None;
+    }
+    let avail = avail as usize;
+    let n = name.chars().count();
+    if n <= avail {
+        Some(name.to_string())
+    } else if avail >= 5 {
+        Some(truncate(name, avail))
+    } else {
+        None
+    }
+}
+
+/// Draws each lane's background and its label (cut to 36 characters, in full in the tooltip).
+pub(super) fn backgrounds(layout: &Layout, body: &mut String) {
+    let scale = &layout.scale;
+    for (i, label) in layout.labels.iter().enumerate() {
+        let fill = if i % 2 == 0 { "#f3f5f8" } else { "#e9edf2" };
+        let _ = write!(
+            body,
+            r#"<rect class="lane" x="{}" y="{}" width="{}" height="{}" fill="{fill}"/><text class="lane-label" x="{}" y="{}" text-anchor="end">{}<title>{}</title></text>"#,
+            px(scale.x0),
+            px(layout.lane_y[i]),
+            px(layout.plot_x1 - scale.x0),
+            px(LANE_H),
+            px(layout.label_w - 10.0),
+            px(layout.center(i) + 4.0),
+            esc(&truncate(label, 36)),
+            esc(label),
+        );
+    }
+}
+
+/// Where a lane's slices go: the lane, the band they fill and the lane's name (for tooltips).
+#[derive(Clone, Copy)]
+struct Band<'l> {
+    lane: usize,
+    top: f64,
+    h: f64,
+    track_name: &'l str,
+}
+
+/// Draws every lane's slices, and adds a note when narrow ones were merged.
+pub(super) fn slices(
+    layout: &Layout,
+    per_lane: &[Vec<LaneSlice<'_>>],
+    body: &mut String,
+    notes: &mut Vec<String>,
+) {
+    let scale = &layout.scale;
+    let (mut merged_slices, mut merged_rects) = (0usize, 0usize);
+    for (i, lane) in per_lane.iter().enumerate() {
+        let band = Band {
+            lane: i,
+            top: layout.lane_y[i] + 4.0,
+            h: LANE_H - 8.0,
+            track_name: &layout.labels[i],
+        };
+        let items = lane_items(lane, scale);
+        for (j, item) in items.iter().enumerate() {
+            // Where the next item on the lane starts (room for a label outside a rectangle).
+            let next_x = items.get(j + 1).map_or(layout.plot_x1, |n| {
+                scale.x(n.start()).max(scale.x(item.start()))
+            });
+            match *item {
+                Item::Single(s) => single(layout, band, s, body),
+                Item::Merged(m) => {
+                    merged_slices += m.count;
+                    merged_rects += 1;
+                    merged(layout, band, m, next_x, body);
+                }
+            }
+        }
+    }
+    if merged_rects > 0 {
+        notes.push(format!(
+            "{} narrower than {MIN_VISIBLE_PX} px merged into {} labelled with their count (hover for the first and last).",
+            count(merged_slices, "slice", "slices"),
+            count(merged_rects, "outlined rectangle", "outlined rectangles"),
+        ));
+    }
+}
+
+/// Draws one slice: its rectangle with a tooltip, and its name inside when it fits.
+fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String) {
+    let scale = &layout.scale;
+    let Band {
+        lane: i,
+        top,
+        h,
+        track_name,
+    } = band;
+    let (fill, stroke, text) = kind_style(s.kind);
+    let x = scale.x(s.start);
+    let w = (scale.x(s.end) - x).max(1.0);
+    let mut tip = format!(
+        "{}\n{} on {}\n{} to {} ({})",
+        s.name,
+        kind_name(s.kind),
+        track_name,
+        scale.rel(s.start),
+        scale.rel(s.end),
+        fmt_dur(s.end - s.start)
+    );
+    if let Some(site) = s.site {
+        tip.push_str("\nsite: ");
+        tip.push_str(site);
+    }
+    let _ = write!(
+        body,
+        r#"<rect class="slice {}" x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="{stroke}" stroke-width="0.6"><title>{}</title></rect>"#,
+        kind_name(s.kind),
+        px(x),
+        px(top),
+        px(w),
+        px(h),
+        esc(&tip),
+    );
+    if let Some(l) = fitting_label(s.name, w) {
+        let _ = write!(
+            body,
+            r#"<text class="slice-label {}" x="{}" y="{}" fill="{text}">{}</text>"#,
+            kind_name(s.kind),
+            px(x + 3.0),
+            px(layout.center(i) + 4.0),
+            esc(&l),
+        );
+    }
+}
+
+/// Draws a run of merged slices: an outlined rectangle with a tooltip, labelled with the count
+/// inside when it fits, else just right of it when there is room before `next_x`.
+fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mut String) {
+    let scale = &layout.scale;
+    let Band {
+        lane: i,
+        top,
+        h,
+        track_name,
+    } = band;
+    let Merged {
+        kind,
+        start,
+        end,
+        count,
+        first,
+        last,
+    } = m;
+    let (fill, _, text) = kind_style(kind);
+    let x = scale.x(start);
+    let w = (scale.x(end) - x).max(MIN_VISIBLE_PX);
+    let label = format!("{count} {}", kind_noun(kind));
+    let tip = format!(
+        "{label} merged (each narrower than {MIN_VISIBLE_PX} px)\n{} on {}\n{} to {} ({})\nfirst: {first}\nlast: {last}",
+        kind_name(kind),
+        track_name,
+        scale.rel(start),
+        scale.rel(end),
+        fmt_dur(end - start),
+    );
+    let _ = write!(
+        body,
+        r##"<rect class="slice {} aggregate" x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="#111" stroke-width="1" stroke-dasharray="3 2"><title>{}</title></rect>"##,
+        kind_name(kind),
+        px(x),
+        px(top),
+        px(w),
+        px(h),
+        esc(&tip),
+    );
+    if let Some(l) = fitting_label(&label, w) {
+        let _ = write!(
+            body,
+            r#"<text class="slice-label aggregate-label" x="{}" y="{}" fill="{text}" font-weight="bold">{}</text>"#,
+            px(x + 3.0),
+            px(layout.center(i) + 4.0),
+            esc(&l),
+        );
+    } else if next_x - (x + w) >= label.chars().count() as f64 * CHAR_W_11 + 12.0 {
+        // Too narrow for its count: write it just right of the rectangle.
+        let _ = write!(
+            body,
+            r##"<text class="slice-label aggregate-label outside" x="{}" y="{}" fill="#111111" font-weight="bold">{}</text>"##,
+            px(x + w + 4.0),
+            px(layout.center(i) + 4.0),
+            esc(&label),
+        );
+    }
+}

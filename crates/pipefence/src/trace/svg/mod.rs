@@ -1,0 +1,266 @@
+//! SVG timelines: [`svg_timeline`] draws trace events as a self-contained picture (one lane per
+//! [`Track`], a time axis, slices, flow arrows, instants and a legend) that stays readable for a
+//! few hundred commands.
+//!
+//! This file holds the layout (the lanes' places and the time scale), the events sorted by what
+//! draws them, and the order in which the parts are drawn; the parts are in submodules: `axis`
+//! (time ticks), `lanes` (lane backgrounds and slices), `marks` (flow arrows and instants),
+//! `frame` (the document around them: header, legend, caption and notes) and `format` (text and
+//! number formatting).
+
+mod axis;
+mod format;
+mod frame;
+mod lanes;
+mod marks;
+
+use super::chrome::{ordered_tracks, time_bounds, track_label};
+use super::{TraceEvent, Track};
+use format::fmt_dur;
+use lanes::LaneSlice;
+
+/// The picture's width in pixels.
+const WIDTH: f64 = 1600.0;
+/// Space right of the plot (the last tick label, arrowheads, error labels).
+const RIGHT_MARGIN: f64 = 40.0;
+/// A lane's height.
+const LANE_H: f64 = 30.0;
+/// Space between lanes of one group (a queue, the workers, the hosts).
+const LANE_GAP: f64 = 3.0;
+/// Extra space between groups.
+const GROUP_GAP: f64 = 10.0;
+/// Where the first lane starts.
+const LANES_TOP: f64 = 104.0;
+/// Slices narrower than this are merged with their narrow neighbours of the same kind.
+const MIN_VISIBLE_PX: f64 = 2.0;
+/// At most this many flow arrows are drawn (the earliest).
+const MAX_FLOWS: usize = 200;
+/// Non-error instants get a drawn name only when there are at most this many.
+const MAX_INSTANT_LABELS: usize = 20;
+/// Error instants get a drawn name for the first this many.
+const MAX_ERROR_LABELS: usize = 30;
+/// Flows get a drawn label only when at most this many are drawn.
+const MAX_FLOW_LABELS: usize = 12;
+/// Approximate advance of one character of the 11 px slice font.
+const CHAR_W_11: f64 = 6.3;
+/// Approximate advance of one character of the 12 px label font (bold, for sizing the label
+/// column).
+const CHAR_W_12: f64 = 7.0;
+/// Approximate advance of one character of the 12 px regular font (the legend).
+const CHAR_W_12_REGULAR: f64 = 5.7;
+/// Approximate advance of one character of the 12 px bold font (error labels).
+const CHAR_W_12_BOLD: f64 = 6.2;
+
+const COLOR_BUSY: &str = "#3b7dd8";
+const COLOR_KERNEL: &str = "#2e9e4f";
+const COLOR_HOST: &str = "#8a8f98";
+const COLOR_BLOCKED_EDGE: &str = "#d9480f";
+const COLOR_FLOW: &str = "#6f42c1";
+const COLOR_ERROR: &str = "#d00000";
+const COLOR_INSTANT: &str = "#222222";
+
+/// Maps device-clock nanoseconds to x.
+struct Scale {
+    t0: u64,
+    span: u64,
+    x0: f64,
+    w: f64,
+}
+
+impl Scale {
+    fn x(&self, ns: u64) -> f64 {
+        self.x0 + ns.saturating_sub(self.t0) as f64 * self.w / self.span as f64
+    }
+
+    fn rel(&self, ns: u64) -> String {
+        format!("+{}", fmt_dur(ns.saturating_sub(self.t0)))
+    }
+}
+
+/// Which group a lane belongs to (groups are separated by a gap).
+fn group_of(track: &Track) -> String {
+    match track {
+        Track::Pfp { queue } | Track::Me { queue } => format!("q:{queue}"),
+        Track::Worker { .. } => "workers".to_string(),
+        Track::Host { .. } => "hosts".to_string(),
+    }
+}
+
+/// Where things go: the lanes in order (track, label, top), the label column's width and the
+/// time scale.
+struct Layout {
+    /// The tracks, one lane each, in lane order.
+    tracks: Vec<Track>,
+    /// Each lane's label.
+    labels: Vec<String>,
+    /// The width of the label column (where the plot starts).
+    label_w: f64,
+    /// The first event's time (device clock).
+    t0: u64,
+    /// The last event's time.
+    t1: u64,
+    /// Device-clock nanoseconds to x.
+    scale: Scale,
+    /// Where the plot ends.
+    plot_x1: f64,
+    /// Each lane's top.
+    lane_y: Vec<f64>,
+    /// Where the last lane ends (the first lane's top when there are none).
+    lanes_bottom: f64,
+}
+
+impl Layout {
+    /// The lanes of `events`, one per track, and the scale of their time span.
+    fn new(events: &[TraceEvent]) -> Self {
+        let tracks = ordered_tracks(events);
+        let labels: Vec<String> = tracks.iter().map(track_label).collect();
+        let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let label_chars = longest.min(36);
+        let label_w = (label_chars as f64 * CHAR_W_12 + 24.0).clamp(90.0, 290.0);
+        let (t0, t1) = time_bounds(events).unwrap_or((0, 0));
+        let scale = Scale {
+            t0,
+            span: t1.saturating_sub(t0).max(1),
+            x0: label_w,
+            w: WIDTH - RIGHT_MARGIN - label_w,
+        };
+        let plot_x1 = WIDTH - RIGHT_MARGIN;
+
+        // Lane positions.
+        let mut lane_y = Vec::with_capacity(tracks.len());
+        let mut y = LANES_TOP;
+        let mut prev_group: Option<String> = None;
+        for t in &tracks {
+            let g = group_of(t);
+            if let Some(p) = &prev_group {
+                y += if *p == g { LANE_GAP } else { GROUP_GAP };
+            }
+            lane_y.push(y);
+            y += LANE_H;
+            prev_group = Some(g);
+        }
+        let lanes_bottom = if tracks.is_empty() { LANES_TOP } else { y };
+
+        Layout {
+            tracks,
+            labels,
+            label_w,
+            t0,
+            t1,
+            scale,
+            plot_x1,
+            lane_y,
+            lanes_bottom,
+        }
+    }
+
+    /// The lane of a track.
+    fn lane_of(&self, t: &Track) -> Option<usize> {
+        self.tracks.iter().position(|x| x == t)
+    }
+
+    /// The vertical centre of lane `i`.
+    fn center(&self, i: usize) -> f64 {
+        self.lane_y[i] + LANE_H / 2.0
+    }
+}
+
+/// The events by what draws them: per-lane slices sorted by start (then end, then as given),
+/// flows by time, instants by time, and the counts for the summary.
+struct Sorted<'e> {
+    /// Each lane's slices.
+    per_lane: Vec<Vec<LaneSlice<'e>>>,
+    /// The flows.
+    flows: Vec<&'e TraceEvent>,
+    /// The instants, errors included.
+    instants: Vec<&'e TraceEvent>,
+    /// How many slices there are (on a lane or not).
+    n_slices: usize,
+    /// How many instants are errors.
+    n_errors: usize,
+}
+
+impl<'e> Sorted<'e> {
+    /// Sorts `events` onto the lanes of `layout`.
+    fn new(events: &'e [TraceEvent], layout: &Layout) -> Self {
+        let mut per_lane: Vec<Vec<LaneSlice<'_>>> =
+            (0..layout.tracks.len()).map(|_| Vec::new()).collect();
+        let mut flows = Vec::new();
+        let mut instants = Vec::new();
+        let (mut n_slices, mut n_errors) = (0usize, 0usize);
+        for e in events {
+            match e {
+                TraceEvent::Slice {
+                    track,
+                    name,
+                    kind,
+                    start_ns,
+                    end_ns,
+                    site,
+                } => {
+                    n_slices += 1;
+                    if let Some(i) = layout.lane_of(track) {
+                        per_lane[i].push(LaneSlice {
+                            name,
+                            kind: *kind,
+                            start: *start_ns,
+                            end: (*end_ns).max(*start_ns),
+                            site: site.as_deref(),
+                        });
+                    }
+                }
+                TraceEvent::Flow { .. } => flows.push(e),
+                TraceEvent::Instant { error, .. } => {
+                    n_errors += usize::from(*error);
+                    instants.push(e);
+                }
+            }
+        }
+        for lane in &mut per_lane {
+            lane.sort_by_key(|s| (s.start, s.end));
+        }
+        flows.sort_by_key(|e| match e {
+            TraceEvent::Flow { from_ns, to_ns, .. } => (*from_ns, *to_ns),
+            _ => (0, 0),
+        });
+        instants.sort_by_key(|e| e.ts_ns());
+        Sorted {
+            per_lane,
+            flows,
+            instants,
+            n_slices,
+            n_errors,
+        }
+    }
+}
+
+/// A self-contained SVG timeline of `events` (about 1600 px wide): the title and a summary, a
+/// legend, a time axis (5 to 10 ticks in ns, µs, ms or s since the first event), one lane per
+/// track (lane order as in [`chrome_json`](super::chrome::chrome_json)) with its label on the
+/// left, and in the lanes:
+///
+/// - slices as rectangles: busy blue, blocked hatched orange-red, kernel green, host grey (class
+///   `slice busy` ...), named inside when the name fits and always with a `<title>` tooltip;
+///   narrow neighbours (< 2 px) of one kind merge into one outlined rectangle (class
+///   `aggregate`) labelled with their count (`37 commands`);
+/// - flows as purple arrows from the writer's lane to the waiter's (at most 200, the earliest;
+///   a note says how many were left out);
+/// - instants as small diamonds; errors (removal, faults, hazards) as red triangles with their
+///   name and a dashed red line across all lanes.
+///
+/// Pure and deterministic: the same events give the same bytes; any input (empty, zero-length
+/// or inverted slices, odd characters) gives well-formed XML.
+pub fn svg_timeline(events: &[TraceEvent], title: &str) -> String {
+    let layout = Layout::new(events);
+    let sorted = Sorted::new(events, &layout);
+    let mut body = String::new();
+    let mut notes: Vec<String> = Vec::new();
+    let unit = axis::axis(&layout, &mut body);
+    lanes::backgrounds(&layout, &mut body);
+    lanes::slices(&layout, &sorted.per_lane, &mut body, &mut notes);
+    marks::flows(&layout, &sorted.flows, &mut body, &mut notes);
+    marks::instants(&layout, &sorted, &mut body, &mut notes);
+    let head = frame::header(events, title, &layout, &sorted);
+    let (foot, height) = frame::footer(&layout, unit, &notes);
+    frame::document(title, height, &head, &body, &foot)
+}
