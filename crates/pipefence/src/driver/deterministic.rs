@@ -22,7 +22,7 @@
 use super::{Backend, Cond};
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
 use crate::command::Width;
-use crate::engine::kernels::{run_group_strict, run_groups};
+use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
@@ -33,6 +33,13 @@ use crate::sync::{FenceCore, Notify, Ticket, WaitOutcome};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// `spin` in virtual time: its cost is the group's ready time (D4), so running it does nothing.
+struct VirtualTime;
+
+impl SpinTime for VirtualTime {
+    fn spin(&self, _: &crate::core::DeviceCore, _: u64, _: u32) {}
+}
 
 /// How the deterministic driver picks among enabled actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -754,12 +761,11 @@ impl Scheduler {
                         // No memory accesses, and its cost is virtual time here: nothing to
                         // run for any number of groups.
                         Ok(())
-                    } else if dev.strict() {
-                        g.groups.clone().try_for_each(|group| {
-                            run_group_strict(&g.kernel, dev, g.queue, g.index, group)
-                        })
+                    } else if let Some(mut mem) = StrictMemory::new(dev, g.queue, g.index) {
+                        run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
                     } else {
-                        run_groups(&g.kernel, dev, g.groups.clone(), false, (g.queue, g.index))
+                        let mut mem = PlainMemory::new(dev, (g.queue, g.index));
+                        run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
                     };
                     match result {
                         Ok(()) => {

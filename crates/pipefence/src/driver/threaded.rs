@@ -11,7 +11,7 @@
 
 use super::{Backend, Cond};
 use crate::command::Width;
-use crate::engine::kernels::run_groups;
+use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
@@ -546,6 +546,26 @@ fn emit_worker_slice(index: usize, s: WorkerSlice) {
     dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
 }
 
+/// `spin` in real time: each group busy-waits for its `ns`.
+struct RealTime;
+
+impl SpinTime for RealTime {
+    fn spin(&self, device: &crate::core::DeviceCore, ns: u64, groups: u32) {
+        for _ in 0..groups {
+            let end = Instant::now() + Duration::from_nanos(ns);
+            let mut i: u32 = 0;
+            while Instant::now() < end {
+                std::hint::spin_loop();
+                i = i.wrapping_add(1);
+                // A removed device stops its workers (D7), even mid-group.
+                if i.is_multiple_of(1024) && device.is_removed() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize) {
     let mut pending: Option<WorkerSlice> = None;
     let mut exiting = false;
@@ -611,10 +631,9 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         let t0 = devs.trace_sink().map(|_| devs.now_ns());
         let result = run_groups(
             &job.launch.kernel,
-            devs,
+            &mut PlainMemory::new(devs, (job.queue.id, job.launch.index)),
+            &RealTime,
             start..end,
-            true,
-            (job.queue.id, job.launch.index),
         );
         if let Some(t0) = t0 {
             let t1 = devs.now_ns();

@@ -5,17 +5,24 @@
 //! `fill` or `add` covers 256 bytes. Kernel extents are checked when the kernel runs: an access
 //! outside every live buffer, or a write to Upload memory, is a page fault (M3) reported as a
 //! [`KernelFault`], never a panic.
+//!
+//! One interpreter ([`run_groups`]) runs every kernel over a [`GroupMemory`]: [`PlainMemory`]
+//! (the buffers, a whole range of groups per call: the threaded driver and the deterministic
+//! driver) or [`StrictMemory`] (the visibility model of strict mode, D5, one group at a time;
+//! the deterministic driver). Strict mode is the driver's choice of memory, not a second
+//! interpreter. How `spin` spends its time is the driver's too ([`SpinTime`]: real time on the
+//! threaded driver, virtual time on the deterministic one), so kernels never read a clock.
 
 use super::{Access, Fault, Site};
 use crate::command::{KernelArgs, Width};
 use crate::core::DeviceCore;
 use crate::hazard::strict::Visibility;
-use crate::hazard::AccessKind;
+use crate::hazard::{AccessKind, Model};
 use crate::memory::BufferCore;
+use crate::sync::shim::MutexGuard;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Lanes per group.
 pub const LANES: u32 = 64;
@@ -471,16 +478,273 @@ fn resolve_range(
     }
 }
 
-/// Runs groups `range` of `kernel`, task `task` (queue, dispatch index). `real_time` makes
-/// `spin` busy-wait for real (the threaded driver); the deterministic driver accounts for it
-/// in virtual time instead. In strict mode the deterministic driver runs groups with
-/// [`run_group_strict`] instead.
-pub(crate) fn run_groups(
-    kernel: &Kernel,
-    device: &DeviceCore,
-    range: Range<u32>,
-    real_time: bool,
+/// The memory a kernel's groups run over: the operations the built-ins need, at range
+/// granularity, plus the per-group contexts of user kernels and the hazard hooks. Two
+/// implementations: [`PlainMemory`] (the buffers themselves, whole ranges of groups at once) and
+/// [`StrictMemory`] (the visibility model, D5, one group at a time). The interpreter
+/// ([`run_groups`]) is generic over it, so the plain path has no dynamic dispatch per word.
+pub(crate) trait GroupMemory {
+    /// Whether the interpreter hands this memory one group at a time (each group's accesses,
+    /// faults and hazard checks before the next group's) rather than a whole range at once.
+    const ONE_GROUP_AT_A_TIME: bool;
+    /// A byte range that passed [`GroupMemory::check`].
+    type Region;
+    /// The device.
+    fn device(&self) -> &DeviceCore;
+    /// Checks `[start, start + len)` for `access`: the region, or the page fault of its first
+    /// faulting u32 element (M3).
+    fn check(&mut self, start: u64, len: u64, access: Access) -> Result<Self::Region, KernelFault>;
+    /// Writes `value` to each u32 of the `len` bytes of `dst`.
+    fn fill32(&mut self, dst: &Self::Region, len: u64, value: u32);
+    /// Writes each u32 of the `len` bytes of `src` plus `value` (wrapping) to `dst`.
+    fn add32(&mut self, src: &Self::Region, dst: &Self::Region, len: u64, value: u32);
+    /// The sum (wrapping) of the u32 elements of the `len` bytes of `src`.
+    fn sum32(&mut self, src: &Self::Region, len: u64) -> u64;
+    /// Atomically adds `value` to the u64 at `dst`.
+    fn atomic_add64(&mut self, dst: &Self::Region, value: u64);
+    /// Groups `groups` of built-in `kernel` ran without a fault.
+    fn builtin_done(&mut self, kernel: &Kernel, groups: Range<u32>);
+    /// The context of group `group` of a user kernel.
+    fn context(&mut self, group: u32) -> KernelContext<'_>;
+    /// A user kernel's group made the accesses `log` (after it returned, fault or not).
+    fn user_accesses(&mut self, log: &[(u64, u8, AccessKind)]);
+}
+
+/// How `spin` spends its time: the driver's policy (the kernel layer does not know whether time
+/// is real). The threaded driver busy-waits; the deterministic driver accounts for `spin` in
+/// virtual time and does nothing here.
+pub(crate) trait SpinTime {
+    /// Each of `groups` groups of `spin` busies itself for `ns` nanoseconds on `device`.
+    fn spin(&self, device: &DeviceCore, ns: u64, groups: u32);
+}
+
+/// Plain memory: kernels read and write the buffers directly. Hazard tracking without strict
+/// values (`MemoryModel::Validate`) checks built-ins at launch, and user kernels from the log of
+/// each group.
+pub(crate) struct PlainMemory<'a> {
+    device: &'a DeviceCore,
+    /// The task: queue, dispatch index.
     task: (u32, u64),
+}
+
+impl<'a> PlainMemory<'a> {
+    /// The memory of `device`, for task `task` (queue, dispatch index).
+    pub(crate) fn new(device: &'a DeviceCore, task: (u32, u64)) -> Self {
+        PlainMemory { device, task }
+    }
+}
+
+impl GroupMemory for PlainMemory<'_> {
+    const ONE_GROUP_AT_A_TIME: bool = false;
+    type Region = (Arc<BufferCore>, u64);
+
+    #[inline]
+    fn device(&self) -> &DeviceCore {
+        self.device
+    }
+
+    #[inline]
+    fn check(&mut self, start: u64, len: u64, access: Access) -> Result<Self::Region, KernelFault> {
+        resolve_range(self.device, start, len, access)
+    }
+
+    #[inline]
+    fn fill32(&mut self, (b, o): &Self::Region, len: u64, value: u32) {
+        b.fill32(*o, len, value);
+    }
+
+    #[inline]
+    fn add32(&mut self, (sb, so): &Self::Region, (db, dof): &Self::Region, len: u64, value: u32) {
+        add_range(sb, *so, db, *dof, len, value);
+    }
+
+    #[inline]
+    fn sum32(&mut self, (sb, so): &Self::Region, len: u64) -> u64 {
+        let so = *so;
+        let mut total: u64 = 0;
+        let mut o = so;
+        while o < so + len {
+            total = total.wrapping_add(u64::from(sb.load32(o).unwrap_or(0)));
+            o += 4;
+        }
+        total
+    }
+
+    #[inline]
+    fn atomic_add64(&mut self, (db, dof): &Self::Region, value: u64) {
+        db.fetch_add64(*dof, value);
+    }
+
+    #[inline]
+    fn builtin_done(&mut self, _: &Kernel, _: Range<u32>) {}
+
+    fn context(&mut self, group: u32) -> KernelContext<'_> {
+        KernelContext {
+            device: self.device,
+            group,
+            fault: None,
+            strict: None,
+            log: self.device.model.is_some().then(Vec::new),
+        }
+    }
+
+    fn user_accesses(&mut self, log: &[(u64, u8, AccessKind)]) {
+        if let Some(mut m) = self.device.model() {
+            m.user_accesses(self.task.0, self.task.1, log);
+        }
+    }
+}
+
+/// Strict memory (D5): reads and writes go through the visibility model, one group at a time,
+/// and each group's accesses are checked for hazards when it ends. Holds the hazard model's
+/// lock.
+pub(crate) struct StrictMemory<'a> {
+    device: &'a DeviceCore,
+    model: MutexGuard<'a, Model>,
+    queue: u32,
+    index: u64,
+}
+
+impl<'a> StrictMemory<'a> {
+    /// The strict memory of `device` for task `index` of queue `queue`; `None` unless the
+    /// device is in strict mode.
+    pub(crate) fn new(device: &'a DeviceCore, queue: u32, index: u64) -> Option<Self> {
+        if !device.strict() {
+            return None;
+        }
+        Some(StrictMemory {
+            device,
+            model: device.model()?,
+            queue,
+            index,
+        })
+    }
+
+    fn task(&self) -> (bool, u32) {
+        (false, self.index as u32)
+    }
+}
+
+impl GroupMemory for StrictMemory<'_> {
+    const ONE_GROUP_AT_A_TIME: bool = true;
+    /// The start address.
+    type Region = u64;
+
+    fn device(&self) -> &DeviceCore {
+        self.device
+    }
+
+    fn check(&mut self, start: u64, len: u64, access: Access) -> Result<u64, KernelFault> {
+        resolve_range(self.device, start, len, access).map(|_| start)
+    }
+
+    fn fill32(&mut self, dst: &u64, len: u64, value: u32) {
+        let (device, queue, task) = (self.device, self.queue, self.task());
+        if let Some(vis) = self.model.vis.as_mut() {
+            let v = [value; LANES as usize];
+            for_chunks(*dst, len, |a, n| {
+                vis.task_write(device, queue, task, a, &v[..n])
+            });
+        }
+    }
+
+    fn add32(&mut self, src: &u64, dst: &u64, len: u64, value: u32) {
+        let (device, queue, task) = (self.device, self.queue, self.task());
+        if let Some(vis) = self.model.vis.as_mut() {
+            let d = *dst;
+            for_chunks(*src, len, |a, n| {
+                let mut v = [0u32; LANES as usize];
+                vis.task_read(device, queue, a, &mut v[..n]);
+                for x in v[..n].iter_mut() {
+                    *x = x.wrapping_add(value);
+                }
+                vis.task_write(device, queue, task, d.wrapping_add(a - *src), &v[..n]);
+            });
+        }
+    }
+
+    fn sum32(&mut self, src: &u64, len: u64) -> u64 {
+        let (device, queue) = (self.device, self.queue);
+        let mut total = 0u64;
+        if let Some(vis) = self.model.vis.as_mut() {
+            for_chunks(*src, len, |a, n| {
+                let mut v = [0u32; LANES as usize];
+                vis.task_read(device, queue, a, &mut v[..n]);
+                total = v[..n]
+                    .iter()
+                    .fold(total, |t, x| t.wrapping_add(u64::from(*x)));
+            });
+        }
+        total
+    }
+
+    fn atomic_add64(&mut self, dst: &u64, value: u64) {
+        let (device, queue) = (self.device, self.queue);
+        if let Some(vis) = self.model.vis.as_mut() {
+            vis.atomic_add(device, queue, *dst, Width::W64, value);
+        }
+    }
+
+    fn builtin_done(&mut self, kernel: &Kernel, groups: Range<u32>) {
+        // Built-ins are checked per group, after their values were read (so a stale-cache
+        // report can say what this schedule returned).
+        for group in groups {
+            self.model
+                .group_accesses(self.queue, self.index, kernel, group);
+        }
+    }
+
+    fn context(&mut self, group: u32) -> KernelContext<'_> {
+        let (queue, task) = (self.queue, self.index as u32);
+        KernelContext {
+            device: self.device,
+            group,
+            fault: None,
+            strict: self.model.vis.as_mut().map(|v| (v, queue, task)),
+            log: Some(Vec::new()),
+        }
+    }
+
+    fn user_accesses(&mut self, log: &[(u64, u8, AccessKind)]) {
+        self.model.user_accesses(self.queue, self.index, log);
+    }
+}
+
+/// Calls `f(address, words)` for the consecutive pieces of at most one group's worth of u32
+/// elements (`LANES`) that make up the `len` bytes at `start` (strict memory sees one group at
+/// a time, so that is one piece).
+fn for_chunks(start: u64, len: u64, mut f: impl FnMut(u64, usize)) {
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(GROUP_BYTES);
+        f(start + done, (n / 4) as usize);
+        done += n;
+    }
+}
+
+/// Runs groups `range` of `kernel` over `mem`, with `spin`'s time spent by `time`: the one
+/// kernel interpreter. A memory that takes one group at a time ([`StrictMemory`]) runs each
+/// group to its end (faults and hazard checks included) before the next.
+pub(crate) fn run_groups<M: GroupMemory, T: SpinTime>(
+    kernel: &Kernel,
+    mem: &mut M,
+    time: &T,
+    range: Range<u32>,
+) -> Result<(), GroupFailure> {
+    if !M::ONE_GROUP_AT_A_TIME {
+        return run_range(kernel, mem, time, range);
+    }
+    for g in range {
+        run_range(kernel, mem, time, g..g + 1)?;
+    }
+    Ok(())
+}
+
+fn run_range<M: GroupMemory, T: SpinTime>(
+    kernel: &Kernel,
+    mem: &mut M,
+    time: &T,
+    range: Range<u32>,
 ) -> Result<(), GroupFailure> {
     if range.is_empty() {
         return Ok(());
@@ -489,143 +753,42 @@ pub(crate) fn run_groups(
     let first = u64::from(range.start);
     match kernel {
         Kernel::Fill { dst, value } => {
-            let start = dst.wrapping_add(first * GROUP_BYTES);
             let len = n * GROUP_BYTES;
-            let (b, o) = resolve_range(device, start, len, Access::Write)?;
-            b.fill32(o, len, *value);
+            let d = mem.check(dst.wrapping_add(first * GROUP_BYTES), len, Access::Write)?;
+            mem.fill32(&d, len, *value);
         }
         Kernel::Add { dst, src, value } => {
             let len = n * GROUP_BYTES;
-            let s = src.wrapping_add(first * GROUP_BYTES);
-            let d = dst.wrapping_add(first * GROUP_BYTES);
-            let (sb, so) = resolve_range(device, s, len, Access::Read)?;
-            let (db, dof) = resolve_range(device, d, len, Access::Write)?;
-            add_range(&sb, so, &db, dof, len, *value);
+            let s = mem.check(src.wrapping_add(first * GROUP_BYTES), len, Access::Read)?;
+            let d = mem.check(dst.wrapping_add(first * GROUP_BYTES), len, Access::Write)?;
+            mem.add32(&s, &d, len, *value);
         }
         Kernel::Sum { dst, src } => {
             let len = n * GROUP_BYTES;
-            let s = src.wrapping_add(first * GROUP_BYTES);
-            let (sb, so) = resolve_range(device, s, len, Access::Read)?;
-            let (db, dof) = resolve_range(device, *dst, 8, Access::Write)?;
-            let mut total: u64 = 0;
-            let mut o = so;
-            while o < so + len {
-                total = total.wrapping_add(u64::from(sb.load32(o).unwrap_or(0)));
-                o += 4;
-            }
-            db.fetch_add64(dof, total);
+            let s = mem.check(src.wrapping_add(first * GROUP_BYTES), len, Access::Read)?;
+            let d = mem.check(*dst, 8, Access::Write)?;
+            let total = mem.sum32(&s, len);
+            mem.atomic_add64(&d, total);
         }
-        Kernel::Spin { ns } => {
-            if real_time {
-                for _ in range {
-                    let end = Instant::now() + Duration::from_nanos(*ns);
-                    let mut i: u32 = 0;
-                    while Instant::now() < end {
-                        std::hint::spin_loop();
-                        i = i.wrapping_add(1);
-                        // A removed device stops its workers (D7), even mid-group.
-                        if i.is_multiple_of(1024) && device.is_removed() {
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-        }
+        Kernel::Spin { ns } => time.spin(mem.device(), *ns, range.end - range.start),
         Kernel::User(k) => {
-            let tracked = device.model.is_some();
             for g in range {
-                let mut ctx = KernelContext {
-                    device,
-                    group: g,
-                    fault: None,
-                    strict: None,
-                    log: tracked.then(Vec::new),
-                };
+                let mut ctx = mem.context(g);
                 let ran = call_user(k, &mut ctx);
-                if let (Some(log), Some(mut m)) = (ctx.log.take(), device.model()) {
-                    m.user_accesses(task.0, task.1, &log);
+                let (log, fault) = (ctx.log.take(), ctx.fault.take());
+                drop(ctx);
+                if let Some(log) = log {
+                    mem.user_accesses(&log);
                 }
                 ran?;
-                if let Some(f) = ctx.fault {
+                if let Some(f) = fault {
                     return Err(f.into());
                 }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Runs group `group` of `kernel` (task `index` of queue `queue`) in strict mode: reads and
-/// writes go through the visibility model (D5), and its accesses are checked for hazards.
-pub(crate) fn run_group_strict(
-    kernel: &Kernel,
-    device: &DeviceCore,
-    queue: u32,
-    index: u64,
-    group: u32,
-) -> Result<(), GroupFailure> {
-    let Some(mut m) = device.model() else {
-        return run_groups(kernel, device, group..group + 1, false, (queue, index));
-    };
-    let first = u64::from(group) * GROUP_BYTES;
-    let task = (false, index as u32);
-    match kernel {
-        Kernel::Fill { dst, value } => {
-            let start = dst.wrapping_add(first);
-            resolve_range(device, start, GROUP_BYTES, Access::Write)?;
-            if let Some(vis) = m.vis.as_mut() {
-                vis.task_write(device, queue, task, start, &[*value; LANES as usize]);
-            }
-        }
-        Kernel::Add { dst, src, value } => {
-            let (s, d) = (src.wrapping_add(first), dst.wrapping_add(first));
-            resolve_range(device, s, GROUP_BYTES, Access::Read)?;
-            resolve_range(device, d, GROUP_BYTES, Access::Write)?;
-            if let Some(vis) = m.vis.as_mut() {
-                let mut v = [0u32; LANES as usize];
-                vis.task_read(device, queue, s, &mut v);
-                for x in v.iter_mut() {
-                    *x = x.wrapping_add(*value);
-                }
-                vis.task_write(device, queue, task, d, &v);
-            }
-        }
-        Kernel::Sum { dst, src } => {
-            let s = src.wrapping_add(first);
-            resolve_range(device, s, GROUP_BYTES, Access::Read)?;
-            resolve_range(device, *dst, 8, Access::Write)?;
-            if let Some(vis) = m.vis.as_mut() {
-                let mut v = [0u32; LANES as usize];
-                vis.task_read(device, queue, s, &mut v);
-                let total = v.iter().fold(0u64, |t, x| t.wrapping_add(u64::from(*x)));
-                vis.atomic_add(device, queue, *dst, Width::W64, total);
-            }
-        }
-        Kernel::Spin { .. } => {}
-        Kernel::User(k) => {
-            let mut ctx = KernelContext {
-                device,
-                group,
-                fault: None,
-                strict: m.vis.as_mut().map(|v| (v, queue, index as u32)),
-                log: Some(Vec::new()),
-            };
-            let ran = call_user(k, &mut ctx);
-            let (log, fault) = (ctx.log.take(), ctx.fault.take());
-            drop(ctx);
-            if let Some(log) = log {
-                m.user_accesses(queue, index, &log);
-            }
-            ran?;
-            if let Some(f) = fault {
-                return Err(f.into());
             }
             return Ok(());
         }
     }
-    // Built-ins are checked per group, after their values were read (so a stale-cache
-    // report can say what this schedule returned).
-    m.group_accesses(queue, index, kernel, group);
+    mem.builtin_done(kernel, range);
     Ok(())
 }
 
