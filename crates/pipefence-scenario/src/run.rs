@@ -8,12 +8,13 @@
 //! has progressed for the watchdog timeout.
 
 use crate::plan::{Action, ActionKind, Addr, Check, KernelDecl, ListCommand, Pos, Scenario};
-use pipefence::diagnose::{SiteReport, WriterReport};
+use pipefence::diagnose::{QueueReport, SiteReport, WriterReport};
 use pipefence::{
-    Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, ImmediateWrite, Kernel,
-    MultipleFenceWaitFlags, Queue, QueueDesc, RemovalReason, Width,
+    Buffer, BufferDesc, Classification, CommandList, Comparison, Device, DeviceDesc, Fence,
+    ImmediateWrite, Kernel, MultipleFenceWaitFlags, Queue, QueueDesc, RemovalReason, RemovalReport,
+    Width,
 };
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -107,79 +108,6 @@ pub struct QueueSummary {
     pub blocked_ns: u64,
 }
 
-/// A stuck queue in the removal report, with scenario lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RemovedQueue {
-    /// Queue name.
-    pub queue: String,
-    /// The list, for a command of a list.
-    pub list: Option<String>,
-    /// The command index, for a command of a list.
-    pub command: Option<u32>,
-    /// The operation (`wait`, `wait-value64`, ...).
-    pub op: Option<String>,
-    /// The command's (or queue action's) line.
-    pub line: Option<usize>,
-    /// The condition in words.
-    pub waiting_for: Option<String>,
-    /// Its current value.
-    pub current: Option<u64>,
-    /// Who last wrote it, with the line.
-    pub last_writer: Option<String>,
-    /// The last command it completed, with the line.
-    pub last_completed: Option<String>,
-    /// Open `begin-event` labels.
-    pub events: Vec<String>,
-    /// Its classification.
-    pub class: String,
-    /// The stuck stage (`me`, `pfp`).
-    pub stage: Option<String>,
-    /// Queues whose pending work would release it.
-    pub waits_on: Vec<String>,
-}
-
-/// The fault, with scenario lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RemovedFault {
-    /// `page-fault`, `malformed-packet`, `never-satisfiable`, `endless-kernel`.
-    pub kind: String,
-    /// The address (`0x...`) for page faults.
-    pub address: Option<String>,
-    /// `read`/`write` for page faults.
-    pub access: Option<String>,
-    /// The command's name.
-    pub op: String,
-    /// The nearest buffer for page faults.
-    pub buffer: Option<String>,
-    /// The queue.
-    pub queue: String,
-    /// The list.
-    pub list: Option<String>,
-    /// The command index.
-    pub command: Option<u32>,
-    /// The command's line.
-    pub line: Option<usize>,
-    /// Details.
-    pub message: String,
-}
-
-/// The removal report with scenario lines (SCENARIO.md "A removal report").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Removed {
-    /// `hung`, `page-fault`, `requested`.
-    pub reason: String,
-    /// `0x887A0006` or `0x887A0005`.
-    pub hresult: String,
-    /// The overall classification.
-    pub classification: Option<String>,
-    /// The cycle of waits, from the earliest-created queue on it.
-    pub cycle: Vec<String>,
-    /// Stuck queues.
-    pub queues: Vec<RemovedQueue>,
-    /// The fault.
-    pub fault: Option<RemovedFault>,
-}
-
 /// One access of a hazard report.
 #[derive(Debug, Clone, Serialize)]
 pub struct HazardAccessReport {
@@ -243,8 +171,11 @@ pub struct Outcome {
     pub fences: BTreeMap<String, u64>,
     /// Hazards (strict mode and validation; empty without `--strict` or `--validate`).
     pub hazards: Vec<HazardReport>,
-    /// The removal report, if the device was removed.
-    pub removed: Option<Removed>,
+    /// The removal report, if the device was removed, with the scenario line of every command
+    /// it names ([`SiteReport::line`]) and of each host writer. In the JSON it has the shape of
+    /// SCENARIO.md's "A removal report" ([`removed_json`]).
+    #[serde(serialize_with = "removed_json")]
+    pub removed: Option<RemovalReport>,
     /// Wall-clock nanoseconds of the run.
     pub elapsed_ns: u64,
     /// Host actions that failed (timed-out waits, API errors).
@@ -966,8 +897,10 @@ fn set_expectation(ctx: &Ctx, line: usize, failure: Option<String>) {
     }
 }
 
-fn site_line(ctx: &Ctx, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Option<usize> {
-    match (s.list_id, s.command) {
+/// The scenario line of a site: its command's, for a command of a list; else the line of the
+/// queue action that submitted it.
+fn site_line(ctx: &Ctx, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Option<u32> {
+    let line = match (s.list_id, s.command) {
         (Some(id), Some(c)) => {
             let li = *list_index.get(&id)?;
             ctx.sc.lists[li]
@@ -979,16 +912,174 @@ fn site_line(ctx: &Ctx, list_index: &HashMap<u32, usize>, s: &SiteReport) -> Opt
             let qi = ctx.sc.queues.iter().position(|q| q.name == s.queue)?;
             lock(&ctx.submissions).get(&(qi, s.submission)).copied()
         }
+    }?;
+    u32::try_from(line).ok()
+}
+
+/// The scenario line of the host action that last wrote what queue `q` waits on (a CPU signal
+/// of its fence, or a `cpu-write` of its word).
+fn host_writer_line(ctx: &Ctx, q: &QueueReport) -> Option<u32> {
+    let sc = &*ctx.sc;
+    let line = if let Some(f) = &q.fence {
+        sc.fences
+            .iter()
+            .position(|x| &x.name == f)
+            .and_then(|fi| lock(&ctx.host_signals).get(&fi).map(|x| x.1))
+    } else {
+        let bi = q
+            .buffer
+            .as_ref()
+            .and_then(|b| sc.buffers.iter().position(|x| &x.name == b));
+        bi.and_then(|bi| {
+            lock(&ctx.host_writes)
+                .get(&(bi, q.offset.unwrap_or(0) & !7))
+                .map(|x| x.1)
+        })
+    }?;
+    u32::try_from(line).ok()
+}
+
+/// Fills in the scenario lines of a removal report: of every site it names, and of each host
+/// writer.
+fn locate(ctx: &Ctx, li: &HashMap<u32, usize>, r: &mut RemovalReport) {
+    for q in &mut r.queues {
+        let host_line = host_writer_line(ctx, q);
+        match &mut q.last_writer {
+            Some(WriterReport::Host { line, .. }) => *line = host_line,
+            Some(WriterReport::Queue { site, .. }) => site.line = site_line(ctx, li, site),
+            Some(WriterReport::Never) | None => {}
+        }
+        let sites =
+            q.at.iter_mut()
+                .chain(q.last_completed.iter_mut())
+                .chain(q.satisfiers.iter_mut());
+        for s in sites {
+            s.line = site_line(ctx, li, s);
+        }
+    }
+    if let Some(f) = &mut r.fault {
+        f.at.line = site_line(ctx, li, &f.at);
     }
 }
 
-fn site_text(ctx: &Ctx, li: &HashMap<u32, usize>, s: &SiteReport) -> String {
-    let line = site_line(ctx, li, s)
-        .map(|l| format!(", line {l}"))
-        .unwrap_or_default();
+/// A site in words, with its scenario line when known: `queue q, list l, command 2 (dispatch),
+/// line 14` for a command of a list, else `queue q, signal, line 20`.
+pub fn site_text(s: &SiteReport) -> String {
+    let line = s.line.map(|l| format!(", line {l}")).unwrap_or_default();
     match (&s.list, s.command) {
         (Some(l), Some(c)) => format!("queue {}, list {l}, command {c} ({}){line}", s.queue, s.op),
         _ => format!("queue {}, {}{line}", s.queue, s.op),
+    }
+}
+
+/// A writer in words, with its scenario line when known: `never written`, `host main, line 9`,
+/// or the queue's site ([`site_text`]).
+pub fn writer_text(w: &WriterReport) -> String {
+    match w {
+        WriterReport::Never => "never written".to_string(),
+        WriterReport::Host {
+            host,
+            line: Some(l),
+            ..
+        } => format!("host {host}, line {l}"),
+        WriterReport::Host { host, .. } => format!("host {host}"),
+        WriterReport::Queue { site, .. } => site_text(site),
+    }
+}
+
+/// Serializes [`Outcome::removed`] in the shape of SCENARIO.md's "A removal report": the
+/// report's own values, with each queue's site flattened into the queue (`list`, `command`,
+/// `op`, `line`), the fault's into the fault, and writers and completed commands in words
+/// ([`writer_text`], [`site_text`]); ids, timestamps and the wait-for details the text already
+/// says are left out.
+fn removed_json<S: Serializer>(r: &Option<RemovalReport>, s: S) -> Result<S::Ok, S::Error> {
+    r.as_ref().map(RemovedJson::new).serialize(s)
+}
+
+/// The `removed` object of the JSON, borrowed from the report ([`removed_json`]).
+#[derive(Serialize)]
+struct RemovedJson<'a> {
+    reason: RemovalReason,
+    hresult: &'a str,
+    classification: Option<Classification>,
+    cycle: &'a [String],
+    queues: Vec<RemovedQueueJson<'a>>,
+    fault: Option<RemovedFaultJson<'a>>,
+}
+
+/// A stuck queue in the JSON.
+#[derive(Serialize)]
+struct RemovedQueueJson<'a> {
+    queue: &'a str,
+    list: Option<&'a str>,
+    command: Option<u32>,
+    op: Option<&'a str>,
+    line: Option<u32>,
+    waiting_for: Option<&'a str>,
+    current: Option<u64>,
+    last_writer: Option<String>,
+    last_completed: Option<String>,
+    events: &'a [String],
+    class: Classification,
+    stage: Option<&'a str>,
+    waits_on: &'a [String],
+}
+
+/// The fault in the JSON.
+#[derive(Serialize)]
+struct RemovedFaultJson<'a> {
+    kind: Classification,
+    address: Option<&'a str>,
+    access: Option<&'a str>,
+    op: &'a str,
+    buffer: Option<&'a str>,
+    queue: &'a str,
+    list: Option<&'a str>,
+    command: Option<u32>,
+    line: Option<u32>,
+    message: &'a str,
+}
+
+impl<'a> RemovedJson<'a> {
+    fn new(r: &'a RemovalReport) -> Self {
+        let queues = r
+            .queues
+            .iter()
+            .map(|q| RemovedQueueJson {
+                queue: &q.queue,
+                list: q.at.as_ref().and_then(|s| s.list.as_deref()),
+                command: q.at.as_ref().and_then(|s| s.command),
+                op: q.at.as_ref().map(|s| s.op.as_str()),
+                line: q.at.as_ref().and_then(|s| s.line),
+                waiting_for: q.waiting_for.as_deref(),
+                current: q.current,
+                last_writer: q.last_writer.as_ref().map(writer_text),
+                last_completed: q.last_completed.as_ref().map(site_text),
+                events: &q.events,
+                class: q.class,
+                stage: q.stage.as_deref(),
+                waits_on: &q.waits_on,
+            })
+            .collect();
+        RemovedJson {
+            reason: r.reason,
+            hresult: &r.hresult,
+            classification: r.classification,
+            cycle: &r.cycle,
+            queues,
+            fault: r.fault.as_ref().map(|f| RemovedFaultJson {
+                kind: f.kind,
+                address: f.address.as_deref(),
+                access: f.access.as_deref(),
+                op: &f.at.op,
+                buffer: f.buffer.as_deref(),
+                queue: &f.at.queue,
+                list: f.at.list.as_deref(),
+                command: f.at.command,
+                line: f.at.line,
+                message: &f.message,
+            }),
+        }
     }
 }
 
@@ -1022,8 +1113,9 @@ fn access_report(
                 list_id: site.list,
                 command: site.command,
                 op: a.op.to_string(),
+                line: None,
             };
-            let line = site_line(ctx, li, &sr);
+            let line = site_line(ctx, li, &sr).map(|l| l as usize);
             let what = a.what();
             let pfp = if *stage == "pfp" { "the PFP of " } else { "" };
             let at = match (list, site.command) {
@@ -1102,74 +1194,10 @@ fn hazard_reports(ctx: &Ctx, li: &HashMap<u32, usize>) -> Vec<HazardReport> {
 
 fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Outcome {
     let sc = &*ctx.sc;
-    let report = ctx.device.removal_report();
-    let removed = report.as_ref().map(|r| {
-        let queues = r
-            .queues
-            .iter()
-            .map(|q| {
-                let last_writer = q.last_writer.as_ref().map(|w| match w {
-                    WriterReport::Never => "never written".to_string(),
-                    WriterReport::Host { host, .. } => {
-                        let line = if let Some(f) = &q.fence {
-                            sc.fences
-                                .iter()
-                                .position(|x| &x.name == f)
-                                .and_then(|fi| lock(&ctx.host_signals).get(&fi).map(|x| x.1))
-                        } else {
-                            let bi = q
-                                .buffer
-                                .as_ref()
-                                .and_then(|b| sc.buffers.iter().position(|x| &x.name == b));
-                            bi.and_then(|bi| {
-                                lock(&ctx.host_writes)
-                                    .get(&(bi, q.offset.unwrap_or(0) & !7))
-                                    .map(|x| x.1)
-                            })
-                        };
-                        match line {
-                            Some(l) => format!("host {host}, line {l}"),
-                            None => format!("host {host}"),
-                        }
-                    }
-                    WriterReport::Queue { site, .. } => site_text(ctx, li, site),
-                });
-                RemovedQueue {
-                    queue: q.queue.clone(),
-                    list: q.at.as_ref().and_then(|s| s.list.clone()),
-                    command: q.at.as_ref().and_then(|s| s.command),
-                    op: q.at.as_ref().map(|s| s.op.clone()),
-                    line: q.at.as_ref().and_then(|s| site_line(ctx, li, s)),
-                    waiting_for: q.waiting_for.clone(),
-                    current: q.current,
-                    last_writer,
-                    last_completed: q.last_completed.as_ref().map(|s| site_text(ctx, li, s)),
-                    events: q.events.clone(),
-                    class: q.class.name().to_string(),
-                    stage: q.stage.clone(),
-                    waits_on: q.waits_on.clone(),
-                }
-            })
-            .collect();
-        Removed {
-            reason: r.reason.name().to_string(),
-            hresult: r.hresult.clone(),
-            classification: r.classification.map(|c| c.name().to_string()),
-            cycle: r.cycle.clone(),
-            queues,
-            fault: r.fault.as_ref().map(|f| RemovedFault {
-                kind: f.kind.name().to_string(),
-                address: f.address.clone(),
-                access: f.access.clone(),
-                op: f.at.op.clone(),
-                buffer: f.buffer.clone(),
-                queue: f.at.queue.clone(),
-                list: f.at.list.clone(),
-                command: f.at.command,
-                line: site_line(ctx, li, &f.at),
-                message: f.message.clone(),
-            }),
-        }
+    let removed = ctx.device.removal_report().map(|r| {
+        let mut r = RemovalReport::clone(&r);
+        locate(ctx, li, &mut r);
+        r
     });
     let reason = ctx.device.removed_reason();
     let mut expectations = std::mem::take(&mut *lock(&ctx.expectations));
