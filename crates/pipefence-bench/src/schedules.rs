@@ -471,7 +471,11 @@ fn describe_failure(o: &pipefence_scenario::run::Outcome) -> String {
             .map(|e| format!("line {}: {}: {}", e.line, e.host, e.message)),
     );
     if let Some(r) = &o.removed {
-        what.push(format!("removed: {} {:?}", r.reason, r.classification));
+        what.push(format!(
+            "removed: {} {:?}",
+            r.reason,
+            r.classification.map(|c| c.name())
+        ));
     }
     format!("{:?}: {}", o.status, what.join("; "))
 }

@@ -4,7 +4,9 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pipefence_scenario::check::{check, CheckOptions};
-use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions, Status};
+use pipefence_scenario::run::{
+    run, site_text, writer_text, DriverKind, Outcome, RunOptions, Status,
+};
 use pipefence_scenario::{parse, render_diagnostics};
 use std::io::Write;
 use std::path::PathBuf;
@@ -474,21 +476,21 @@ fn human_summary(name: &str, o: &Outcome) -> String {
             if let Some(b) = &f.buffer {
                 s += &format!(" (nearest buffer {b})");
             }
-            s += &format!(" by {}", f.op);
-            if let Some(l) = f.line {
+            s += &format!(" by {}", f.at.op);
+            if let Some(l) = f.at.line {
                 s += &format!(" at line {l}");
             }
             s += &format!(": {}\n", f.message);
         }
         for q in &r.queues {
             s += &format!("  queue {} [{}]", q.queue, q.class);
-            if let Some(op) = &q.op {
+            if let Some(op) = q.at.as_ref().map(|s| &s.op) {
                 s += &format!(" stuck in {op}");
             }
-            if let (Some(l), Some(c)) = (&q.list, q.command) {
+            if let Some((Some(l), Some(c))) = q.at.as_ref().map(|s| (&s.list, s.command)) {
                 s += &format!(" (list {l}, command {c})");
             }
-            if let Some(line) = q.line {
+            if let Some(line) = q.at.as_ref().and_then(|s| s.line) {
                 s += &format!(" at line {line}");
             }
             s += "\n";
@@ -500,10 +502,10 @@ fn human_summary(name: &str, o: &Outcome) -> String {
                 s += "\n";
             }
             if let Some(w) = &q.last_writer {
-                s += &format!("      last writer: {w}\n");
+                s += &format!("      last writer: {}\n", writer_text(w));
             }
             if let Some(l) = &q.last_completed {
-                s += &format!("      last completed: {l}\n");
+                s += &format!("      last completed: {}\n", site_text(l));
             }
             if !q.events.is_empty() {
                 s += &format!("      events: {}\n", q.events.join(" > "));

@@ -131,7 +131,7 @@ pub fn describe(o: &Outcome) -> Vec<String> {
             s += &format!(", cycle {}", r.cycle.join(" -> "));
         }
         for q in &r.queues {
-            if let (Some(w), Some(l)) = (&q.waiting_for, q.line) {
+            if let (Some(w), Some(l)) = (&q.waiting_for, q.at.as_ref().and_then(|s| s.line)) {
                 s += &format!("; {} at line {l} waits for {w}", q.queue);
             }
         }

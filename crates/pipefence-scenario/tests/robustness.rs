@@ -3,6 +3,7 @@
 //! decides at once, so every `run` and every `check` seed ends with a verdict. Each test runs
 //! the check on a watchdog thread: a hang fails the test instead of hanging it.
 
+use pipefence::{Classification, RemovalReason, RemovalReport};
 use pipefence_scenario::check::{check, CheckOptions, CheckReport};
 use pipefence_scenario::plan::Scenario;
 use pipefence_scenario::{parse, render_diagnostics};
@@ -53,8 +54,8 @@ fn d6_check_ends_when_host_polls_for_a_value_never_written() {
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("a hang report");
         assert_eq!(
-            removed.classification.as_deref(),
-            Some("waiting-on-host"),
+            removed.classification,
+            Some(Classification::WaitingOnHost),
             "seed {}",
             f.seed
         );
@@ -92,7 +93,7 @@ fn d6_check_ends_when_queue_and_host_wait_on_each_other() {
     assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("a hang report");
-        assert_eq!(removed.classification.as_deref(), Some("waiting-on-host"));
+        assert_eq!(removed.classification, Some(Classification::WaitingOnHost));
     }
 }
 
@@ -106,7 +107,7 @@ fn d6_check_ends_when_device_is_removed_before_a_host_starts() {
     assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("removed");
-        assert_eq!(removed.reason, "requested", "seed {}", f.seed);
+        assert_eq!(removed.reason, RemovalReason::Requested, "seed {}", f.seed);
     }
 }
 
@@ -164,7 +165,7 @@ fn d4_huge_dispatches_cost_what_they_do_not_one_record_per_group() {
     assert_eq!(r.other_failing, 0);
     for f in &r.failures {
         let removed = f.outcome.removed.as_ref().expect("removed");
-        assert_eq!(removed.classification.as_deref(), Some("page-fault"));
+        assert_eq!(removed.classification, Some(Classification::PageFault));
     }
     let sc = source("huge-spin-strict", &spin.replace("GROUPS", "4294967295"));
     let (tx, rx) = mpsc::channel();
@@ -185,10 +186,7 @@ fn d4_huge_dispatches_cost_what_they_do_not_one_record_per_group() {
 
 /// The removal report of `text` run on the threaded driver, on deterministic seeds 0..8 and in
 /// strict mode at the same seeds.
-fn removals_on_every_driver(
-    name: &str,
-    text: &str,
-) -> Vec<(String, pipefence_scenario::run::Removed)> {
+fn removals_on_every_driver(name: &str, text: &str) -> Vec<(String, RemovalReport)> {
     use pipefence_scenario::run::{run, DriverKind, RunOptions};
     let sc = source(name, text);
     let mut out = Vec::new();
@@ -229,14 +227,24 @@ fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
     let endless = "device tdr-ms=200\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    begin-event \"long\"\n    dispatch spin groups=1 ns=10000000000\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
     let fault = "buffer small size=256 heap=readback\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    marker \"start\"\n    begin-event \"frame\"\n    dispatch fill dst=small groups=8 value=1\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
     for (name, text, label, class, ends) in [
-        ("endless", endless, "long", "endless-kernel", [5, 7]),
-        ("fault", fault, "frame", "page-fault", [6, 8]),
+        (
+            "endless",
+            endless,
+            "long",
+            Classification::EndlessKernel,
+            [5, 7],
+        ),
+        ("fault", fault, "frame", Classification::PageFault, [6, 8]),
     ] {
         for (how, r) in removals_on_every_driver(name, text) {
-            assert_eq!(r.classification.as_deref(), Some(class), "{name} {how}");
+            assert_eq!(r.classification, Some(class), "{name} {how}");
             let q = &r.queues[0];
             assert_eq!(q.events, [label], "{name} {how}");
-            let last = q.last_completed.as_deref().unwrap_or("");
+            let last = q
+                .last_completed
+                .as_ref()
+                .map(pipefence_scenario::run::site_text)
+                .unwrap_or_default();
             assert!(
                 ends.iter().any(|l| last.ends_with(&format!("line {l}"))),
                 "{name} {how}: last completed {last}"

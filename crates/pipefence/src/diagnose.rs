@@ -79,6 +79,11 @@ pub struct SiteReport {
     pub command: Option<u32>,
     /// The operation (`wait-value64`, `signal`, `wait`, ...).
     pub op: String,
+    /// The source line of the command (or of the queue call that submitted it) where the
+    /// caller knows one: the scenario runner fills it in; the Rust API leaves it `None` (not
+    /// serialized then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 impl fmt::Display for SiteReport {
@@ -112,6 +117,10 @@ pub enum WriterReport {
         host_id: u64,
         /// Clock nanoseconds of the write.
         ns: u64,
+        /// The source line of the write (or signal) where the caller knows one: the scenario
+        /// runner fills it in; the Rust API leaves it `None` (not serialized then).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
     },
     /// A queue.
     Queue {
@@ -308,6 +317,7 @@ fn site_report(
         list_id: site.list,
         command: site.command,
         op: op.to_string(),
+        line: None,
     }
 }
 
@@ -400,6 +410,7 @@ fn writer_report(dev: &DeviceShared, nodes: &[Node], w: Writer, op: &str, ns: u6
             host: crate::host::name_of(host),
             host_id: host,
             ns,
+            line: None,
         },
         Writer::Engine { queue, site } => WriterReport::Queue {
             site: site_report(dev, nodes, queue, site, op),

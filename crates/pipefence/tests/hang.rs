@@ -90,6 +90,9 @@ fn d7_fence_deadlock_declared_hung_reports_cycle_and_fields() {
     assert_eq!(json["classification"], "deadlock");
     assert_eq!(json["reason"], "hung");
     assert_eq!(json["cycle"][1], "q2");
+    // No source lines from the Rust API: the key is left out.
+    assert_eq!(json["queues"][0]["at"]["op"], "wait");
+    assert!(json["queues"][0]["at"].get("line").is_none());
 }
 
 #[test]
