@@ -55,6 +55,7 @@ pub mod explore;
 pub mod hazard;
 pub mod host;
 pub(crate) mod memory;
+mod rng;
 pub mod sync;
 pub mod trace;
 
