@@ -121,3 +121,22 @@ impl Model {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Vc;
+
+    #[test]
+    fn missing_components_are_zero_raise_never_lowers_join_takes_the_max() {
+        let mut a = Vc::default();
+        assert_eq!(a.get(5), 0);
+        a.raise(2, 3);
+        a.raise(2, 1);
+        assert_eq!((a.get(0), a.get(2)), (0, 3));
+        let mut b = Vc::default();
+        b.raise(0, 4);
+        b.raise(4, 1);
+        a.join(&b);
+        assert_eq!((a.get(0), a.get(2), a.get(4)), (4, 3, 1));
+    }
+}

@@ -116,3 +116,35 @@ impl ShadowMap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Epoch, ShadowMap};
+
+    fn segments(m: &ShadowMap) -> Vec<(u64, u64)> {
+        m.segs.iter().map(|(s, (e, _))| (*s, *e)).collect()
+    }
+
+    #[test]
+    fn each_fills_gaps_and_splits_only_at_the_range_ends() {
+        let mut m = ShadowMap::default();
+        let mut seen = Vec::new();
+        m.each(0, 64, |lo, hi, _| seen.push((lo, hi)));
+        assert_eq!(seen, [(0, 64)]);
+        seen.clear();
+        m.each(16, 32, |lo, hi, sh| {
+            seen.push((lo, hi));
+            sh.reads.push((Epoch { comp: 0, v: 1 }, 7, None));
+        });
+        assert_eq!(seen, [(16, 32)]);
+        assert_eq!(segments(&m), [(0, 16), (16, 32), (32, 64)]);
+        let mut reads = Vec::new();
+        m.each(8, 80, |lo, hi, sh| reads.push((lo, hi, sh.reads.len())));
+        assert_eq!(reads, [(8, 16, 0), (16, 32, 1), (32, 64, 0), (64, 80, 0)]);
+        assert_eq!(
+            segments(&m),
+            [(0, 8), (8, 16), (16, 32), (32, 64), (64, 80)]
+        );
+        m.each(40, 40, |_, _, _| panic!("an empty range has no segments"));
+    }
+}
