@@ -60,6 +60,7 @@ pub mod explore;
 mod hazard;
 pub mod host;
 pub(crate) mod memory;
+mod rng;
 pub(crate) mod runtime;
 mod sync;
 pub mod trace;

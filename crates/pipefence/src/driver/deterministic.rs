@@ -25,6 +25,7 @@ use crate::command::Width;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
+use crate::rng::Rng;
 use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
@@ -206,29 +207,6 @@ struct Endless {
     fault: Fault,
 }
 
-/// SplitMix64: a small, fast, seedable generator (the schedule must not depend on anything but
-/// the seed).
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-}
-
 /// Steps assumed for a run when placing PCT's priority change points.
 const PCT_STEPS: u64 = 512;
 
@@ -320,7 +298,7 @@ impl Cond {
 impl Scheduler {
     /// A scheduler whose host 0 (`main`) is the calling thread, holding the turn.
     pub(crate) fn new(device_id: u64, seed: u64, strategy: Strategy) -> Self {
-        let mut rng = Rng(seed ^ 0x5EED_5EED_5EED_5EED);
+        let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         let change_points = match strategy {
             Strategy::Pct { depth } => (1..depth.max(1)).map(|_| rng.below(PCT_STEPS)).collect(),
             Strategy::Random => Vec::new(),

@@ -1,6 +1,6 @@
 //! The public side of hazard detection: what a report says (`docs/memory-model.md` 5.3, 5.4).
 
-use crate::engine::Site;
+use crate::types::Site;
 use std::fmt;
 
 /// Which memory model a device runs (D5, `docs/memory-model.md`).

@@ -9,6 +9,7 @@
 use crate::command::Width;
 use crate::core::DeviceCore;
 use crate::memory::BufferCore;
+use crate::rng::Rng;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -83,20 +84,6 @@ impl EngineVis {
     }
 }
 
-/// SplitMix64, seeded from the schedule's seed.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// The visibility model of strict mode.
 #[derive(Debug)]
 pub(crate) struct Visibility {
@@ -113,7 +100,7 @@ impl Visibility {
     pub(crate) fn new(seed: u64) -> Self {
         Visibility {
             engines: FxHashMap::default(),
-            rng: Rng(seed ^ 0x0005_71C7_0000_D5D5),
+            rng: Rng::new(seed ^ 0x0005_71C7_0000_D5D5),
             last: None,
             early_writebacks: 0,
             stale_reads: 0,
@@ -175,7 +162,7 @@ impl Visibility {
     /// (an early write-back, D5: "never late"; a run, so that a big buffer does not cost one
     /// scheduling step per line).
     pub(crate) fn write_back_random_line(&mut self, q: u32) {
-        let r = self.rng.next();
+        let r = self.rng.next_u64();
         let e = self.e(q);
         let mut lines: Vec<u64> = e.dirty.keys().copied().collect();
         if lines.is_empty() {
@@ -264,7 +251,7 @@ impl Visibility {
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();
             let differs = cached.is_some_and(|c| c[first..first + n] != mem[first..first + n]);
-            let stale = differs && self.rng.next().is_multiple_of(2);
+            let stale = differs && self.rng.next_u64().is_multiple_of(2);
             let e = self.e(q);
             let src = match cached {
                 Some(c) if stale => {

@@ -1,0 +1,550 @@
+//! The hooks the engine and the kernels call: submissions started, Q7 boundaries, queue and
+//! memory-value waits satisfied, PFP reads, packets the ME pops, value writes, bottom-of-pipe
+//! retirements, signals, flushes, launches, task accesses and copies. Each advances the queue's
+//! clocks and checks its accesses.
+//!
+//! Calls `rules`, `findings` (a PFP race decided at its packet), `queue`, `shadow`, `clock`,
+//! `access` and, in strict mode, `strict` (write-backs, invalidates); reads a built-in kernel's
+//! declared ranges (`crate::engine::Kernel`, `GROUP_BYTES`) as data; the model calls nothing
+//! above it.
+
+use super::access::{one_site, AccRec, AgentRec};
+use super::clock::{fence_key, Actor, Comp, Epoch, Vc};
+use super::findings::MissingRec;
+use super::queue::{RelKind, RelRec, Task, RELEASE_LOG};
+use super::shadow::{span_of, WKind, WriterPos};
+use super::{AccessKind, HazardKind, Model};
+use crate::command::{Flush, Width};
+use crate::sync::FenceCore;
+use crate::types::Site;
+use std::sync::Arc;
+
+/// Whether a flush set drops the engine's read cache (either invalidate flag; section 3).
+fn invalidates(flush: Flush) -> bool {
+    flush.contains(Flush::L1_INVALIDATE) || flush.contains(Flush::L2_INVALIDATE)
+}
+
+impl Model {
+    /// The PFP starts submission `seq` (any kind): it acquires what the host released with it.
+    pub(crate) fn submission_start(&mut self, queue: u32, seq: u64, pushed: u64) {
+        let s = self.q(queue);
+        if let Some(h) = s.subs.remove(&seq) {
+            s.pfp_acquire(&h, pushed);
+        }
+    }
+
+    /// A Q7 boundary: the previous call's tasks join the ME's order clock; the PFP joins it.
+    /// Strict: their writes become CP-visible and the engine's read cache is dropped.
+    pub(crate) fn q7_boundary(&mut self, queue: u32) {
+        self.tasks_done(queue, false);
+        if let Some(v) = self.vis.as_mut() {
+            v.mark_cp_visible(queue);
+        }
+        self.invalidate(queue);
+    }
+
+    /// Every task launched on `queue` so far has finished and the PFP was held (a flush or a
+    /// Q7 boundary): the tasks join the ME's order clock and the PFP joins it; their reads join
+    /// the release clock, their writes too with `writeback`. Returns the task counts.
+    fn tasks_done(&mut self, queue: u32, writeback: bool) -> (u32, u32) {
+        let tc = self.task_comps(queue);
+        let s = self.q(queue);
+        let (d, c) = (s.disp, s.copy);
+        tc.raise(&mut s.o, d, c, true);
+        tc.raise(&mut s.r, d, c, writeback);
+        let o = s.o.clone();
+        s.p.join(&o);
+        s.tasks.clear();
+        (d, c)
+    }
+
+    /// Drops `queue`'s engine read cache: older task reads no longer count for stale-cache.
+    fn invalidate(&mut self, queue: u32) {
+        self.q(queue).inval += 1;
+        if let Some(v) = self.vis.as_mut() {
+            v.invalidate(queue);
+        }
+    }
+
+    /// Pops the release clock of the retiring bottom-of-pipe write or signal; with a
+    /// write-back it joins the release clock and (strict) writes the tasks' data back first.
+    /// Returns the clock and whether it wrote back.
+    fn retired(&mut self, queue: u32) -> (Vc, bool) {
+        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
+        if let Some((d, c)) = upto {
+            self.q(queue).r.join(&clock);
+            if let Some(v) = self.vis.as_mut() {
+                v.write_back_tasks(queue, d, c);
+            }
+        }
+        (clock, upto.is_some())
+    }
+
+    /// A queue wait is satisfied at the PFP: it acquires `release`, the release of the signal
+    /// that satisfied its ticket (F5), not of whatever signal wrote the fence's current value.
+    /// `None` (a ticket the fence's release or the device's removal satisfied) acquires nothing.
+    pub(crate) fn queue_wait_acquire(
+        &mut self,
+        queue: u32,
+        release: Option<&crate::sync::Release>,
+        pushed: u64,
+    ) {
+        let f = release.and_then(|r| r.clone().downcast::<Vc>().ok());
+        if let Some(f) = f {
+            self.q(queue).pfp_acquire(&f, pushed);
+        }
+        self.invalidate(queue);
+    }
+
+    /// A memory-value wait is satisfied (on the PFP when `pfp`, else on the ME).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn wait_acquire(
+        &mut self,
+        queue: u32,
+        pfp: bool,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        pushed: u64,
+    ) {
+        let acc = self.queue_acc(queue, if pfp { 0 } else { 1 }, site, op, AccessKind::Wait);
+        let me_c = self.comp(Comp::Me(queue));
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        let (clock, me) = if pfp {
+            (
+                s.p.clone(),
+                Epoch {
+                    comp: pfp_c,
+                    v: s.p.get(pfp_c),
+                },
+            )
+        } else {
+            (
+                s.o.clone(),
+                Epoch {
+                    comp: me_c,
+                    v: s.o.get(me_c),
+                },
+            )
+        };
+        let x = Actor {
+            alt: None,
+            clock: &clock,
+            me,
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        let acquired = self.wait_read(&x, span_of(address, width));
+        let s = self.q(queue);
+        if pfp {
+            s.pfp_acquire(&acquired, pushed);
+        } else {
+            s.o.join(&acquired);
+            s.r.join(&acquired);
+            if !s.pfp_races.is_empty() {
+                // The ME is at the packet after the last one it popped.
+                s.me_waits.push((acc, Arc::new(acquired)));
+            }
+        }
+    }
+
+    /// The PFP reads a `dispatch_indirect`'s arguments for packet `packet`.
+    pub(crate) fn pfp_read(&mut self, queue: u32, site: Site, address: u64, packet: u64) {
+        let acc = self.queue_acc(queue, 0, site, "dispatch-indirect", AccessKind::Read);
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        let v = s.p.get(pfp_c) + 1;
+        s.p.raise(pfp_c, v);
+        s.pfp_reads.push_back((packet, v));
+        let clock = s.p.clone();
+        let x = Actor {
+            alt: None,
+            clock: &clock,
+            me: Epoch { comp: pfp_c, v },
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        self.data_read(&x, address & !3, (address & !3) + 4);
+    }
+
+    /// The ME pops packet `packet`: what the PFP acquired up to it joins the ME's clocks.
+    pub(crate) fn me_packet(&mut self, queue: u32, packet: u64) {
+        let pfp_c = self.comp(Comp::Pfp(queue));
+        let s = self.q(queue);
+        while s.pending.front().is_some_and(|(k, _)| *k <= packet) {
+            if let Some((_, c)) = s.pending.pop_front() {
+                s.o.join(&c);
+                s.r.join(&c);
+            }
+        }
+        while s.pfp_reads.front().is_some_and(|(k, _)| *k <= packet) {
+            if let Some((_, e)) = s.pfp_reads.pop_front() {
+                s.o.raise(pfp_c, e);
+                s.r.raise(pfp_c, e);
+            }
+        }
+        if s.pfp_races.iter().any(|r| r.packet <= packet) {
+            let (due, keep): (Vec<_>, Vec<_>) =
+                s.pfp_races.drain(..).partition(|r| r.packet <= packet);
+            s.pfp_races = keep;
+            let waits = std::mem::take(&mut s.me_waits);
+            for r in due {
+                let wait = waits
+                    .iter()
+                    .find(|(_, c)| r.writer_ep.v <= c.get(r.writer_ep.comp))
+                    .map(|w| w.0);
+                let (kind, m) = match wait {
+                    Some(w) => (
+                        HazardKind::PfpReadBeforeWait,
+                        MissingRec::PfpBeforeWait { wait: w },
+                    ),
+                    None => (HazardKind::UnreleasedRead, MissingRec::Nothing),
+                };
+                self.report(kind, r.writer, r.reader, m, r.span);
+            }
+            let s = self.q(queue);
+            if !s.pfp_races.is_empty() {
+                s.me_waits = waits;
+            }
+        }
+    }
+
+    /// The ME writes a value at once (top-of-pipe, immediate DEFAULT / MARKER_IN).
+    pub(crate) fn me_value_write(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+    ) {
+        let rel = Arc::new(self.q(queue).r.clone());
+        self.value_write_at(queue, site, op, address, width, rel, RelKind::Top);
+    }
+
+    /// A bottom-of-pipe write or signal enters the retire queue: its release clock is fixed now.
+    pub(crate) fn retire_pushed(&mut self, queue: u32, full: bool) {
+        let tc = self.task_comps(queue);
+        let s = self.q(queue);
+        let (d, c) = (s.disp, s.copy);
+        let mut clock = if full { s.o.clone() } else { s.r.clone() };
+        // It lands once the earlier tasks finished: their reads are released either way, their
+        // writes only with a write-back.
+        tc.raise(&mut clock, d, c, full);
+        s.retire.push_back((clock, full.then_some((d, c))));
+    }
+
+    /// A bottom-of-pipe write (or MARKER_OUT) retires.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bop_write(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        flush: Flush,
+    ) {
+        let (clock, writeback) = self.retired(queue);
+        if invalidates(flush) {
+            self.invalidate(queue);
+        }
+        let volatile = flush.contains(Flush::L1_VOLATILE) || flush.contains(Flush::L2_VOLATILE);
+        self.value_write_at(
+            queue,
+            site,
+            op,
+            address,
+            width,
+            Arc::new(clock),
+            RelKind::Bop {
+                writeback,
+                volatile,
+            },
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn value_write_at(
+        &mut self,
+        queue: u32,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        rel: Arc<Vc>,
+        kind: RelKind,
+    ) {
+        let acc = self.queue_acc(queue, 1, site, op, AccessKind::ValueWrite);
+        let me_c = self.comp(Comp::Me(queue));
+        let s = self.q(queue);
+        let clock = s.o.clone();
+        let me = Epoch {
+            comp: me_c,
+            v: clock.get(me_c),
+        };
+        let (d, c) = (s.disp, s.copy);
+        let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
+        let s = self.q(queue);
+        if s.releases.len() >= RELEASE_LOG {
+            s.releases.pop_front();
+        }
+        s.releases.push_back(RelRec {
+            me_epoch: me.v,
+            disp: d,
+            copy: c,
+            kind,
+            acc: rel_acc,
+        });
+        let x = Actor {
+            alt: None,
+            clock: &clock,
+            me,
+            acc,
+            queue: Some(queue),
+            task: false,
+        };
+        let span = span_of(address, width);
+        self.write(&x, span, WKind::Value, Some(rel), WriterPos::Cp { queue });
+        if let Some(v) = self.vis.as_mut() {
+            v.cp_write(queue, address, width);
+        }
+        let s = self.q(queue);
+        s.o.raise(me_c, me.v + 1);
+        s.r.raise(me_c, me.v + 1);
+    }
+
+    /// A queue signal retires: the fence's release clock is everything before it. Returns it,
+    /// for the signal to carry to the tickets it satisfies.
+    pub(crate) fn signal(&mut self, queue: u32, fence: &FenceCore) -> crate::sync::Release {
+        let (clock, _) = self.retired(queue);
+        let me_c = self.comp(Comp::Me(queue));
+        self.q(queue).tick_me(me_c);
+        let clock = Arc::new(clock);
+        self.fences.insert(fence_key(fence), clock.clone());
+        clock
+    }
+
+    /// A `flush_pipeline` completes on the ME.
+    pub(crate) fn flush_done(&mut self, queue: u32, flush: Flush) {
+        let wb = flush.contains(Flush::L2_WRITEBACK);
+        let (d, c) = self.tasks_done(queue, wb);
+        if let Some(v) = self.vis.as_mut() {
+            if wb {
+                v.write_back_tasks(queue, d, c);
+            }
+            v.mark_cp_visible(queue);
+        }
+        if invalidates(flush) {
+            self.invalidate(queue);
+        }
+    }
+
+    /// A dispatch with at least one group is launched: task `index`, forked from the ME's
+    /// order clock. Built-ins record their declared ranges now.
+    pub(crate) fn launch(
+        &mut self,
+        queue: u32,
+        index: u64,
+        site: Site,
+        op: &'static str,
+        kernel: &crate::engine::Kernel,
+        groups: u32,
+    ) {
+        let tc = self.task_comps(queue);
+        let me_c = self.comp(Comp::Me(queue));
+        let s = self.q(queue);
+        s.disp = s.disp.max(index as u32 + 1);
+        let clock = Arc::new(s.o.clone());
+        // A fork: the ME's later accesses get a new epoch, so they are not taken to happen
+        // before the task (which only knows the ME up to here).
+        s.tick_me(me_c);
+        let name: Arc<str> = kernel.name().into();
+        let mk = |kind| AccRec {
+            agent: AgentRec::Task {
+                queue,
+                site: one_site(site),
+            },
+            op,
+            kernel: Some(name.clone()),
+            kind,
+        };
+        let v = index as u32 + 1;
+        let task = Task {
+            clock,
+            read_ep: Epoch { comp: tc.dr, v },
+            write_ep: Epoch { comp: tc.dw, v },
+            copy: false,
+            index: index as u32,
+            read: self.acc(mk(AccessKind::Read)),
+            write: self.acc(mk(AccessKind::Write)),
+            atomic: self.acc(mk(AccessKind::Atomic)),
+        };
+        self.q(queue)
+            .tasks
+            .insert((false, index as u32), task.clone());
+        if self.vis.is_none() {
+            self.builtin_ranges(queue, &task, kernel, 0..groups);
+        }
+    }
+
+    /// Strict mode: group `group` of built-in task `index` ran; its declared ranges are
+    /// checked now.
+    pub(crate) fn group_accesses(
+        &mut self,
+        queue: u32,
+        index: u64,
+        kernel: &crate::engine::Kernel,
+        group: u32,
+    ) {
+        let key = (false, index as u32);
+        if let Some(t) = self
+            .queues
+            .get(&queue)
+            .and_then(|s| s.tasks.get(&key))
+            .cloned()
+        {
+            self.builtin_ranges(queue, &t, kernel, group..group + 1);
+        }
+    }
+
+    fn builtin_ranges(
+        &mut self,
+        queue: u32,
+        task: &Task,
+        kernel: &crate::engine::Kernel,
+        groups: std::ops::Range<u32>,
+    ) {
+        let gb = crate::engine::kernels::GROUP_BYTES;
+        let first = u64::from(groups.start) * gb;
+        let bytes = u64::from(groups.end - groups.start) * gb;
+        use crate::engine::Kernel as K;
+        let (task, dst, src) = match kernel {
+            K::Fill { dst, .. } => (task, dst.wrapping_add(first), 0),
+            K::Add { dst, src, .. } => (task, dst.wrapping_add(first), src.wrapping_add(first)),
+            K::Sum { dst, src } => (task, *dst, src.wrapping_add(first)),
+            K::Spin { .. } | K::User(_) => return,
+        };
+        match kernel {
+            K::Fill { .. } => self.task_range(queue, task, dst, bytes, WKind::Data, false),
+            K::Add { .. } => {
+                self.task_range(queue, task, src, bytes, WKind::Data, true);
+                self.task_range(queue, task, dst, bytes, WKind::Data, false);
+            }
+            _ => {
+                self.task_range(queue, task, src, bytes, WKind::Data, true);
+                self.task_range(queue, task, dst, 8, WKind::Atomic, false);
+            }
+        }
+    }
+
+    fn task_range(
+        &mut self,
+        queue: u32,
+        t: &Task,
+        start: u64,
+        bytes: u64,
+        kind: WKind,
+        read: bool,
+    ) {
+        let pos = WriterPos::Task {
+            queue,
+            copy: t.copy,
+            index: t.index,
+        };
+        let (me, alt) = if read {
+            (t.read_ep, t.write_ep)
+        } else {
+            (t.write_ep, t.read_ep)
+        };
+        let x = Actor {
+            clock: &t.clock,
+            me,
+            alt: Some(alt),
+            acc: match (read, kind) {
+                (true, _) => t.read,
+                (false, WKind::Atomic) => t.atomic,
+                _ => t.write,
+            },
+            queue: Some(queue),
+            task: true,
+        };
+        let (lo, hi) = (start & !3, start.saturating_add(bytes));
+        if read {
+            self.data_read(&x, lo, hi);
+        } else {
+            self.write(&x, (lo, hi), kind, None, pos);
+        }
+    }
+
+    /// A user kernel's group of task `index` accessed memory (recorded after the group ran).
+    pub(crate) fn user_accesses(&mut self, queue: u32, index: u64, log: &[(u64, u8, AccessKind)]) {
+        let Some(t) = self
+            .queues
+            .get(&queue)
+            .and_then(|s| s.tasks.get(&(false, index as u32)))
+            .cloned()
+        else {
+            return;
+        };
+        for (addr, words, kind) in log {
+            let (wk, read) = match kind {
+                AccessKind::Read => (WKind::Data, true),
+                AccessKind::Atomic => (WKind::Atomic, false),
+                _ => (WKind::Data, false),
+            };
+            self.task_range(queue, &t, *addr, u64::from(*words) * 4, wk, read);
+        }
+    }
+
+    /// A copy by the ME (copy number `index`): a task forked from the ME's order clock that the
+    /// ME waits for (joined into the order clock, not the release clock).
+    pub(crate) fn copy(&mut self, queue: u32, site: Site, dst: u64, src: u64, bytes: u64) -> u32 {
+        let tc = self.task_comps(queue);
+        let me_c = self.comp(Comp::Me(queue));
+        let s = self.q(queue);
+        let index = s.copy;
+        s.copy += 1;
+        let clock = Arc::new(s.o.clone());
+        // A fork: the ME's later accesses get a new epoch, so they are not taken to happen
+        // before the task (which only knows the ME up to here).
+        s.tick_me(me_c);
+        let mk = |kind| AccRec {
+            agent: AgentRec::Task {
+                queue,
+                site: one_site(site),
+            },
+            op: "copy",
+            kernel: None,
+            kind,
+        };
+        let task = Task {
+            clock,
+            read_ep: Epoch {
+                comp: tc.cr,
+                v: index + 1,
+            },
+            write_ep: Epoch {
+                comp: tc.cw,
+                v: index + 1,
+            },
+            copy: true,
+            index,
+            read: self.acc(mk(AccessKind::Read)),
+            write: self.acc(mk(AccessKind::Write)),
+            atomic: self.acc(mk(AccessKind::Atomic)),
+        };
+        self.task_range(queue, &task, src, bytes, WKind::Data, true);
+        self.task_range(queue, &task, dst, bytes, WKind::Data, false);
+        // The ME waits for the copy: later work is ordered after it; its reads are over.
+        let s = self.q(queue);
+        s.o.raise(tc.cr, index + 1);
+        s.o.raise(tc.cw, index + 1);
+        s.r.raise(tc.cr, index + 1);
+        index
+    }
+}

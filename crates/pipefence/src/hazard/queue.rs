@@ -1,0 +1,116 @@
+//! Per-queue state: the PFP clock and the ME's order and release clocks, what the PFP acquired
+//! ahead of the ME, the live tasks, the release clocks waiting to retire, the log of releases
+//! (for naming what is missing), and the PFP reads whose races the ME decides later.
+//!
+//! Calls `clock` (the clocks it advances), `access` and `shadow` (types only); the model calls
+//! nothing above it.
+
+use super::access::AccId;
+use super::clock::{Comp, Epoch, Vc};
+use super::shadow::Span;
+use super::Model;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Releases remembered per queue for naming the missing synchronization.
+pub(super) const RELEASE_LOG: usize = 256;
+
+#[derive(Debug, Default)]
+pub(super) struct QState {
+    /// The PFP clock.
+    pub(super) p: Vc,
+    /// The ME's order clock.
+    pub(super) o: Vc,
+    /// The ME's release clock.
+    pub(super) r: Vc,
+    /// Clocks the PFP acquired, joined into `o` and `r` when the ME reaches packet `.0`.
+    pub(super) pending: VecDeque<(u64, Vc)>,
+    /// Host clocks released with submissions, by sequence number.
+    pub(super) subs: FxHashMap<u64, Vc>,
+    pub(super) tasks: FxHashMap<(bool, u32), Task>,
+    /// Release clocks of bottom-of-pipe writes and signals, in retire order.
+    pub(super) retire: VecDeque<(Vc, Option<(u32, u32)>)>,
+    pub(super) releases: VecDeque<RelRec>,
+    pub(super) pfp_races: Vec<PfpRace>,
+    /// The PFP epoch of the indirect-argument read of packet `.0`.
+    pub(super) pfp_reads: VecDeque<(u64, u32)>,
+    /// ME waits satisfied while PFP races are pending: (access, what it acquired). All of them
+    /// precede the packets the ME has not reached.
+    pub(super) me_waits: Vec<(AccId, Arc<Vc>)>,
+    /// Bumped by each invalidate of this engine's read cache (older task reads no longer
+    /// count for stale-cache reports).
+    pub(super) inval: u32,
+    /// Tasks launched so far (dispatches, copies).
+    pub(super) disp: u32,
+    pub(super) copy: u32,
+}
+
+impl QState {
+    /// The PFP acquires `c`; the ME joins it when it reaches packet `pushed` (queue order).
+    pub(super) fn pfp_acquire(&mut self, c: &Vc, pushed: u64) {
+        self.p.join(c);
+        self.pending.push_back((pushed, self.p.clone()));
+    }
+
+    /// Advances the ME's own epoch in its order and release clocks.
+    pub(super) fn tick_me(&mut self, me: u32) {
+        let v = self.o.get(me) + 1;
+        self.o.raise(me, v);
+        self.r.raise(me, v);
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Task {
+    pub(super) clock: Arc<Vc>,
+    /// Its epochs for reads and for writes.
+    pub(super) read_ep: Epoch,
+    pub(super) write_ep: Epoch,
+    pub(super) copy: bool,
+    pub(super) index: u32,
+    pub(super) read: AccId,
+    pub(super) write: AccId,
+    pub(super) atomic: AccId,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct RelRec {
+    pub(super) me_epoch: u32,
+    pub(super) disp: u32,
+    pub(super) copy: u32,
+    pub(super) kind: RelKind,
+    pub(super) acc: AccId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RelKind {
+    Bop { writeback: bool, volatile: bool },
+    Top,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct PfpRace {
+    pub(super) packet: u64,
+    pub(super) reader: AccId,
+    pub(super) writer: AccId,
+    pub(super) writer_ep: Epoch,
+    pub(super) span: Span,
+}
+
+impl Model {
+    pub(super) fn q(&mut self, queue: u32) -> &mut QState {
+        if !self.queues.contains_key(&queue) {
+            let me = self.comp(Comp::Me(queue));
+            let pfp = self.comp(Comp::Pfp(queue));
+            self.task_comps(queue);
+            let mut s = QState::default();
+            for c in [&mut s.p, &mut s.o, &mut s.r] {
+                c.raise(me, 1);
+                c.raise(pfp, 0);
+            }
+            self.queues.insert(queue, s);
+        }
+        self.queues.get_mut(&queue).expect("inserted above")
+    }
+}
