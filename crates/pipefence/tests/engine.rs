@@ -782,7 +782,14 @@ fn c5_write_buffer_immediate_modes() {
 #[test]
 fn c6_dispatches_overlap_without_flush_and_are_ordered_with_it() {
     for flush in [false, true] {
-        let d = device();
+        // The waiting group may spin its full 2 s (with the flush it always does): a watchdog
+        // far above that, so a loaded machine never turns the test into a hang.
+        let d = Device::new(DeviceDesc {
+            workers: 2,
+            watchdog_timeout: Duration::from_secs(60),
+            ..DeviceDesc::default()
+        })
+        .unwrap();
         let q = queue(&d, QueueKind::Compute, "q");
         let m = shared(&d, "m", 64);
         let l = list(&d, QueueKind::Compute, "l", |l| {
