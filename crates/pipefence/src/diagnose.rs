@@ -339,9 +339,9 @@ fn cond_buffer(dev: &DeviceShared, cond: &WaitCondition) -> Option<(String, u64)
 fn current_value(dev: &DeviceShared, cond: &WaitCondition) -> Option<u64> {
     match cond {
         WaitCondition::Fence { fence, .. } => Some(fence.value_before_removal()),
-        WaitCondition::Memory { address, width, .. } => {
-            let (b, off) = dev.memory.resolve(*address, width.bytes())?;
-            match width {
+        WaitCondition::Memory { address, cond } => {
+            let (b, off) = dev.memory.resolve(*address, cond.width.bytes())?;
+            match cond.width {
                 Width::W32 => b.load32(off).map(u64::from),
                 Width::W64 => b.load64(off),
             }
@@ -358,18 +358,10 @@ fn satisfies(cond: &WaitCondition, p: &Pending) -> bool {
             },
             Pending::Signal { fence, value, .. },
         ) => Arc::ptr_eq(f, fence) && *value >= *v,
-        (
-            WaitCondition::Memory {
-                address,
-                width,
-                cmp,
-                reference,
-                mask,
-            },
-            p,
-        ) => {
+        (WaitCondition::Memory { address, cond: vc }, p) => {
+            let width = &vc.width;
             let (lo, hi) = (*address, address + width.bytes());
-            let holds = |v: u64| cmp.holds(v & width.mask(), *mask, *reference);
+            let holds = |v: u64| vc.holds(v & width.mask());
             match p {
                 Pending::Write {
                     address: a,
@@ -425,9 +417,9 @@ fn last_writer(dev: &DeviceShared, nodes: &[Node], cond: &WaitCondition) -> Opti
             let (w, ns) = fence.last_writer();
             Some(writer_report(dev, nodes, w, "signal", ns))
         }
-        WaitCondition::Memory { address, width, .. } => {
+        WaitCondition::Memory { address, cond } => {
             let word = address & !7;
-            let end = address + width.bytes();
+            let end = address + cond.width.bytes();
             // (seq, writer, op, ns): the newest wins.
             let mut best: Option<(u64, Writer, &'static str, u64)> = None;
             let mut consider = |seq: u64, w: Writer, op: &'static str, ns: u64| {
@@ -641,6 +633,8 @@ pub(crate) fn build_report(
     }
     // Queue reports.
     let mut queues = Vec::new();
+    // Per queue, its oldest dispatch in flight (where, and the labels open at it).
+    let mut oldest_dispatch = Vec::new();
     for (i, nd) in nodes.iter().enumerate() {
         let is_fault_queue = fault_queue.is_some_and(|(q, _)| q == nd.q.id);
         if nd.snap.idle && !is_fault_queue {
@@ -692,6 +686,12 @@ pub(crate) fn build_report(
             _ => at,
         };
         let target = cond.and_then(|c| cond_buffer(dev, c));
+        oldest_dispatch.push(nd.snap.dispatches.first().map(|(s, op, l)| {
+            (
+                site_report(dev, &nodes, nd.q.id, *s, op),
+                l.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+            )
+        }));
         queues.push(QueueReport {
             queue: nd.q.name.to_string(),
             queue_id: nd.q.id,
@@ -721,10 +721,10 @@ pub(crate) fn build_report(
                 let at_dispatch = match (is_fault_queue, fault) {
                     (true, Some((_, f))) => nd
                         .snap
-                        .dispatch_labels
+                        .dispatches
                         .iter()
-                        .find(|(s, _)| *s == f.site())
-                        .map(|(_, l)| l.to_vec()),
+                        .find(|(s, _, _)| *s == f.site())
+                        .map(|(_, _, l)| l.to_vec()),
                     _ => None,
                 };
                 let labels = match (at_dispatch, stage) {
@@ -758,9 +758,15 @@ pub(crate) fn build_report(
         // A hang declared (H1) while no queue is stuck in a wait: the queues that still run a
         // dispatch made no progress for the watchdog timeout (not even one group completed):
         // endless kernels. A hung report is never unclassified.
-        for q in queues.iter_mut() {
+        // Like an endless-kernel fault, the report names the dispatch and the labels open at it
+        // (D7), not the ME's position past it.
+        for (q, oldest) in queues.iter_mut().zip(oldest_dispatch) {
             if q.class == Classification::Running && q.dispatches_in_flight > 0 {
                 q.class = Classification::EndlessKernel;
+                if let Some((at, events)) = oldest {
+                    q.at = Some(at);
+                    q.events = events;
+                }
             }
         }
         let endless = queues

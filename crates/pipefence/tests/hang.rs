@@ -653,3 +653,36 @@ fn d7_never_satisfiable_queue_entry_has_condition_value_and_writer() {
         assert_eq!(e.buffer.as_deref(), Some("m"));
     }
 }
+
+/// D7: a hang declared while a queue's dispatch still runs (the scenario runner's monitor, H1,
+/// can win the race with the engine's own watchdog) names that dispatch and the labels open at
+/// it, as the endless-kernel fault does, not the ME's position past its `end_event`.
+#[test]
+fn d7_declared_hang_with_a_running_dispatch_names_it_and_its_labels() {
+    let d = device_tdr(60_000);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let done = d.create_named_fence("done", 0).unwrap();
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        l.begin_event("long")
+            .dispatch(&Kernel::spin(30_000_000_000), 1)
+            .end_event();
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    q.signal(&done, 1).unwrap();
+    // Wait until the ME has executed the `end_event` after the dispatch it launched.
+    let start = Instant::now();
+    while q.stats().commands < 2 {
+        assert!(start.elapsed() < T, "the ME did not pass the dispatch");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let r = d.declare_hung();
+    assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
+    let qr = &r.queues[0];
+    assert_eq!(qr.events, ["long"], "{r}");
+    let at = qr.at.as_ref().expect("at");
+    assert_eq!(
+        (at.list.as_deref(), at.command),
+        (Some("l"), Some(1)),
+        "{r}"
+    );
+}

@@ -109,11 +109,7 @@ impl Engine {
                 }
                 l
             },
-            dispatch_labels: self
-                .inflight_sites
-                .values()
-                .map(|(s, _, l)| (*s, l.clone()))
-                .collect(),
+            dispatches: self.inflight_sites.values().cloned().collect(),
             last_completed: self.last_completed,
             pending,
             dispatches_in_flight: self.inflight.len() + self.launches.len(),
@@ -169,8 +165,8 @@ pub(crate) struct Snapshot {
     /// The labels open at the PFP's position (the ME's, plus the label commands it parsed
     /// and the ME has not executed yet).
     pub(crate) pfp_labels: Vec<Arc<str>>,
-    /// The labels open at each dispatch in flight.
-    pub(crate) dispatch_labels: Vec<(Site, Labels)>,
+    /// Each dispatch in flight, oldest first: where, its operation, and the labels open at it.
+    pub(crate) dispatches: Vec<(Site, &'static str, Labels)>,
     pub(crate) last_completed: Option<(Site, &'static str)>,
     pub(crate) pending: Vec<Pending>,
     pub(crate) dispatches_in_flight: usize,
