@@ -1,5 +1,9 @@
-//! Time, injected (house style 7): the watchdog, timeouts and timestamps read a [`Clock`], so
-//! the deterministic driver and tests control time.
+//! Time, injected (house style 7). Everything below the drivers (the engine's timestamps and
+//! bookkeeping, last-writer records, traces) reads the device's [`Clock`] and never real time.
+//! Whether time is real is the driver's business: the deterministic driver owns a virtual
+//! clock that only its scheduler moves, and every wait, sleep and watchdog there is virtual;
+//! the threaded driver is the real-time driver, whose host-wait timeouts, spins and watchdog
+//! are real time while timestamps read the injected clock (`DeviceDesc::clock`).
 
 use std::fmt::Debug;
 use std::time::Instant;

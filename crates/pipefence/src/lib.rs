@@ -88,4 +88,4 @@ pub use hazard::{
 };
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};
-pub use types::{Access, Site, Stage};
+pub use types::{Access, Site, Stage, ValueCondition};

@@ -8,6 +8,7 @@ use crate::memory::{BufferCore, Heap};
 use crate::runtime::DeviceShared;
 use crate::sync::shim::{AtomicU64, Ordering};
 use crate::sync::WaitOutcome;
+use crate::types::ValueCondition;
 use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
@@ -351,10 +352,12 @@ impl Buffer {
             Cond::Memory {
                 buffer: core.clone(),
                 offset,
-                width,
-                cmp,
-                reference,
-                mask,
+                cond: ValueCondition {
+                    width,
+                    cmp,
+                    reference,
+                    mask,
+                },
             },
             Some(timeout),
         );

@@ -459,16 +459,13 @@ impl Scheduler {
                     Cond::Memory {
                         buffer,
                         offset,
-                        width,
-                        cmp,
-                        reference,
-                        mask,
+                        cond,
                     } => {
-                        let v = match width {
+                        let v = match cond.width {
                             Width::W32 => buffer.load32(*offset).map_or(0, u64::from),
                             Width::W64 => buffer.load64(*offset).unwrap_or(0),
                         };
-                        cmp.holds(v, *mask, *reference)
+                        cond.holds(v)
                     }
                     Cond::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
                     Cond::HostDone(o) => matches!(

@@ -16,10 +16,10 @@
 pub(crate) mod deterministic;
 pub(crate) mod threaded;
 
-use crate::command::{Comparison, Width};
 use crate::memory::BufferCore;
 use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::{FenceCore, Ticket, WaitOutcome};
+use crate::types::ValueCondition;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,10 +43,7 @@ pub(crate) enum Cond {
     Memory {
         buffer: Arc<BufferCore>,
         offset: u64,
-        width: Width,
-        cmp: Comparison,
-        reference: u64,
-        mask: u64,
+        cond: ValueCondition,
     },
     /// Every queue idle.
     Idle,

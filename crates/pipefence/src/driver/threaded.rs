@@ -94,16 +94,13 @@ pub(crate) fn block_real(dev: &DeviceShared, cond: Cond, deadline: Option<Instan
         Cond::Memory {
             buffer,
             offset,
-            width,
-            cmp,
-            reference,
-            mask,
+            cond,
         } => {
-            let load = || match width {
+            let load = || match cond.width {
                 Width::W32 => u64::from(buffer.load32(offset).unwrap_or(0)),
                 Width::W64 => buffer.load64(offset).unwrap_or(0),
             };
-            let holds = || cmp.holds(load(), mask, reference);
+            let holds = || cond.holds(load());
             let mut backoff = Duration::from_micros(50);
             loop {
                 if holds() {

@@ -154,15 +154,9 @@ impl Engine {
         cond: &WaitCondition,
     ) -> Result<bool, Fault> {
         match cond {
-            WaitCondition::Memory {
-                address,
-                width,
-                cmp,
-                reference,
-                mask,
-            } => {
-                let v = self.read(ctx, *address, *width, site, op)?;
-                Ok(cmp.holds(v, *mask, *reference))
+            WaitCondition::Memory { address, cond } => {
+                let v = self.read(ctx, *address, cond.width, site, op)?;
+                Ok(cond.holds(v))
             }
             WaitCondition::Fence { fence, value, .. } => Ok(fence.completed_value() >= *value),
             _ => Ok(true),

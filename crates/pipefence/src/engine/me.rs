@@ -75,7 +75,8 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, false, &cond);
                         }
-                        if let WaitCondition::Memory { address, width, .. } = &cond {
+                        if let WaitCondition::Memory { address, cond: vc } = &cond {
+                            let width = &vc.width;
                             self.hook(ctx, |m| {
                                 m.wait_acquire(
                                     self.queue_id,

@@ -47,7 +47,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
-pub use crate::types::{Access, Site, Stage};
+pub use crate::types::{Access, Site, Stage, ValueCondition};
 pub use kernels::{Kernel, KernelContext, KernelFault, UserKernel};
 
 /// System timestamps count ticks of the host monotonic clock at this frequency (C12).
@@ -113,14 +113,8 @@ pub enum WaitCondition {
     Memory {
         /// The address.
         address: u64,
-        /// 32 or 64 bits.
-        width: Width,
-        /// The comparison.
-        cmp: Comparison,
-        /// The reference.
-        reference: u64,
-        /// The mask.
-        mask: u64,
+        /// What the value at the address is compared with.
+        cond: ValueCondition,
     },
     /// The PFP's FIFO is full: the ME must pop.
     FifoFull,
@@ -139,23 +133,18 @@ impl WaitCondition {
             WaitCondition::Fence { fence, value, .. } => {
                 format!("fence {} >= {value}", fence.name())
             }
-            WaitCondition::Memory {
-                address,
-                width,
-                cmp,
-                reference,
-                mask,
-            } => {
-                let m = if *mask & width.mask() == width.mask() {
+            WaitCondition::Memory { address, cond } => {
+                let m = if cond.mask & cond.width.mask() == cond.width.mask() {
                     String::new()
                 } else {
-                    format!(" & {mask:#x}")
+                    format!(" & {:#x}", cond.mask)
                 };
                 format!(
-                    "{} ({}){m} {} {reference}",
+                    "{} ({}){m} {} {}",
                     dev.address_text(*address),
-                    width.type_name(),
-                    cmp.symbol()
+                    cond.width.type_name(),
+                    cond.cmp.symbol(),
+                    cond.reference
                 )
             }
             other => format!("{other:?}"),
@@ -401,10 +390,12 @@ fn cond_of(
 ) -> WaitCondition {
     WaitCondition::Memory {
         address,
-        width,
-        cmp,
-        reference,
-        mask,
+        cond: ValueCondition {
+            width,
+            cmp,
+            reference,
+            mask,
+        },
     }
 }
 

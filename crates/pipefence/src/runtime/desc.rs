@@ -22,8 +22,9 @@ pub struct DeviceDesc {
     pub fifo_depth: usize,
     /// GPU timestamp frequency in Hz (C12). Default 100 MHz.
     pub timestamp_frequency: u64,
-    /// The clock the watchdog, timeouts and timestamps read; `None` for real time (ignored by
-    /// the deterministic driver, which has its own virtual clock).
+    /// The clock timestamps, traces and report times read; `None` for real time. Ignored by
+    /// the deterministic driver, which has its own virtual clock. The threaded driver's
+    /// watchdog and host-wait timeouts are real time whatever this clock says.
     pub clock: Option<Arc<dyn Clock>>,
     /// Who steps the engines (D4). Default: [`Driver::Threaded`].
     pub driver: Driver,
