@@ -149,7 +149,7 @@ impl DeviceCore {
     pub(crate) fn record_host_write(&self, address: u64) {
         let w = HostWrite {
             writer: Writer::Host {
-                host: crate::host::current_id(),
+                host: crate::host_names::current_id(),
             },
             seq: self.next_write_seq(),
             ns: self.coarse_now_ns(),
@@ -181,7 +181,7 @@ impl DeviceCore {
     pub(crate) fn trace_host(&self, name: String, kind: SliceKind, start_ns: u64) {
         if self.trace_sink().is_some() {
             let track = Track::Host {
-                name: crate::host::name_of(crate::host::current_id()),
+                name: crate::host_names::name_of(crate::host_names::current_id()),
             };
             let end_ns = self.now_ns().max(start_ns);
             self.emit(&[TraceEvent::Slice {
@@ -243,7 +243,7 @@ impl DeviceCore {
         match w {
             Writer::Never => None,
             Writer::Host { host } => Some(Track::Host {
-                name: crate::host::name_of(host),
+                name: crate::host_names::name_of(host),
             }),
             Writer::Engine { queue, .. } => Some(Track::Me {
                 queue: self.queue_name(queue),

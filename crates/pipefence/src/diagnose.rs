@@ -399,7 +399,7 @@ fn writer_report(dev: &DeviceShared, nodes: &[Node], w: Writer, op: &str, ns: u6
     match w {
         Writer::Never => WriterReport::Never,
         Writer::Host { host } => WriterReport::Host {
-            host: crate::host::name_of(host),
+            host: crate::host_names::name_of(host),
             host_id: host,
             ns,
             line: None,

@@ -59,6 +59,7 @@ mod error;
 pub mod explore;
 mod hazard;
 pub mod host;
+mod host_names;
 pub(crate) mod memory;
 mod rng;
 pub(crate) mod runtime;

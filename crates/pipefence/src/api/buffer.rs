@@ -161,7 +161,7 @@ impl Buffer {
             dev.record_trace_write(
                 address,
                 crate::sync::Writer::Host {
-                    host: crate::host::current_id(),
+                    host: crate::host_names::current_id(),
                 },
                 now,
                 "cpu-write",

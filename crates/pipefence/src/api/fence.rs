@@ -110,7 +110,7 @@ impl Fence {
         self.inner.device.yield_point();
         let now = self.inner.device.now_ns();
         let writer = Writer::Host {
-            host: crate::host::current_id(),
+            host: crate::host_names::current_id(),
         };
         let mut release = None;
         self.inner.device.with_model(|m| {

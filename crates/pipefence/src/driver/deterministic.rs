@@ -304,7 +304,7 @@ impl Scheduler {
             Strategy::Random => Vec::new(),
         };
         register_current(device_id, 0);
-        crate::host::set_current_name("main");
+        crate::host_names::set_current_name("main");
         Scheduler {
             st: Mutex::new(State {
                 rng,
@@ -352,7 +352,7 @@ impl Scheduler {
     pub(crate) fn enter_host(&self, dev: &DeviceShared, me: usize) {
         register_current(dev.id, me);
         if let Some(name) = lock(&self.st).hosts.get(me).map(|h| h.name.clone()) {
-            crate::host::set_current_name(&name);
+            crate::host_names::set_current_name(&name);
         }
         let mut st = lock(&self.st);
         while st.turn != Some(me) {

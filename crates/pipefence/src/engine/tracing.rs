@@ -214,7 +214,7 @@ pub(crate) fn writer_track(dev: &DeviceCore, w: Writer) -> Option<Track> {
     match w {
         Writer::Never => None,
         Writer::Host { host } => Some(Track::Host {
-            name: crate::host::name_of(host),
+            name: crate::host_names::name_of(host),
         }),
         Writer::Engine { queue, .. } => Some(Track::Me {
             queue: dev.queue_name(queue),

@@ -91,7 +91,7 @@ impl Model {
                 list: site.list.map(|l| dev.list_name(l)),
             },
             AgentRec::Host { id, line } => HazardAgent::Host {
-                host: crate::host::name_of(*id),
+                host: crate::host_names::name_of(*id),
                 line: *line,
             },
         };

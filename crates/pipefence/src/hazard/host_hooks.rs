@@ -45,7 +45,7 @@ fn host_actor(h: &Vc, c: u32, acc: AccId) -> Actor<'_> {
 
 impl Model {
     fn host_clock(&mut self) -> (u64, u32) {
-        let id = crate::host::current_id();
+        let id = crate::host_names::current_id();
         let c = self.comp(Comp::Host(id));
         let h = self.hosts.entry(id).or_default();
         h.raise(c, 1);

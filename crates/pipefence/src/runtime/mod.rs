@@ -128,7 +128,7 @@ impl DeviceShared {
                     queue: q.queue.clone(),
                 },
                 None => Track::Host {
-                    name: crate::host::name_of(crate::host::current_id()),
+                    name: crate::host_names::name_of(crate::host_names::current_id()),
                 },
             };
             let class = report
