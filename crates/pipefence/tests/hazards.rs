@@ -44,6 +44,7 @@ fn who(a: &HazardAccess) -> (String, &'static str, Option<String>) {
     match &a.agent {
         HazardAgent::Queue { queue, stage, .. } => (queue.clone(), *stage, a.kernel.clone()),
         HazardAgent::Host { host, .. } => (host.clone(), "host", None),
+        other => panic!("an agent these tests do not know: {other:?}"),
     }
 }
 
