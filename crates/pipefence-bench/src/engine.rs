@@ -608,7 +608,7 @@ impl KernelRig {
     /// Checks that the first, middle and last words of `dst` hold `want` after `what`.
     pub(crate) fn check(&self, what: &str, want: u32) -> Result<(), String> {
         for off in [0, self.size / 2, self.size - 4] {
-            let got = self.dst.debug_read_u32(off).map_err(err)?;
+            let got = self.dst.tools().debug_read_u32(off).map_err(err)?;
             if got != want {
                 return Err(format!("{what}: dst[{off}] = {got:#x}, expected {want:#x}"));
             }

@@ -186,7 +186,7 @@ fn dispatch_list(dev: &Device) -> Result<(Buffer, CommandList), String> {
 /// Checks that the last group's last word was filled.
 fn check_fill(buf: &Buffer) -> Result<(), String> {
     let last = u64::from(DISPATCH_GROUPS) * GROUP_BYTES - 4;
-    let got = buf.debug_read_u32(last).map_err(err)?;
+    let got = buf.tools().debug_read_u32(last).map_err(err)?;
     if got != FILL_VALUE {
         return Err(format!(
             "dispatches: dst[{last}] = {got:#x}, expected {FILL_VALUE:#x}"

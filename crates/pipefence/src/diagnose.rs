@@ -21,6 +21,7 @@ use std::sync::Arc;
 /// Why a queue (or the device) is stuck (D7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Classification {
     /// A GPU page fault (M3).
     PageFault,
@@ -106,6 +107,7 @@ impl fmt::Display for SiteReport {
 /// Who last wrote an address or a fence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum WriterReport {
     /// Never written since creation.
     Never,
@@ -143,6 +145,7 @@ impl fmt::Display for WriterReport {
 
 /// One queue with work left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct QueueReport {
     /// The queue's name.
     pub queue: String,
@@ -182,6 +185,7 @@ pub struct QueueReport {
 
 /// The fault that removed the device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FaultReport {
     /// `page-fault`, `kernel-panic`, `malformed-packet`, `never-satisfiable` or
     /// `endless-kernel`.
@@ -206,6 +210,7 @@ pub struct FaultReport {
 /// removed, each stuck queue, the cycle if there is one, and the fault (D7). Serializes to the
 /// shape of SCENARIO.md's removal report (less scenario line numbers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RemovalReport {
     /// Why.
     pub reason: RemovalReason,

@@ -69,7 +69,7 @@ pub fn explore<T>(
     for seed in seeds {
         let device = Device::new(deterministic_desc(base, seed))?;
         let value = body(&device);
-        device.settle(std::time::Duration::from_secs(3600));
+        device.tools().settle(std::time::Duration::from_secs(3600));
         out.push(Schedule {
             seed,
             value,

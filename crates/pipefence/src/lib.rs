@@ -13,7 +13,10 @@
 //!
 //! The API is re-exported at the root: [`Device`], [`Queue`], [`Fence`], [`Event`],
 //! [`Buffer`], [`CommandList`]; it validates every argument and returns an [`Error`] naming
-//! the object and value (E2). Public modules beside it: [`command`] (the recorded vocabulary,
+//! the object and value (E2). What only tools need (test runners, the scenario runner: watching
+//! progress, settling a deterministic run, declaring a hang, reading any heap) is behind
+//! [`Device::tools`] and [`Buffer::tools`] ([`DeviceTools`], [`BufferTools`]); a real GPU gives
+//! a program none of it. Public modules beside it: [`command`] (the recorded vocabulary,
 //! validation, encoder and pure decoder of the packet stream, D2), [`diagnose`] (removal
 //! reports, D7), [`trace`] (trace events, sinks and renderers), [`explore`] (running a
 //! program under many deterministic schedules) and [`host`] (host threads on the
@@ -68,8 +71,8 @@ pub mod trace;
 pub(crate) mod types;
 
 pub use api::{
-    AtomicWordView, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Fence, FenceWait,
-    Queue, QueueDesc, QueueStats, MAX_FIFO_DEPTH, MAX_WORKERS,
+    AtomicWordView, Buffer, BufferDesc, BufferTools, CommandList, Device, DeviceDesc, DeviceTools,
+    Driver, Fence, FenceWait, Queue, QueueDesc, QueueStats, MAX_FIFO_DEPTH, MAX_WORKERS,
 };
 pub use clock::{Clock, RealClock, CLOCK_EPOCH_NS};
 pub use command::{

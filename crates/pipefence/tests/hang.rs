@@ -63,7 +63,7 @@ fn d7_fence_deadlock_declared_hung_reports_cycle_and_fields() {
     q2.signal(&b, 1).unwrap();
     settle();
     assert!(!d.is_removed(), "a fence wait is not a GPU hang by default");
-    let r = d.declare_hung();
+    let r = d.tools().declare_hung();
     assert_eq!(d.removed_reason(), Some(RemovalReason::Hung));
     assert_eq!(r.hresult, "0x887A0006");
     assert_eq!(r.classification, Some(Classification::Deadlock));
@@ -494,7 +494,7 @@ fn d7_removal_is_idempotent_first_reason_wins() {
     q.execute_command_lists(&[&l]).unwrap();
     let r = wait_removed(&d, T);
     d.remove();
-    let again = d.declare_hung();
+    let again = d.tools().declare_hung();
     assert_eq!(d.removed_reason(), Some(RemovalReason::PageFault));
     assert!(Arc::ptr_eq(&r, &again));
 }
@@ -560,7 +560,7 @@ fn d7_declared_hang_during_a_dispatch_is_classified_endless_kernel() {
     });
     q.execute_command_lists(&[&l]).unwrap();
     m.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
-    let r = d.declare_hung();
+    let r = d.tools().declare_hung();
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
     assert_eq!(r.queues[0].class, Classification::EndlessKernel);
 }

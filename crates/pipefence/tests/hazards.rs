@@ -44,6 +44,7 @@ fn who(a: &HazardAccess) -> (String, &'static str, Option<String>) {
     match &a.agent {
         HazardAgent::Queue { queue, stage, .. } => (queue.clone(), *stage, a.kernel.clone()),
         HazardAgent::Host { host, .. } => (host.clone(), "host", None),
+        other => panic!("an agent these tests do not know: {other:?}"),
     }
 }
 
@@ -138,7 +139,11 @@ fn d5_user_kernel_race_across_queues_is_reported_by_validate() {
         let d = Device::new(desc(MemoryModel::Validate, seed)).unwrap();
         let _buffers = user_kernel_race(&d);
         assert_user_kernel_race(&d, &format!("validate deterministic seed {seed}"));
-        assert_eq!(d.strict_stats(), (0, 0), "no strict values under Validate");
+        assert_eq!(
+            d.tools().strict_stats(),
+            (0, 0),
+            "no strict values under Validate"
+        );
     }
     for i in 0..3 {
         let d = Device::new(DeviceDesc {
@@ -232,12 +237,12 @@ fn d5_plain_model_tracks_no_hazards() {
         let _buffers = user_kernel_race(&d);
         assert!(d.hazards().is_empty(), "seed {seed}");
         assert_eq!(d.hazards_dropped(), 0);
-        assert_eq!(d.strict_stats(), (0, 0));
+        assert_eq!(d.tools().strict_stats(), (0, 0));
     }
     let d = Device::new(DeviceDesc::default()).unwrap();
     let _buffers = user_kernel_race(&d);
     assert!(d.hazards().is_empty());
-    assert_eq!(d.strict_stats(), (0, 0));
+    assert_eq!(d.tools().strict_stats(), (0, 0));
 }
 
 /// The missing-writeback pattern through the API: `fill` 16 groups of 3s, a flag raised with a
@@ -343,7 +348,7 @@ fn d5_strict_stats_count_early_writebacks_and_stale_reads() {
     for seed in 0..SEEDS {
         let d = strict(seed);
         let t = flag_program(&d, Flush::NONE);
-        let (early, _) = d.strict_stats();
+        let (early, _) = d.tools().strict_stats();
         if t > 0 {
             assert!(
                 early > 0,
@@ -386,7 +391,7 @@ fn d5_strict_stats_count_early_writebacks_and_stale_reads() {
         prod.execute_command_lists(&[&p]).unwrap();
         d.wait_idle(T).unwrap();
         let second = totals.read_u64(8).unwrap();
-        let (_, stale) = d.strict_stats();
+        let (_, stale) = d.tools().strict_stats();
         if second != 64 * 5 {
             assert!(
                 stale > 0,
@@ -411,7 +416,11 @@ fn d5_strict_schedules_replay_identically() {
         let ta = flag_program(&a, Flush::NONE);
         let tb = flag_program(&b, Flush::NONE);
         assert_eq!(ta, tb, "seed {seed}");
-        assert_eq!(a.strict_stats(), b.strict_stats(), "seed {seed}");
+        assert_eq!(
+            a.tools().strict_stats(),
+            b.tools().strict_stats(),
+            "seed {seed}"
+        );
         assert_eq!(a.hazards(), b.hazards(), "seed {seed}");
     }
 }

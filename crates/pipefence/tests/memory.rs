@@ -185,7 +185,7 @@ fn m4_cpu_reads_keep_working_after_removal() {
     b.write_u32(0, 42).unwrap();
     d.remove();
     assert_eq!(b.read_u32(0).unwrap(), 42);
-    assert_eq!(b.debug_read_u32(0).unwrap(), 42);
+    assert_eq!(b.tools().debug_read_u32(0).unwrap(), 42);
 }
 
 #[test]
@@ -231,12 +231,15 @@ fn h4_debug_access_ignores_heap_rules() {
     let b = d
         .create_buffer(&BufferDesc::new(64, Heap::DeviceLocal).with_init(9))
         .unwrap();
-    assert_eq!(b.debug_read_u32(60).unwrap(), 9);
-    b.debug_fill(3).unwrap();
-    assert_eq!(b.debug_read_u64(8).unwrap(), 0x3_0000_0003);
-    b.debug_write_u32(4, 5).unwrap();
-    assert_eq!(b.debug_read_u32(4).unwrap(), 5);
-    assert!(matches!(b.debug_read_u32(64), Err(Error::InvalidArg(_))));
+    assert_eq!(b.tools().debug_read_u32(60).unwrap(), 9);
+    b.tools().debug_fill(3).unwrap();
+    assert_eq!(b.tools().debug_read_u64(8).unwrap(), 0x3_0000_0003);
+    b.tools().debug_write_u32(4, 5).unwrap();
+    assert_eq!(b.tools().debug_read_u32(4).unwrap(), 5);
+    assert!(matches!(
+        b.tools().debug_read_u32(64),
+        Err(Error::InvalidArg(_))
+    ));
 }
 
 #[test]
@@ -311,7 +314,7 @@ fn e3_random_cpu_accesses_never_panic() {
             let _ = b.read_u64(o);
             let _ = b.write_u32(o, v as u32);
             let _ = b.write_u64(o, v);
-            let _ = b.debug_read_u32(o);
+            let _ = b.tools().debug_read_u32(o);
             let _ = b.atomic_u64(o);
         }
     });

@@ -47,7 +47,7 @@ fn traced(desc: DeviceDesc) -> (Vec<TraceEvent>, Result<u64>) {
     })
     .unwrap();
     let r = async_compute(&d);
-    d.settle(T);
+    d.tools().settle(T);
     (rec.events(), r)
 }
 
@@ -169,7 +169,7 @@ fn f5_trace_arrow_starts_at_the_signal_that_satisfied_the_ticket() {
         f.signal(1).unwrap();
         f.signal(0).unwrap();
         done.wait(1, T).unwrap();
-        d.settle(T);
+        d.tools().settle(T);
         for e in rec.events() {
             if let TraceEvent::Flow {
                 from,

@@ -117,8 +117,8 @@ pub(super) fn collect_expectations(sc: &Scenario) -> BTreeMap<usize, Expectation
 
 fn read(b: &Buffer, off: u64, w: Width) -> u64 {
     match w {
-        Width::W32 => b.debug_read_u32(off).map(u64::from).unwrap_or(0),
-        Width::W64 => b.debug_read_u64(off).unwrap_or(0),
+        Width::W32 => b.tools().debug_read_u32(off).map(u64::from).unwrap_or(0),
+        Width::W64 => b.tools().debug_read_u64(off).unwrap_or(0),
     }
 }
 

@@ -3,7 +3,7 @@
 //! numbers, and the exit status (SCENARIO.md).
 //!
 //! Host threads: the main program runs on the calling thread, each `host NAME { }` on a thread of
-//! its own. On the threaded driver a monitor thread declares a hang (`Device::declare_hung`,
+//! its own. On the threaded driver a monitor thread declares a hang (`DeviceTools::declare_hung`,
 //! `docs/semantics.md` D6/H1) when some engine has work left, every host thread has ended or is
 //! blocked on the device, and no engine has progressed for the watchdog timeout.
 //!
@@ -228,7 +228,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     }
     if !device.is_removed() {
         if deterministic {
-            device.settle(Duration::from_secs(24 * 3600));
+            device.tools().settle(Duration::from_secs(24 * 3600));
         } else {
             let _ = device.wait_idle(Duration::from_secs(24 * 3600));
         }
@@ -244,7 +244,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     } else {
         start.elapsed().as_nanos() as u64
     };
-    device.flush_trace();
+    device.tools().flush_trace();
     let mut outcome = outcome::finish(&ctx, &list_index, elapsed);
     if let Some(r) = recorder {
         outcome.trace = r.events();

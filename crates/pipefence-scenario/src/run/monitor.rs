@@ -37,7 +37,7 @@ pub fn interrupted() -> bool {
 /// removes the device (the report is the snapshot of what waits on what).
 pub(super) fn monitor(ctx: &Ctx, finished: &AtomicBool) {
     let tdr = Duration::from_millis(ctx.sc.device.tdr_ms.max(1));
-    let mut last = (ctx.device.progress(), Instant::now());
+    let mut last = (ctx.device.tools().progress(), Instant::now());
     while !finished.load(Ordering::SeqCst) && !ctx.device.is_removed() {
         thread::park_timeout(
             Duration::from_millis(10)
@@ -52,13 +52,13 @@ pub(super) fn monitor(ctx: &Ctx, finished: &AtomicBool) {
             .states
             .iter()
             .all(|s| s.load(Ordering::SeqCst) != RUNNING);
-        let p = ctx.device.progress();
-        if p != last.0 || !all_stuck || !ctx.device.has_work() {
+        let p = ctx.device.tools().progress();
+        if p != last.0 || !all_stuck || !ctx.device.tools().has_work() {
             last = (p, Instant::now());
             continue;
         }
         if last.1.elapsed() >= tdr {
-            ctx.device.declare_hung();
+            ctx.device.tools().declare_hung();
             return;
         }
     }

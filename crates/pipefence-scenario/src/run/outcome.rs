@@ -79,7 +79,8 @@ pub struct QueueSummary {
 pub struct HazardAccessReport {
     /// The queue, for commands (`null` for host accesses).
     pub queue: Option<String>,
-    /// `task` (a dispatch or copy), `me`, `pfp`, or `host`.
+    /// `task` (a dispatch or copy), `me`, `pfp`, or `host` (`other` for a kind of agent this
+    /// runner does not know).
     pub agent: String,
     /// The host thread, for host accesses.
     pub host: Option<String>,

@@ -60,6 +60,8 @@ pub(super) fn locate(ctx: &Ctx, li: &HashMap<u32, usize>, r: &mut RemovalReport)
             Some(WriterReport::Host { line, .. }) => *line = host_line,
             Some(WriterReport::Queue { site, .. }) => site.line = site_line(ctx, li, site),
             Some(WriterReport::Never) | None => {}
+            // A kind of writer added to the library later has no scenario line to fill in.
+            Some(_) => {}
         }
         let sites =
             q.at.iter_mut()
@@ -96,6 +98,8 @@ pub fn writer_text(w: &WriterReport) -> String {
         } => format!("host {host}, line {l}"),
         WriterReport::Host { host, .. } => format!("host {host}"),
         WriterReport::Queue { site, .. } => site_text(site),
+        // A kind of writer added to the library later: the library's own words.
+        other => other.to_string(),
     }
 }
 
@@ -274,6 +278,20 @@ fn access_report(
                 text,
             }
         }
+        // A kind of agent added to the library later: no scenario line, the library's own
+        // label.
+        _ => HazardAccessReport {
+            queue: None,
+            agent: "other".into(),
+            host: None,
+            list: None,
+            command: None,
+            op: a.op.to_string(),
+            kernel: a.kernel.clone(),
+            access: a.kind.name().to_string(),
+            line: None,
+            text: a.to_string(),
+        },
     }
 }
 

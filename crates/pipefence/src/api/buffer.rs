@@ -1,5 +1,5 @@
-//! Buffers (M1, M2, M4, H3, H4): CPU access by heap rules, atomic views, host memory-value
-//! waits and debugger access.
+//! Buffers (M1, M2, M4, H3): CPU access by heap rules, atomic views and host memory-value
+//! waits. Access whatever the heap, for tools (H4), is in [`tools`](super::tools).
 
 use crate::command::{Comparison, Width};
 use crate::driver::Cond;
@@ -130,7 +130,19 @@ impl Buffer {
         self.check_range(what, offset, width)
     }
 
-    fn check_range(&self, what: &str, offset: u64, width: Width) -> Result<()> {
+    /// The buffer's memory, for [`BufferTools`](super::tools::BufferTools).
+    pub(super) fn core(&self) -> &Arc<BufferCore> {
+        &self.inner.core
+    }
+
+    /// The device the buffer belongs to.
+    pub(super) fn device_shared(&self) -> &Arc<DeviceShared> {
+        &self.inner.device
+    }
+
+    /// Checks that `offset` is aligned for `width` and inside the buffer (what every access,
+    /// heap-checked or not, needs).
+    pub(super) fn check_range(&self, what: &str, offset: u64, width: Width) -> Result<()> {
         let core = &self.inner.core;
         if !offset.is_multiple_of(width.bytes()) {
             return Err(Error::invalid_arg(format!(
@@ -375,46 +387,6 @@ impl Buffer {
                 self.load(offset, width)
             ))),
         }
-    }
-
-    fn debug_check(&self, what: &str, offset: u64, width: Width) -> Result<()> {
-        self.check_range(what, offset, width)
-    }
-
-    /// Reads the u32 at `offset` whatever the heap (H4). For tools (the scenario's `expect`),
-    /// not programs: it bypasses the heap rules a real GPU enforces.
-    pub fn debug_read_u32(&self, offset: u64) -> Result<u32> {
-        self.debug_check("debug_read_u32", offset, Width::W32)?;
-        Ok(self.inner.core.load32(offset).unwrap_or(0))
-    }
-
-    /// Reads the u64 at `offset` whatever the heap (H4). For tools, not programs.
-    pub fn debug_read_u64(&self, offset: u64) -> Result<u64> {
-        self.debug_check("debug_read_u64", offset, Width::W64)?;
-        Ok(self.inner.core.load64(offset).unwrap_or(0))
-    }
-
-    /// Writes the u32 at `offset` whatever the heap (H4). For tools, not programs.
-    pub fn debug_write_u32(&self, offset: u64, value: u32) -> Result<()> {
-        self.debug_check("debug_write_u32", offset, Width::W32)?;
-        self.inner.core.store32(offset, value);
-        self.inner
-            .device
-            .watches
-            .notify_word(self.inner.core.base + offset);
-        Ok(())
-    }
-
-    /// Stores `value` into every u32 element, whatever the heap (H4; the scenario's `init`).
-    /// For tools, not programs.
-    pub fn debug_fill(&self, value: u32) -> Result<()> {
-        let core = &self.inner.core;
-        core.fill32(0, core.size, value);
-        self.inner
-            .device
-            .watches
-            .notify_range(core.base, core.end());
-        Ok(())
     }
 }
 

@@ -225,36 +225,6 @@ impl Device {
         Ok(CommandList::new(self.shared.clone(), id, name, kind))
     }
 
-    /// A number that grows whenever any engine completes a command, a submission or a dispatch
-    /// group (for tools that watch for progress, like the scenario runner's hang detection, H1:
-    /// a long but finite dispatch progresses with each group).
-    pub fn progress(&self) -> u64 {
-        self.shared
-            .live_queues()
-            .iter()
-            .map(|q| {
-                let groups = q.groups_completed.load(Ordering::Relaxed);
-                let e = lock(&q.engine);
-                e.commands_completed + e.completed_submissions + groups
-            })
-            .sum()
-    }
-
-    /// Whether any queue has work left (submitted and not completed).
-    pub fn has_work(&self) -> bool {
-        self.shared
-            .live_queues()
-            .iter()
-            .any(|q| !lock(&q.engine).is_idle())
-    }
-
-    /// Hands every trace event recorded so far to the sink (engines buffer them briefly); call
-    /// before reading a [`TraceRecorder`](crate::trace::TraceRecorder) while the device may
-    /// still be running. `wait_idle` and `settle` do it themselves.
-    pub fn flush_trace(&self) {
-        self.shared.flush_trace();
-    }
-
     /// The device's queues, in creation order.
     pub fn queues(&self) -> Vec<Queue> {
         self.shared
@@ -268,23 +238,6 @@ impl Device {
     /// 1 s; real time since creation plus 1 s otherwise).
     pub fn clock_ns(&self) -> u64 {
         self.shared.now_ns()
-    }
-
-    /// Runs until every other host thread has finished and every queue is idle, or the device
-    /// is removed (on the deterministic driver a hang is then detected at once, D6). Returns
-    /// whether it settled without removal. On the threaded driver: `wait_idle` with `timeout`.
-    pub fn settle(&self, timeout: Duration) -> bool {
-        let sh = &self.shared;
-        if sh.driver.schedules_caller(sh) {
-            let _ = sh.block(Cond::Settled, None);
-            sh.with_model(|m| {
-                m.host_wait_idle();
-            });
-        } else {
-            let _ = self.wait_idle(timeout);
-        }
-        sh.flush_trace();
-        !self.is_removed()
     }
 
     /// Blocks until every queue has drained (H2), up to `timeout`. Errors: Timeout naming the
@@ -344,14 +297,6 @@ impl Device {
         self.shared.model().map_or(0, |m| m.dropped())
     }
 
-    /// Strict mode's statistics: (lines written back early, stale reads returned).
-    pub fn strict_stats(&self) -> (u64, u64) {
-        self.shared
-            .model()
-            .and_then(|m| m.vis.as_ref().map(|v| (v.early_writebacks, v.stale_reads)))
-            .unwrap_or((0, 0))
-    }
-
     /// The fault that removed the device (page fault, malformed packet, never-satisfiable
     /// wait, endless kernel), if one did.
     pub fn removal_fault(&self) -> Option<Fault> {
@@ -363,17 +308,6 @@ impl Device {
     #[doc(alias = "GetDeviceRemovedReason")]
     pub fn removal_report(&self) -> Option<Arc<RemovalReport>> {
         self.shared.removal_report()
-    }
-
-    /// Diagnoses the device now and removes it with reason Hung and the D7 report (H1): for
-    /// tools that know more than the device, such as a runner that knows every host thread is
-    /// blocked. Returns the report (the first one, if the device was already removed).
-    pub fn declare_hung(&self) -> Arc<RemovalReport> {
-        self.shared.remove(RemovalReason::Hung);
-        match self.shared.removal_report() {
-            Some(r) => r,
-            None => unreachable!("removal always stores a report"),
-        }
     }
 
     /// The configuration the device was created with.

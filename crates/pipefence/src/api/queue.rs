@@ -35,6 +35,7 @@ impl QueueDesc {
 
 /// What a queue has done so far ([`Queue::stats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct QueueStats {
     /// Commands the engine completed (list commands and queue signals and waits).
     pub commands: u64,

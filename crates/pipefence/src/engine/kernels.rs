@@ -85,6 +85,7 @@ impl UserKernel {
 
 /// A kernel and its arguments, as passed to [`CommandList::dispatch`](crate::CommandList::dispatch).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Kernel {
     /// `dst[i] = value`.
     Fill {

@@ -99,6 +99,7 @@ pub(crate) enum Submission {
 
 /// What a blocked stage waits for.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum WaitCondition {
     /// A queue wait (Q3) on a fence, held by the PFP.
     Fence {
@@ -163,6 +164,7 @@ impl WaitCondition {
 
 /// A fault that removes the device.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Fault {
     /// A GPU page fault (M3).
     PageFault {

@@ -27,6 +27,7 @@ impl MemoryModel {
 
 /// The four hazard kinds (`docs/memory-model.md` 5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum HazardKind {
     /// A read of data whose last write was not released to the reader (or a write that lands
     /// on data an unordered reader read).
@@ -61,6 +62,7 @@ impl fmt::Display for HazardKind {
 
 /// Who made an access.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum HazardAgent {
     /// A command of a queue: a dispatch or copy (a task), the ME, or the PFP.
     Queue {
@@ -85,6 +87,7 @@ pub enum HazardAgent {
 
 /// What an access did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AccessKind {
     /// A data read (task read, PFP argument read, host read).
     Read,
@@ -116,6 +119,7 @@ impl AccessKind {
 
 /// One access of a hazard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct HazardAccess {
     /// Who.
     pub agent: HazardAgent,
@@ -159,6 +163,7 @@ impl fmt::Display for HazardAccess {
 
 /// What synchronization is missing (`docs/memory-model.md` 5.4).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Missing {
     /// The reader acquired a bottom-of-pipe write later than the writer that has no
     /// `L2_WRITEBACK` (the seed's warning).
@@ -200,6 +205,7 @@ fn cp_write_name(op: &str) -> &'static str {
 
 /// A synchronization hazard: two accesses that some legal schedule can turn into wrong values.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Hazard {
     /// The kind.
     pub kind: HazardKind,
