@@ -675,7 +675,7 @@ fn d7_declared_hang_with_a_running_dispatch_names_it_and_its_labels() {
         assert!(start.elapsed() < T, "the ME did not pass the dispatch");
         thread::sleep(Duration::from_millis(1));
     }
-    let r = d.declare_hung();
+    let r = d.tools().declare_hung();
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
     let qr = &r.queues[0];
     assert_eq!(qr.events, ["long"], "{r}");
