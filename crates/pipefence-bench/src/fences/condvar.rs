@@ -1,4 +1,4 @@
-//! The blocking baseline of the fence and engine benchmarks: a "fence" made of a Mutex<u64> and
+//! The blocking baseline of the fence and engine benchmarks: a "fence" made of a `Mutex<u64>` and
 //! a Condvar, the classic blocking implementation.
 
 use super::lock;
