@@ -392,10 +392,13 @@ fn decode_loop(words: &[u32], base: u64, mem: &[AtomicU64]) -> Result<u64, Strin
         match cmd {
             Command::WaitValue {
                 address,
-                width: Width::W32,
-                cmp,
-                reference,
-                mask,
+                cond:
+                    pipefence::ValueCondition {
+                        width: Width::W32,
+                        cmp,
+                        reference,
+                        mask,
+                    },
                 ..
             } => {
                 let (w, shift) = word_at(mem, address.wrapping_sub(base))?;

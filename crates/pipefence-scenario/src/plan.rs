@@ -129,14 +129,8 @@ pub enum ListCommand {
     WaitValue {
         /// Address.
         addr: Addr,
-        /// Width.
-        width: Width,
-        /// Comparison.
-        cmp: Comparison,
-        /// Reference.
-        reference: u64,
-        /// Mask (default all ones at the width).
-        mask: u64,
+        /// Width, comparison, reference and mask (default all ones at the width).
+        cond: pipefence::ValueCondition,
         /// `me` or `pfp`.
         engine: WaitEngine,
     },

@@ -764,10 +764,12 @@ fn scenario_md_example_parses() {
         consume.commands[0].cmd,
         ListCommand::WaitValue {
             addr: flags(0),
-            width: Width::W64,
-            cmp: Comparison::GreaterEqual,
-            reference: 1,
-            mask: u64::MAX,
+            cond: pipefence::ValueCondition {
+                width: Width::W64,
+                cmp: Comparison::GreaterEqual,
+                reference: 1,
+                mask: u64::MAX
+            },
             engine: WaitEngine::Pfp
         }
     );

@@ -1,8 +1,8 @@
 //! Plain values shared by every layer: where a command is ([`Site`]), which engine stage
-//! ([`Stage`]), how an access faulted ([`Access`]), and what a memory-value wait compares
-//! ([`ValueCondition`]). Names only the command vocabulary.
+//! ([`Stage`]), how an access faulted ([`Access`]), and (from the command vocabulary)
+//! what a memory-value wait compares ([`ValueCondition`]).
 
-use crate::command::{Comparison, Width};
+pub use crate::command::ValueCondition;
 
 /// Where a packet came from: the queue's submission and, inside a list, the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,27 +41,5 @@ impl Access {
             Access::Read => "read",
             Access::Write => "write",
         }
-    }
-}
-
-/// What a memory-value wait compares (C1): the 32- or 64-bit value at its address, masked,
-/// against a reference (`(value & mask) cmp reference`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ValueCondition {
-    /// 32 or 64 bits.
-    pub width: Width,
-    /// The comparison.
-    pub cmp: Comparison,
-    /// The reference.
-    pub reference: u64,
-    /// The mask.
-    pub mask: u64,
-}
-
-impl ValueCondition {
-    /// Whether `value` (read at [`width`](Self::width)) satisfies the condition.
-    #[inline]
-    pub fn holds(&self, value: u64) -> bool {
-        self.cmp.holds(value, self.mask, self.reference)
     }
 }

@@ -77,11 +77,13 @@ fn command() -> impl Strategy<Value = Command> {
         (u64s(), width(), comparison(), u64s(), u64s(), engine()).prop_map(
             |(address, width, cmp, reference, mask, engine)| Command::WaitValue {
                 address,
-                width,
-                cmp,
-                reference,
-                mask,
-                engine,
+                cond: pipefence::ValueCondition {
+                    width,
+                    cmp,
+                    reference,
+                    mask
+                },
+                engine
             }
         ),
         (u64s(), width(), u64s(), flush(), source()).prop_map(

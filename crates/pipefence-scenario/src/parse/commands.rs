@@ -127,10 +127,12 @@ impl Parser<'_> {
         });
         Some(ListCommand::WaitValue {
             addr: addr?,
-            width,
-            cmp: cmp?,
-            reference: reference?,
-            mask: mask?,
+            cond: pipefence::ValueCondition {
+                width,
+                cmp: cmp?,
+                reference: reference?,
+                mask: mask?,
+            },
             engine: engine?,
         })
     }

@@ -17,19 +17,9 @@ fn fake_address(addr: Addr) -> u64 {
 /// The library form of a command (for validation).
 pub(super) fn lower(cmd: &ListCommand) -> Command {
     match cmd {
-        ListCommand::WaitValue {
-            addr,
-            width,
-            cmp,
-            reference,
-            mask,
-            engine,
-        } => Command::WaitValue {
+        ListCommand::WaitValue { addr, cond, engine } => Command::WaitValue {
             address: fake_address(*addr),
-            width: *width,
-            cmp: *cmp,
-            reference: *reference,
-            mask: *mask,
+            cond: *cond,
             engine: *engine,
         },
         ListCommand::WriteBottomOfPipe {

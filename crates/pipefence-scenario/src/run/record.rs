@@ -17,10 +17,13 @@ pub(super) fn record(l: &mut CommandList, buffers: &[Buffer], cmd: &ListCommand)
     match cmd {
         ListCommand::WaitValue {
             addr,
-            width,
-            cmp,
-            reference,
-            mask,
+            cond:
+                pipefence::ValueCondition {
+                    width,
+                    cmp,
+                    reference,
+                    mask,
+                },
             engine,
         } => match width {
             Width::W32 => l.wait_value32(a(*addr), *cmp, *reference as u32, *mask as u32, *engine),

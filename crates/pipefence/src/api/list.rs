@@ -110,10 +110,12 @@ impl CommandList {
     ) -> &mut Self {
         self.record(Command::WaitValue {
             address,
-            width: Width::W32,
-            cmp,
-            reference: u64::from(reference),
-            mask: u64::from(mask),
+            cond: crate::command::ValueCondition {
+                width: Width::W32,
+                cmp,
+                reference: u64::from(reference),
+                mask: u64::from(mask),
+            },
             engine,
         })
     }
@@ -130,10 +132,12 @@ impl CommandList {
     ) -> &mut Self {
         self.record(Command::WaitValue {
             address,
-            width: Width::W64,
-            cmp,
-            reference,
-            mask,
+            cond: crate::command::ValueCondition {
+                width: Width::W64,
+                cmp,
+                reference,
+                mask,
+            },
             engine,
         })
     }

@@ -380,10 +380,12 @@ fn decode_operands(r: &mut Reader<'_>) -> Result<Command, DecodeErrorKind> {
     Ok(match r.info.opcode {
         WAIT_VALUE => Command::WaitValue {
             address: r.u64()?,
-            width: r.enumeration("width", opcode::width_from_word)?,
-            cmp: r.enumeration("comparison", Comparison::from_d3d12_value)?,
-            reference: r.u64()?,
-            mask: r.u64()?,
+            cond: crate::command::ValueCondition {
+                width: r.enumeration("width", opcode::width_from_word)?,
+                cmp: r.enumeration("comparison", Comparison::from_d3d12_value)?,
+                reference: r.u64()?,
+                mask: r.u64()?,
+            },
             engine: r.enumeration("engine", opcode::engine_from_word)?,
         },
         WRITE_VALUE_BOP => Command::WriteValueBottomOfPipe {
@@ -452,10 +454,12 @@ mod tests {
     fn wait() -> Command {
         Command::WaitValue {
             address: 0x1000,
-            width: Width::W64,
-            cmp: Comparison::GreaterEqual,
-            reference: 7,
-            mask: u64::MAX,
+            cond: crate::command::ValueCondition {
+                width: Width::W64,
+                cmp: Comparison::GreaterEqual,
+                reference: 7,
+                mask: u64::MAX,
+            },
             engine: WaitEngine::Me,
         }
     }
@@ -745,10 +749,12 @@ mod tests {
     fn d2_decode_does_not_judge_commands() {
         let cmd = Command::WaitValue {
             address: 3,
-            width: Width::W32,
-            cmp: Comparison::None,
-            reference: u64::MAX,
-            mask: 0,
+            cond: crate::command::ValueCondition {
+                width: Width::W32,
+                cmp: Comparison::None,
+                reference: u64::MAX,
+                mask: 0,
+            },
             engine: WaitEngine::Pfp,
         };
         let flush = Command::FlushPipeline {

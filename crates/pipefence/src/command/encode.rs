@@ -26,10 +26,13 @@ pub fn encode_into(cmd: &Command, out: &mut Vec<u32>) {
     match cmd {
         Command::WaitValue {
             address,
-            width,
-            cmp,
-            reference,
-            mask,
+            cond:
+                crate::command::ValueCondition {
+                    width,
+                    cmp,
+                    reference,
+                    mask,
+                },
             engine,
         } => {
             push_u64(out, *address);
@@ -178,10 +181,12 @@ mod tests {
     fn wait_packet_layout() {
         let words = encode(&[Command::WaitValue {
             address: 0x1_0000_1000,
-            width: Width::W64,
-            cmp: Comparison::GreaterEqual,
-            reference: 0x2_0000_0003,
-            mask: u64::MAX,
+            cond: crate::command::ValueCondition {
+                width: Width::W64,
+                cmp: Comparison::GreaterEqual,
+                reference: 0x2_0000_0003,
+                mask: u64::MAX,
+            },
             engine: WaitEngine::Pfp,
         }]);
         assert_eq!(
@@ -281,10 +286,12 @@ mod tests {
         let words = encode(&[
             Command::WaitValue {
                 address: 3,
-                width: Width::W32,
-                cmp: Comparison::None,
-                reference: u64::MAX,
-                mask: u64::MAX,
+                cond: crate::command::ValueCondition {
+                    width: Width::W32,
+                    cmp: Comparison::None,
+                    reference: u64::MAX,
+                    mask: u64::MAX,
+                },
                 engine: WaitEngine::Pfp,
             },
             Command::Dispatch {

@@ -372,10 +372,12 @@ mod tests {
         let mut out = vec![
             Command::WaitValue {
                 address: 0x1000,
-                width: Width::W64,
-                cmp: Comparison::GreaterEqual,
-                reference: 1,
-                mask: u64::MAX,
+                cond: crate::command::ValueCondition {
+                    width: Width::W64,
+                    cmp: Comparison::GreaterEqual,
+                    reference: 1,
+                    mask: u64::MAX,
+                },
                 engine: WaitEngine::Pfp,
             },
             Command::WriteValueBottomOfPipe {

@@ -449,6 +449,35 @@ impl KernelArgs {
     }
 }
 
+/// What a memory-value wait compares (C1): the 32- or 64-bit value at its address, masked,
+/// against a reference (`(value & mask) cmp reference`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ValueCondition {
+    /// 32 or 64 bits.
+    pub width: Width,
+    /// The comparison.
+    pub cmp: Comparison,
+    /// The reference.
+    pub reference: u64,
+    /// The mask.
+    pub mask: u64,
+}
+
+impl ValueCondition {
+    /// Whether `value` (read at [`width`](Self::width)) satisfies the condition.
+    #[inline]
+    pub fn holds(&self, value: u64) -> bool {
+        self.cmp.holds(value, self.mask, self.reference)
+    }
+
+    /// Whether no value at this width can satisfy the condition (D6: such a wait faults at once
+    /// instead of hanging).
+    pub fn never_satisfiable(&self) -> bool {
+        self.cmp
+            .never_satisfiable(self.mask & self.width.mask(), self.reference)
+    }
+}
+
 /// One recorded command (C1-C12). The encoder turns it into a packet; the decoder gives it back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Command {
@@ -456,14 +485,8 @@ pub enum Command {
     WaitValue {
         /// Address of the value.
         address: GpuAddress,
-        /// 32 or 64 bits.
-        width: Width,
-        /// Comparison.
-        cmp: Comparison,
-        /// Reference value.
-        reference: u64,
-        /// Mask applied to the memory value.
-        mask: u64,
+        /// What the value is compared with (width, comparison, reference, mask).
+        cond: ValueCondition,
         /// ME or PFP.
         engine: WaitEngine,
     },
@@ -543,12 +566,10 @@ impl Command {
     /// in errors, reports and traces.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::WaitValue {
-                width: Width::W32, ..
-            } => "wait-value32",
-            Command::WaitValue {
-                width: Width::W64, ..
-            } => "wait-value64",
+            Command::WaitValue { cond, .. } => match cond.width {
+                Width::W32 => "wait-value32",
+                Width::W64 => "wait-value64",
+            },
             Command::WriteValueBottomOfPipe {
                 width: Width::W32, ..
             } => "write-value32-bop",

@@ -120,10 +120,13 @@ fn check(kind: QueueKind, cmd: &Command, user_kernels: usize, sink: &mut Sink<'_
     match cmd {
         Command::WaitValue {
             address,
-            width,
-            cmp,
-            reference,
-            mask,
+            cond:
+                crate::command::ValueCondition {
+                    width,
+                    cmp,
+                    reference,
+                    mask,
+                },
             engine,
         } => {
             if *cmp == Comparison::None {
@@ -290,10 +293,12 @@ mod tests {
     fn wait(cmp: Comparison, engine: WaitEngine) -> Command {
         Command::WaitValue {
             address: 0x1000,
-            width: Width::W64,
-            cmp,
-            reference: 1,
-            mask: u64::MAX,
+            cond: crate::command::ValueCondition {
+                width: Width::W64,
+                cmp,
+                reference: 1,
+                mask: u64::MAX,
+            },
             engine,
         }
     }
@@ -301,10 +306,12 @@ mod tests {
     fn wait32(address: u64, reference: u64, mask: u64) -> Command {
         Command::WaitValue {
             address,
-            width: Width::W32,
-            cmp: Comparison::GreaterEqual,
-            reference,
-            mask,
+            cond: crate::command::ValueCondition {
+                width: Width::W32,
+                cmp: Comparison::GreaterEqual,
+                reference,
+                mask,
+            },
             engine: WaitEngine::Me,
         }
     }
@@ -524,7 +531,11 @@ mod tests {
         );
         // 64-bit waits take any reference and mask.
         let mut w = wait(Comparison::GreaterEqual, WaitEngine::Me);
-        if let Command::WaitValue { reference, .. } = &mut w {
+        if let Command::WaitValue {
+            cond: crate::command::ValueCondition { reference, .. },
+            ..
+        } = &mut w
+        {
             *reference = u64::MAX;
         }
         assert!(direct(w).is_empty());

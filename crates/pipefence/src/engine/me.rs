@@ -221,14 +221,11 @@ impl Engine {
         match cmd {
             Command::WaitValue {
                 address,
-                width,
-                cmp,
-                reference,
-                mask,
+                cond: vc,
                 engine: _,
             } => {
-                let cond = cond_of(address, width, cmp, reference, mask);
-                if cmp.never_satisfiable(mask & width.mask(), reference) {
+                let cond = WaitCondition::Memory { address, cond: vc };
+                if vc.never_satisfiable() {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
                         op,

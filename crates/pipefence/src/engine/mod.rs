@@ -36,8 +36,8 @@ pub(crate) use snapshot::{Pending, Snapshot};
 
 use crate::clock::ticks;
 use crate::command::{
-    decode, Command, Comparison, DecodeError, Flush, ImmediateMode, KernelArgs, QueueKind,
-    WaitEngine, Width, WriteSource,
+    decode, Command, DecodeError, Flush, ImmediateMode, KernelArgs, QueueKind, WaitEngine, Width,
+    WriteSource,
 };
 use crate::core::DeviceCore;
 use crate::memory::BufferCore;
@@ -381,24 +381,6 @@ pub(crate) struct Engine {
     /// The device has a hazard model (the hooks run), and it is in strict mode.
     pub(crate) tracked: bool,
     pub(crate) strict: bool,
-}
-
-fn cond_of(
-    address: u64,
-    width: Width,
-    cmp: Comparison,
-    reference: u64,
-    mask: u64,
-) -> WaitCondition {
-    WaitCondition::Memory {
-        address,
-        cond: ValueCondition {
-            width,
-            cmp,
-            reference,
-            mask,
-        },
-    }
 }
 
 impl Engine {

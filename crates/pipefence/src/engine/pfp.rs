@@ -155,14 +155,14 @@ impl Engine {
         match &cmd {
             Command::WaitValue {
                 address,
-                width,
-                cmp,
-                reference,
-                mask,
+                cond: vc,
                 engine: WaitEngine::Pfp,
             } => {
-                let cond = cond_of(*address, *width, *cmp, *reference, *mask);
-                if cmp.never_satisfiable(*mask & width.mask(), *reference) {
+                let cond = WaitCondition::Memory {
+                    address: *address,
+                    cond: *vc,
+                };
+                if vc.never_satisfiable() {
                     return Step::Faulted(Fault::NeverSatisfiable {
                         site,
                         op,
@@ -190,7 +190,7 @@ impl Engine {
                                 site,
                                 op,
                                 *address,
-                                *width,
+                                vc.width,
                                 self.pushed,
                             );
                         });
