@@ -181,18 +181,46 @@ fn load(
     json: bool,
 ) -> Result<(String, pipefence_scenario::plan::Scenario), ExitCode> {
     let name = file.display().to_string();
-    let source = match std::fs::read_to_string(file) {
+    let fail = |line: usize, column: usize, message: String| {
+        if json {
+            let v = serde_json::json!({
+                "version": 1,
+                "status": "invalid",
+                "errors": [{"line": line, "column": column, "message": message}],
+            });
+            println!("{v}");
+        }
+        usage_error(&message)
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return Err(fail(0, 0, format!("{name}: cannot read: {e}"))),
+    };
+    let source = match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => {
-            if json {
-                let v = serde_json::json!({
-                    "version": 1,
-                    "status": "invalid",
-                    "errors": [{"line": 0, "column": 0, "message": format!("{name}: cannot read: {e}")}],
-                });
-                println!("{v}");
-            }
-            return Err(usage_error(&format!("{name}: cannot read: {e}")));
+            // Where the first byte that is not UTF-8 is (E3: every input error has a position).
+            let bytes = e.as_bytes();
+            let at = e.utf8_error().valid_up_to();
+            let before = &bytes[..at];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let column = String::from_utf8_lossy(&before[line_start..])
+                .chars()
+                .count()
+                + 1;
+            return Err(fail(
+                line,
+                column,
+                format!(
+                    "{name}:{line}:{column}: byte {:#04x} is not UTF-8 (scenario files are UTF-8 \
+                     text)",
+                    bytes[at]
+                ),
+            ));
         }
     };
     match parse(&name, &source) {

@@ -517,3 +517,31 @@ fn ctrl_c_prints_what_ran_and_exits_130() {
     assert!(out.contains("device removed: requested"), "{out}");
     assert!(err.contains("pipefence: interrupted"), "{err}");
 }
+
+/// E3: a file that is not UTF-8 is an input error with the position of its first bad byte, as
+/// any other (before: "cannot read: stream did not contain valid UTF-8", line 0, column 0).
+#[test]
+fn e3_non_utf8_input_names_the_line_and_column_of_the_bad_byte() {
+    let dir = std::env::temp_dir().join(format!("pipefence-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.kdl");
+    std::fs::write(&file, b"buffer b size=64\nfence \xc3\xa9\xff\xfe(\n").unwrap();
+    let f = file.to_str().unwrap();
+    let out = pipefence(&["run", f]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{f}:2:8: byte 0xff is not UTF-8")),
+        "{err}"
+    );
+    let v = json(&pipefence(&["check", f, "--json"]));
+    assert_eq!(v["status"], "invalid");
+    assert_eq!(
+        (
+            v["errors"][0]["line"].as_u64(),
+            v["errors"][0]["column"].as_u64()
+        ),
+        (Some(2), Some(8))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
