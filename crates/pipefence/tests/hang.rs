@@ -686,3 +686,48 @@ fn d7_declared_hang_with_a_running_dispatch_names_it_and_its_labels() {
         "{r}"
     );
 }
+
+/// D6, E4: a tool's stop flag (`DeviceDesc::interrupt`, a runner's Ctrl-C) ends a long
+/// deterministic schedule at the driver's next step: the device is removed as requested, with
+/// the report of what waited on what, instead of running the rest of the schedule first.
+#[test]
+fn d6_interrupt_flag_removes_a_deterministic_device_at_its_next_step() {
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = Device::new(DeviceDesc {
+        driver: Driver::Deterministic {
+            seed: 3,
+            strategy: Strategy::Random,
+        },
+        memory_model: MemoryModel::Strict,
+        interrupt: Some(flag.clone()),
+        ..DeviceDesc::default()
+    })
+    .unwrap();
+    let q = queue(&d, QueueKind::Compute, "q");
+    let done = d.create_named_fence("done", 0).unwrap();
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        for _ in 0..2000 {
+            l.dispatch(&Kernel::spin(1), 1);
+        }
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    q.signal(&done, 1).unwrap();
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    let e = done.wait(1, T).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::DeviceRemoved {
+                reason: RemovalReason::Requested,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let r = d.removal_report().expect("report");
+    assert_eq!(r.reason, RemovalReason::Requested);
+    assert!(
+        q.stats().commands < 2000,
+        "the schedule ran to its end first"
+    );
+}

@@ -121,6 +121,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
         } else {
             pipefence::MemoryModel::Plain
         },
+        interrupt: Some(monitor::interrupt_flag()),
         ..base
     };
     let desc = if deterministic || opts.strict {

@@ -5,6 +5,7 @@
 
 use super::Ctx;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,19 +18,25 @@ pub(super) const BLOCKED: u8 = 1;
 /// A host thread has ended.
 pub(super) const DONE: u8 = 2;
 
-/// Set by [`interrupt`] (the binary's Ctrl-C handler).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set by [`interrupt`] (the binary's Ctrl-C handler); shared with every deterministic device
+/// as its `DeviceDesc::interrupt` flag.
+pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone()
+}
 
 /// Asks the runs in progress to stop (Ctrl-C): a threaded run removes its device at once
-/// (reason `requested`), whose report shows what every queue was waiting on then; `check`
+/// (reason `requested`), whose report shows what every queue was waiting on then; a
+/// deterministic run's driver does the same at its next step (`DeviceDesc::interrupt`); `check`
 /// starts no further schedule. Safe to call from a signal handler's thread.
 pub fn interrupt() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    interrupt_flag().store(true, Ordering::SeqCst);
 }
 
 /// Whether [`interrupt`] was called.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    interrupt_flag().load(Ordering::SeqCst)
 }
 
 /// Declares a hang when every host thread has ended or is blocked on the device, some engine

@@ -496,6 +496,15 @@ impl Scheduler {
     fn pick(&self, dev: &DeviceShared, st: &mut MutexGuard<'_, State>) -> Pick {
         loop {
             dev.reap_unmaps();
+            if !dev.is_removed()
+                && dev
+                    .desc
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                dev.remove(RemovalReason::Requested);
+            }
             let mut enabled: Vec<(Actor, u64, Wake)> = Vec::new();
             for h in 0..st.hosts.len() {
                 if let Some((ready, wake)) = self.host_enabled(dev, st, h) {

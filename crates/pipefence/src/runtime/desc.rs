@@ -33,6 +33,11 @@ pub struct DeviceDesc {
     /// The memory model (D5): plain (default), hazard validation, or strict (deterministic
     /// driver only). See `docs/memory-model.md`.
     pub memory_model: MemoryModel,
+    /// A stop flag for tools (a runner's Ctrl-C): once it is set, the deterministic driver
+    /// removes the device (reason `Requested`, with the report of what waits on what) at its
+    /// next step, so a long schedule ends promptly. `None` (the default): no flag. The
+    /// threaded driver does not read it (its runner removes the device itself).
+    pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The driver that steps a device's engines (D4).
@@ -65,6 +70,7 @@ impl Default for DeviceDesc {
             driver: Driver::Threaded,
             trace: None,
             memory_model: MemoryModel::Plain,
+            interrupt: None,
         }
     }
 }
