@@ -8,8 +8,9 @@
 //! `clock`, `trace` events) and the hazard model it carries.
 
 use crate::clock::Clock;
+use crate::command::Width;
 use crate::hazard::Model;
-use crate::memory::AddressSpace;
+use crate::memory::{AddressSpace, BufferCore};
 use crate::sync::shim::{lock, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sync::{AddressWatches, Writer};
 use crate::trace::{SliceKind, TraceEvent, TraceSink, Track};
@@ -248,6 +249,17 @@ impl DeviceCore {
             Writer::Engine { queue, .. } => Some(Track::Me {
                 queue: self.queue_name(queue),
             }),
+        }
+    }
+}
+
+impl BufferCore {
+    /// Atomic load of the 32- or 64-bit value at `offset` (aligned to its width), zero-extended.
+    #[inline]
+    pub(crate) fn load(&self, offset: u64, width: Width) -> Option<u64> {
+        match width {
+            Width::W32 => self.load32(offset).map(u64::from),
+            Width::W64 => self.load64(offset),
         }
     }
 }

@@ -7,7 +7,6 @@
 //! Writes whose value is unknown until they happen (timestamps, kernels other than `fill`,
 //! copies) count as possibly satisfying.
 
-use crate::command::Width;
 use crate::engine::{Fault, Pending, Site, Snapshot, Stage, WaitCondition};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
@@ -326,11 +325,6 @@ fn site_report(
     }
 }
 
-/// The condition in words, as reports and traces show it.
-pub(crate) fn condition_label(dev: &DeviceShared, cond: &WaitCondition) -> String {
-    cond.label(dev)
-}
-
 fn cond_buffer(dev: &DeviceShared, cond: &WaitCondition) -> Option<(String, u64)> {
     match cond {
         WaitCondition::Memory { address, .. } => dev
@@ -346,10 +340,7 @@ fn current_value(dev: &DeviceShared, cond: &WaitCondition) -> Option<u64> {
         WaitCondition::Fence { fence, .. } => Some(fence.value_before_removal()),
         WaitCondition::Memory { address, cond } => {
             let (b, off) = dev.memory.resolve(*address, cond.width.bytes())?;
-            match cond.width {
-                Width::W32 => b.load32(off).map(u64::from),
-                Width::W64 => b.load64(off),
-            }
+            b.load(off, cond.width)
         }
         _ => None,
     }
@@ -703,7 +694,7 @@ pub(crate) fn build_report(
             class: c,
             at,
             stage: stage.map(str::to_string),
-            waiting_for: cond.map(|c| condition_label(dev, c)),
+            waiting_for: cond.map(|c| c.label(dev)),
             fence: match cond {
                 Some(WaitCondition::Fence { fence, .. }) => Some(fence.name().to_string()),
                 _ => None,
@@ -841,7 +832,7 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
         Fault::NeverSatisfiable { condition, .. } => plain_fault(
             Classification::NeverSatisfiable,
             at,
-            format!("{} can never hold", condition_label(dev, condition)),
+            format!("{} can never hold", condition.label(dev)),
         ),
         Fault::KernelPanic {
             kernel,

@@ -15,19 +15,15 @@ pub(super) fn record(l: &mut CommandList, buffers: &[Buffer], cmd: &ListCommand)
         KernelDecl::Spin { ns } => Kernel::spin(*ns),
     };
     match cmd {
-        ListCommand::WaitValue {
-            addr,
-            cond:
-                pipefence::ValueCondition {
-                    width,
-                    cmp,
-                    reference,
-                    mask,
-                },
-            engine,
-        } => match width {
-            Width::W32 => l.wait_value32(a(*addr), *cmp, *reference as u32, *mask as u32, *engine),
-            Width::W64 => l.wait_value64(a(*addr), *cmp, *reference, *mask, *engine),
+        ListCommand::WaitValue { addr, cond, engine } => match cond.width {
+            Width::W32 => l.wait_value32(
+                a(*addr),
+                cond.cmp,
+                cond.reference as u32,
+                cond.mask as u32,
+                *engine,
+            ),
+            Width::W64 => l.wait_value64(a(*addr), cond.cmp, cond.reference, cond.mask, *engine),
         },
         ListCommand::WriteBottomOfPipe {
             addr,

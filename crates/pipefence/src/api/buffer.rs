@@ -295,10 +295,7 @@ impl Buffer {
     }
 
     fn load(&self, offset: u64, width: Width) -> u64 {
-        match width {
-            Width::W32 => u64::from(self.inner.core.load32(offset).unwrap_or(0)),
-            Width::W64 => self.inner.core.load64(offset).unwrap_or(0),
-        }
+        self.inner.core.load(offset, width).unwrap_or(0)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -21,7 +21,6 @@
 
 use super::{Backend, Cond};
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
-use crate::command::Width;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
@@ -460,13 +459,7 @@ impl Scheduler {
                         buffer,
                         offset,
                         cond,
-                    } => {
-                        let v = match cond.width {
-                            Width::W32 => buffer.load32(*offset).map_or(0, u64::from),
-                            Width::W64 => buffer.load64(*offset).unwrap_or(0),
-                        };
-                        cond.holds(v)
-                    }
+                    } => cond.holds(buffer.load(*offset, cond.width).unwrap_or(0)),
                     Cond::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
                     Cond::HostDone(o) => matches!(
                         st.hosts.get(*o).map(|x| &x.state),

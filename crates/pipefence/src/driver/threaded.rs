@@ -10,7 +10,6 @@
 //! while a view exists (D8).
 
 use super::{Backend, Cond};
-use crate::command::Width;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
@@ -96,11 +95,7 @@ pub(crate) fn block_real(dev: &DeviceShared, cond: Cond, deadline: Option<Instan
             offset,
             cond,
         } => {
-            let load = || match cond.width {
-                Width::W32 => u64::from(buffer.load32(offset).unwrap_or(0)),
-                Width::W64 => buffer.load64(offset).unwrap_or(0),
-            };
-            let holds = || cond.holds(load());
+            let holds = || cond.holds(buffer.load(offset, cond.width).unwrap_or(0));
             let mut backoff = Duration::from_micros(50);
             loop {
                 if holds() {

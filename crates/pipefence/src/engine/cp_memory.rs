@@ -68,10 +68,7 @@ impl Engine {
     ) -> Result<u64, Fault> {
         let off = self.resolve(ctx, address, width, Access::Read, site, op)?;
         let buf = self.cached();
-        let v = match width {
-            Width::W32 => buf.and_then(|b| b.load32(off)).map_or(0, u64::from),
-            Width::W64 => buf.and_then(|b| b.load64(off)).unwrap_or(0),
-        };
+        let v = buf.and_then(|b| b.load(off, width)).unwrap_or(0);
         if self.strict {
             return Ok(Self::strict_cp_read(ctx, self.queue_id, address, width, v));
         }

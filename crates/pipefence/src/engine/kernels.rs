@@ -363,10 +363,7 @@ impl KernelContext<'_> {
             vis.task_read(self.device, *q, address, &mut v[..n]);
             return u64::from(v[0]) | (u64::from(v[1]) << 32);
         }
-        match width {
-            Width::W32 => b.load32(o).map_or(0, u64::from),
-            Width::W64 => b.load64(o).unwrap_or(0),
-        }
+        b.load(o, width).unwrap_or(0)
     }
 
     fn store(&mut self, address: u64, width: Width, value: u64) {
