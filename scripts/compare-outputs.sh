@@ -8,6 +8,8 @@
 #
 #   scripts/compare-outputs.sh OLD_BINARY NEW_BINARY [SEEDS...]
 #
+# FILES="a.kdl b.kdl" compares those scenarios instead of the examples and test scenarios.
+#
 # Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
 set -uo pipefail
 if [[ $# -lt 2 ]]; then
@@ -31,7 +33,9 @@ except Exception as e: print("not json:", e)'; }
 # Same bytes, or neither side wrote the file.
 same_file() { [[ ! -e $1 && ! -e $2 ]] || cmp -s "$1" "$2"; }
 same=0 differ=0
-for file in examples/*.kdl tests/scenarios/*.kdl; do
+files=(examples/*.kdl tests/scenarios/*.kdl)
+[[ -n ${FILES:-} ]] && read -r -a files <<<"$FILES"
+for file in "${files[@]}"; do
     for seed in "${seeds[@]}"; do
         for mode in plain strict; do
             flags=(--driver deterministic --seed "$seed")

@@ -79,7 +79,7 @@ pub use command::{
     Comparison, Flush, ImmediateMode, ImmediateWrite, QueueKind, WaitEngine, Width, WriteSource,
 };
 pub use diagnose::{Classification, RemovalReport};
-pub use driver::{Strategy, COPY_NS_PER_KIB};
+pub use driver::{ScheduleStats, Strategy, COPY_NS_PER_KIB};
 pub use engine::kernels::{DEFAULT_GROUP_COST_NS, GROUP_BYTES, LANES};
 pub use engine::{
     Fault, Kernel, KernelContext, KernelFault, UserKernel, WaitCondition,

@@ -162,3 +162,45 @@ fn d6_endless_kernel_removed_at_launch_plus_timeout() {
         );
     }
 }
+
+/// D4: a step of the deterministic driver examines the hosts, engine stages and write-backs one
+/// by one, never every dispatch in flight (those are counted and chosen without a scan), so a
+/// schedule costs about linear time in the work done. Strict mode's maximal PFP run-ahead puts
+/// most of the 3000 one-group dispatches of one list in flight at once (seed 3): before, every one of them was
+/// listed at every step (3000 x steps).
+#[test]
+fn d4_a_step_never_lists_every_dispatch_in_flight() {
+    // The schedules reach the case: over a thousand dispatches in flight at one step.
+    let mut most_in_flight = 0;
+    for model in [MemoryModel::Plain, MemoryModel::Strict] {
+        for seed in 0..4 {
+            let desc = DeviceDesc {
+                memory_model: model,
+                ..deterministic_desc(&DeviceDesc::default(), seed)
+            };
+            let d = Device::new(desc).unwrap();
+            let q = d
+                .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+                .unwrap();
+            let f = d.create_fence(0).unwrap();
+            let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+            for _ in 0..3000 {
+                l.dispatch(&Kernel::spin(1), 1);
+            }
+            l.close().unwrap();
+            q.execute_command_lists(&[&l]).unwrap();
+            q.signal(&f, 1).unwrap();
+            f.wait(1, T).unwrap();
+            d.wait_idle(T).unwrap();
+            let s = d
+                .tools()
+                .schedule_stats()
+                .expect("a deterministic device has stats");
+            // Every dispatch ran as at least one action.
+            assert!(s.steps >= 3000, "{model:?} seed {seed}: {s:?}");
+            // Host, 3 stages per queue, write-backs: a handful, whatever the dispatch count.
+            assert!(s.max_listed <= 8, "{model:?} seed {seed}: {s:?}");
+            most_in_flight = most_in_flight.max(s.max_dispatches_in_flight);
+        }
+    }
+}

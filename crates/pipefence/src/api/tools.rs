@@ -14,7 +14,7 @@ use super::buffer::Buffer;
 use super::device::Device;
 use crate::command::Width;
 use crate::diagnose::RemovalReport;
-use crate::driver::Cond;
+use crate::driver::{Cond, ScheduleStats};
 use crate::error::{RemovalReason, Result};
 use crate::sync::shim::{lock, Ordering};
 use std::sync::Arc;
@@ -111,6 +111,12 @@ impl DeviceTools<'_> {
         }
         sh.flush_trace();
         !self.device.is_removed()
+    }
+
+    /// The deterministic schedule's figures so far (steps, dispatches in flight); `None` on the
+    /// threaded driver.
+    pub fn schedule_stats(&self) -> Option<ScheduleStats> {
+        self.device.shared.driver.schedule_stats()
     }
 
     /// Strict mode's statistics: (lines written back early, stale reads returned).

@@ -19,6 +19,7 @@
 //! Blocked engine steps change nothing (the engine contract), so an engine stage is tried and,
 //! if it reports `Blocked`/`Idle`, marked disabled until something else progresses.
 
+use super::groups::{Group, InFlight, Slot};
 use super::{Backend, Cond};
 use crate::clock::{Clock, CLOCK_EPOCH_NS};
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
@@ -30,7 +31,7 @@ use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering,
 };
 use crate::sync::{FenceCore, Notify, Ticket, WaitOutcome};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -132,70 +133,9 @@ enum Actor {
     Pfp(u32),
     Me(u32),
     Retire(u32),
-    Group(u64),
     Endless(u64),
     /// Strict mode: an early write-back of one line of an engine's dirty words (D5).
     Writeback(u32),
-}
-
-/// The groups of one launched dispatch that have not completed: one record per dispatch, not
-/// per group, so memory does not grow with the group count and a step costs O(dispatches in
-/// flight). Each completion of one of its groups is one action (D4).
-#[derive(Debug)]
-struct Group {
-    serial: u64,
-    queue: u32,
-    index: u64,
-    kernel: Kernel,
-    /// The groups not yet completed, as half-open ranges (in group order).
-    left: VecDeque<(u32, u32)>,
-    ready: u64,
-    site: Site,
-    op: &'static str,
-}
-
-/// Ranges a dispatch's remaining groups may split into. Below it, the next group to complete is
-/// any remaining one (every completion order of up to this many splits is reachable); at it,
-/// the first or last group of a random range (the count stays bounded whatever the size).
-const MAX_GROUP_RANGES: usize = 64;
-
-impl Group {
-    /// Takes the groups that complete in the next action, chosen with `rng`: one group (half the
-    /// time), or the whole of one remaining range at once (the same as completing them one
-    /// after another with nothing in between, which is one of the schedules; it keeps a
-    /// dispatch of 2^32 - 1 groups to a few dozen actions). Every interleaving of single
-    /// completions stays reachable.
-    fn take(&mut self, rng: &mut Rng) -> Option<(u32, u32)> {
-        let n = self.left.len();
-        if n == 0 {
-            return None;
-        }
-        let i = rng.below(n as u64) as usize;
-        let (start, end) = self.left[i];
-        if end - start > 1 && rng.below(2) == 0 {
-            self.left.remove(i);
-            return Some((start, end));
-        }
-        let g = if n < MAX_GROUP_RANGES {
-            start + rng.below(u64::from(end - start)) as u32
-        } else if rng.below(2) == 0 {
-            start
-        } else {
-            end - 1
-        };
-        match (g == start, g + 1 == end) {
-            (true, true) => {
-                self.left.remove(i);
-            }
-            (true, false) => self.left[i].0 = g + 1,
-            (false, true) => self.left[i].1 = g,
-            (false, false) => {
-                self.left[i].1 = g;
-                self.left.insert(i + 1, (g + 1, end));
-            }
-        }
-        Some((g, g + 1))
-    }
 }
 
 #[derive(Debug)]
@@ -204,6 +144,20 @@ struct Endless {
     queue: u32,
     ready: u64,
     fault: Fault,
+}
+
+/// Figures of a deterministic schedule so far ([`crate::DeviceTools::schedule_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScheduleStats {
+    /// Actions performed (scheduling steps).
+    pub steps: u64,
+    /// The most dispatches in flight at one step (each is one enabled action).
+    pub max_dispatches_in_flight: u64,
+    /// The most actions the scheduler examined one by one at one step: hosts, engine stages,
+    /// write-backs and endless kernels. Dispatches in flight are not among them (they are
+    /// counted and chosen without a scan), so a step costs O(log n) in the dispatches in flight.
+    pub max_listed: u64,
 }
 
 /// Steps assumed for a run when placing PCT's priority change points.
@@ -218,13 +172,15 @@ struct State {
     next_low: u64,
     hosts: Vec<Host>,
     turn: Option<usize>,
-    groups: Vec<Group>,
+    groups: InFlight,
     endless: Vec<Endless>,
     next_serial: u64,
     /// Per queue id: when the copy its ME started completes.
     copy_ready: BTreeMap<u32, u64>,
     disabled: BTreeSet<Actor>,
     steps: u64,
+    max_dispatches_in_flight: u64,
+    max_listed: u64,
     /// The last `Device` handle is being dropped (Q8): run what can run; when nothing can,
     /// engine work left is not a hang (it is dropped with the device).
     draining: bool,
@@ -317,12 +273,14 @@ impl Scheduler {
                     wake: Wake::Ok,
                 }],
                 turn: Some(0),
-                groups: Vec::new(),
+                groups: InFlight::default(),
                 endless: Vec::new(),
                 next_serial: 0,
                 copy_ready: BTreeMap::new(),
                 disabled: BTreeSet::new(),
                 steps: 0,
+                max_dispatches_in_flight: 0,
+                max_listed: 0,
                 draining: false,
                 trace: Vec::new(),
             }),
@@ -539,14 +497,22 @@ impl Scheduler {
                         }
                     }
                 }
-                for g in &st.groups {
-                    enabled.push((Actor::Group(g.serial), g.ready, Wake::Ok));
-                }
-                for x in &st.endless {
-                    enabled.push((Actor::Endless(x.serial), x.ready, Wake::Ok));
-                }
             }
-            if enabled.is_empty() {
+            // After the small actors come the dispatches in flight (counted, not listed: one
+            // action each, in launch order), then the endless kernels.
+            let (n_groups, tail) = if dev.is_removed() {
+                (0, Vec::new())
+            } else {
+                let tail: Vec<(Actor, u64, Wake)> = st
+                    .endless
+                    .iter()
+                    .map(|x| (Actor::Endless(x.serial), x.ready, Wake::Ok))
+                    .collect();
+                (st.groups.len(), tail)
+            };
+            st.max_listed = st.max_listed.max((enabled.len() + tail.len()) as u64);
+            st.max_dispatches_in_flight = st.max_dispatches_in_flight.max(n_groups as u64);
+            if enabled.is_empty() && n_groups == 0 && tail.is_empty() {
                 if any_work && !dev.is_removed() && !st.draining {
                     // D6: nothing can run while an engine has work: a hang, at once.
                     dev.remove(RemovalReason::Hung);
@@ -580,11 +546,23 @@ impl Scheduler {
             };
             // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
             let choice = if pfps.is_empty() {
-                self.choose(st, &enabled)
+                self.choose(st, &enabled, n_groups, &tail)
             } else {
-                pfps[st.rng.below(pfps.len() as u64) as usize]
+                Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize])
             };
-            let (actor, ready, wake) = enabled[choice];
+            let (actor, ready, wake) = match choice {
+                Choice::Listed(i) => enabled[i],
+                Choice::Tail(i) => tail[i],
+                Choice::Group(slot) => {
+                    st.steps += 1;
+                    let ready = st.groups.get(slot).map_or(0, |g| g.ready);
+                    self.clock.advance_to(ready);
+                    if let Some(p) = self.complete_groups(dev, st, &queues, slot) {
+                        return p;
+                    }
+                    continue;
+                }
+            };
             st.steps += 1;
             self.clock.advance_to(ready);
             match actor {
@@ -658,16 +636,15 @@ impl Scheduler {
                             });
                             continue;
                         }
-                        st.groups.push(Group {
-                            serial,
-                            queue: id,
-                            index: l.index,
-                            kernel: l.kernel.clone(),
-                            left: VecDeque::from([(0, l.groups)]),
-                            ready: self.clock.now_ns().saturating_add(cost),
-                            site: l.site,
-                            op: l.op,
-                        });
+                        st.groups.push(Group::new(
+                            id,
+                            l.index,
+                            l.kernel.clone(),
+                            l.groups,
+                            self.clock.now_ns().saturating_add(cost),
+                            l.site,
+                            l.op,
+                        ));
                     }
                     return Pick::Progressed;
                 }
@@ -690,82 +667,6 @@ impl Scheduler {
                     }
                     return Pick::Progressed;
                 }
-                Actor::Group(serial) => {
-                    let Some(pos) = st.groups.iter().position(|g| g.serial == serial) else {
-                        continue;
-                    };
-                    let state = &mut **st;
-                    let Some((first, last)) = state.groups[pos].take(&mut state.rng) else {
-                        st.groups.remove(pos);
-                        continue;
-                    };
-                    let finished = st.groups[pos].left.is_empty();
-                    let g = &st.groups[pos];
-                    let (kernel, queue, index, site, op) =
-                        (g.kernel.clone(), g.queue, g.index, g.site, g.op);
-                    if finished {
-                        st.groups.remove(pos);
-                    }
-                    let g = GroupRun {
-                        kernel,
-                        queue,
-                        index,
-                        groups: first..last,
-                        site,
-                        op,
-                    };
-                    if dev.trace_sink().is_some() {
-                        let now = self.clock.now_ns();
-                        st.trace.push(crate::trace::TraceEvent::Slice {
-                            track: crate::trace::Track::Worker { index: 0 },
-                            name: if g.groups.len() == 1 {
-                                format!("{} group {}", g.kernel.name(), g.groups.start)
-                            } else {
-                                format!(
-                                    "{} groups {}..{}",
-                                    g.kernel.name(),
-                                    g.groups.start,
-                                    g.groups.end
-                                )
-                            },
-                            kind: crate::trace::SliceKind::Kernel,
-                            start_ns: now.saturating_sub(g.kernel.group_cost_ns()),
-                            end_ns: now,
-                            site: None,
-                        });
-                    }
-                    let result = if matches!(g.kernel, Kernel::Spin { .. }) {
-                        // No memory accesses, and its cost is virtual time here: nothing to
-                        // run for any number of groups.
-                        Ok(())
-                    } else if let Some(mut mem) = StrictMemory::new(dev, g.queue, g.index) {
-                        run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
-                    } else {
-                        let mut mem = PlainMemory::new(dev, (g.queue, g.index));
-                        run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
-                    };
-                    match result {
-                        Ok(()) => {
-                            match g.kernel.write_range(g.groups.clone()) {
-                                Some((s, e)) => dev.watches.notify_range(s, e),
-                                None => dev.watches.notify_all(),
-                            }
-                            if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
-                                let n = g.groups.end - g.groups.start;
-                                q.groups_completed
-                                    .fetch_add(u64::from(n), Ordering::Relaxed);
-                                lock(&q.engine).groups_done(g.index, n);
-                            }
-                        }
-                        Err(failure) => {
-                            let f = failure.into_fault(g.site, g.op, &g.kernel);
-                            let reason = f.removal_reason();
-                            dev.remove_with_fault(reason, Some((g.queue, f)));
-                        }
-                    }
-                    st.disabled.clear();
-                    return Pick::Progressed;
-                }
                 Actor::Writeback(id) => {
                     if let Some(vis) = dev.model().as_mut().and_then(|m| m.vis.as_mut()) {
                         vis.write_back_random_line(id);
@@ -785,37 +686,174 @@ impl Scheduler {
         }
     }
 
-    fn choose(&self, st: &mut MutexGuard<'_, State>, enabled: &[(Actor, u64, Wake)]) -> usize {
+    /// Completes some groups of the dispatch in flight at `slot` (one action, D4); `None` when
+    /// there is nothing left to complete there.
+    fn complete_groups(
+        &self,
+        dev: &DeviceShared,
+        st: &mut MutexGuard<'_, State>,
+        queues: &[Arc<QueueShared>],
+        slot: Slot,
+    ) -> Option<Pick> {
+        let g = st.groups.get(slot)?;
+        let (kernel, queue, index, site, op) = (g.kernel.clone(), g.queue, g.index, g.site, g.op);
+        let state = &mut **st;
+        let (first, last) = state.groups.take(slot, &mut state.rng)?;
+        let g = GroupRun {
+            kernel,
+            queue,
+            index,
+            groups: first..last,
+            site,
+            op,
+        };
+        if dev.trace_sink().is_some() {
+            let now = self.clock.now_ns();
+            st.trace.push(crate::trace::TraceEvent::Slice {
+                track: crate::trace::Track::Worker { index: 0 },
+                name: if g.groups.len() == 1 {
+                    format!("{} group {}", g.kernel.name(), g.groups.start)
+                } else {
+                    format!(
+                        "{} groups {}..{}",
+                        g.kernel.name(),
+                        g.groups.start,
+                        g.groups.end
+                    )
+                },
+                kind: crate::trace::SliceKind::Kernel,
+                start_ns: now.saturating_sub(g.kernel.group_cost_ns()),
+                end_ns: now,
+                site: None,
+            });
+        }
+        let result = if matches!(g.kernel, Kernel::Spin { .. }) {
+            // No memory accesses, and its cost is virtual time here: nothing to
+            // run for any number of groups.
+            Ok(())
+        } else if let Some(mut mem) = StrictMemory::new(dev, g.queue, g.index) {
+            run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
+        } else {
+            let mut mem = PlainMemory::new(dev, (g.queue, g.index));
+            run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
+        };
+        match result {
+            Ok(()) => {
+                match g.kernel.write_range(g.groups.clone()) {
+                    Some((s, e)) => dev.watches.notify_range(s, e),
+                    None => dev.watches.notify_all(),
+                }
+                if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
+                    let n = g.groups.end - g.groups.start;
+                    q.groups_completed
+                        .fetch_add(u64::from(n), Ordering::Relaxed);
+                    lock(&q.engine).groups_done(g.index, n);
+                }
+            }
+            Err(failure) => {
+                let f = failure.into_fault(g.site, g.op, &g.kernel);
+                let reason = f.removal_reason();
+                dev.remove_with_fault(reason, Some((g.queue, f)));
+            }
+        }
+        st.disabled.clear();
+        Some(Pick::Progressed)
+    }
+
+    /// Picks one of the enabled actions: the listed ones (`enabled`), then the `n_groups`
+    /// dispatches in flight in launch order, then `tail`, as if they were one list.
+    fn choose(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        enabled: &[(Actor, u64, Wake)],
+        n_groups: usize,
+        tail: &[(Actor, u64, Wake)],
+    ) -> Choice {
         match st.strategy {
-            Strategy::Random => st.rng.below(enabled.len() as u64) as usize,
+            Strategy::Random => {
+                let total = enabled.len() + n_groups + tail.len();
+                let k = st.rng.below(total as u64) as usize;
+                if k < enabled.len() {
+                    Choice::Listed(k)
+                } else if k < enabled.len() + n_groups {
+                    Choice::Group(st.groups.nth(k - enabled.len()))
+                } else {
+                    Choice::Tail(k - enabled.len() - n_groups)
+                }
+            }
             Strategy::Pct { .. } => {
-                let mut best = 0;
+                let state = &mut **st;
+                let mut priority = |rng: &mut Rng, a: Actor| match state.priorities.get(&a) {
+                    Some(p) => *p,
+                    None => {
+                        let p = (1 << 21) + rng.below(1 << 40);
+                        state.priorities.insert(a, p);
+                        p
+                    }
+                };
+                let mut best = None;
                 let mut best_p = 0;
                 for (i, (a, _, _)) in enabled.iter().enumerate() {
-                    let p = match st.priorities.get(a) {
-                        Some(p) => *p,
-                        None => {
-                            let p = (1 << 21) + st.rng.below(1 << 40);
-                            st.priorities.insert(*a, p);
-                            p
-                        }
-                    };
+                    let p = priority(&mut state.rng, *a);
                     if p > best_p {
                         best_p = p;
-                        best = i;
+                        best = Some(Choice::Listed(i));
                     }
                 }
-                let step = st.steps;
-                if st.change_points.contains(&step) {
-                    let low = st.next_low;
-                    st.next_low = st.next_low.saturating_sub(1);
-                    let a = enabled[best].0;
-                    st.priorities.insert(a, low);
+                if n_groups > 0 {
+                    let rng = &mut state.rng;
+                    if let Some((slot, p)) = state.groups.best(|| (1 << 21) + rng.below(1 << 40)) {
+                        if p > best_p {
+                            best_p = p;
+                            best = Some(Choice::Group(slot));
+                        }
+                    }
+                }
+                for (i, (a, _, _)) in tail.iter().enumerate() {
+                    let p = priority(&mut state.rng, *a);
+                    if p > best_p {
+                        best_p = p;
+                        best = Some(Choice::Tail(i));
+                    }
+                }
+                // No priority above zero: the first action, as a scan would keep it.
+                let best = best.unwrap_or_else(|| {
+                    if !enabled.is_empty() {
+                        Choice::Listed(0)
+                    } else if n_groups > 0 {
+                        Choice::Group(state.groups.nth(0))
+                    } else {
+                        Choice::Tail(0)
+                    }
+                });
+                if state.change_points.contains(&state.steps) {
+                    let low = state.next_low;
+                    state.next_low = state.next_low.saturating_sub(1);
+                    match best {
+                        Choice::Listed(i) => {
+                            state.priorities.insert(enabled[i].0, low);
+                        }
+                        Choice::Tail(i) => {
+                            state.priorities.insert(tail[i].0, low);
+                        }
+                        Choice::Group(slot) => state.groups.set_priority(slot, low),
+                    }
                 }
                 best
             }
         }
     }
+}
+
+/// What [`Scheduler::choose`] picked.
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    /// The action at this index of the listed actions.
+    Listed(usize),
+    /// Completing groups of the dispatch in flight at this slot.
+    Group(Slot),
+    /// The action at this index of the actions after the dispatches.
+    Tail(usize),
 }
 
 /// The groups of one dispatch the scheduler completes in one action.
@@ -912,6 +950,15 @@ impl Backend for Scheduler {
             }
         }
         unregister_current(dev.id);
+    }
+
+    fn schedule_stats(&self) -> Option<ScheduleStats> {
+        let st = lock(&self.st);
+        Some(ScheduleStats {
+            steps: st.steps,
+            max_dispatches_in_flight: st.max_dispatches_in_flight,
+            max_listed: st.max_listed,
+        })
     }
 
     fn defers_removal_trace(&self) -> bool {

@@ -14,6 +14,7 @@
 //! holds or nothing can run, D6).
 
 pub(crate) mod deterministic;
+mod groups;
 pub(crate) mod threaded;
 
 use crate::memory::BufferCore;
@@ -23,7 +24,7 @@ use crate::types::ValueCondition;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use deterministic::{Strategy, COPY_NS_PER_KIB};
+pub use deterministic::{ScheduleStats, Strategy, COPY_NS_PER_KIB};
 
 pub(crate) use crate::sync::EngineWaker;
 
@@ -97,4 +98,9 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     /// Whether removal may run inside the driver's own lock, so the trace events it produces
     /// must be deferred until the lock is released.
     fn defers_removal_trace(&self) -> bool;
+
+    /// The schedule's figures so far, on a driver that schedules (`None` on the threaded one).
+    fn schedule_stats(&self) -> Option<ScheduleStats> {
+        None
+    }
 }
