@@ -7,12 +7,17 @@
 //! that own both halves of a word are whole-word stores. Values are little-endian: the 32-bit
 //! word at byte offset `8k` is the low half of word `k`.
 //!
+//! Storage is zero pages from the OS, whatever the initial value: a buffer with a non-zero
+//! `init` is filled with it a chunk at a time, on the first write to the chunk (`LazyInit`), so
+//! creating a buffer costs time and memory independent of its size.
+//!
 //! Who validates: callers check alignment and bounds and turn failures into errors or page
 //! faults; the accessors here return `None` for an access outside the buffer, never panic.
 
 use crate::sync::shim::{AtomicU64, Ordering, RwLock};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering as StdOrdering};
 use std::sync::Arc;
 
 /// Where a buffer lives and who may access it (M1).
@@ -84,36 +89,171 @@ pub(crate) const GAP: u64 = 0x1_0000;
 /// Largest buffer pipefence allocates (bytes).
 pub const MAX_BUFFER_SIZE: u64 = 1 << 36;
 
-/// `n` words of zero, backed lazily: zero pages from the OS (`calloc`), so creating a large
-/// zero-initialized buffer costs neither time nor resident memory until it is touched, and a
-/// buffer the machine cannot back fails here as OutOfMemory (`None`) instead of being killed
-/// later while it is filled. (Measured: 2 GiB written word by word cost 2.1 GB resident and
-/// 1-5 s per buffer, again for every `check` schedule.)
+/// `n` values of all-zero bytes, backed lazily: zero pages from the OS (`calloc`), so creating a
+/// large buffer costs neither time nor resident memory until it is touched, and a buffer the
+/// machine cannot back fails here as OutOfMemory (`None`) instead of being killed later while it
+/// is filled. (Measured: 2 GiB written word by word cost 2.1 GB resident and 1-5 s per buffer,
+/// again for every `check` schedule.)
+///
+/// # Safety
+///
+/// All-zero bytes must be a valid `T`, and `T` must not be zero-sized.
 #[cfg(not(loom))]
-fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+unsafe fn zeroed_slice<T>(n: usize) -> Option<Box<[T]>> {
     if n == 0 {
         return Some(Box::new([]));
     }
-    let layout = std::alloc::Layout::array::<AtomicU64>(n).ok()?;
-    // SAFETY: `layout` has a non-zero size (n > 0 words of 8 bytes), as `alloc_zeroed` requires.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size (n > 0 values of a type that is not zero-sized, the
+    // caller's promise), as `alloc_zeroed` requires.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if p.is_null() {
         return None;
     }
-    // SAFETY: `p` is non-null, aligned for `AtomicU64` and points to `n` zeroed words that the
-    // global allocator allocated with the layout of `[AtomicU64; n]`, the layout `Box<[_]>`
-    // frees with; all-zero bytes are a valid `AtomicU64` (value 0, the same representation as
-    // `u64`), and nothing else refers to the allocation.
+    // SAFETY: `p` is non-null, aligned for `T` and points to `n` zeroed values that the global
+    // allocator allocated with the layout of `[T; n]`, the layout `Box<[_]>` frees with; all-zero
+    // bytes are a valid `T` (the caller's promise), and nothing else refers to the allocation.
     Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) })
 }
 
-/// Under loom the word type is loom's (not plain memory): zero it the ordinary way.
+/// Words per chunk of a buffer with a non-zero `init` (64 KiB): the unit filled on first write.
+const CHUNK_WORDS: usize = 1 << CHUNK_SHIFT;
+const CHUNK_SHIFT: u32 = 13;
+
+/// Chunk states of [`LazyInit`]: zero (the state of calloc'd memory) is not yet filled.
+const UNFILLED: u8 = 0;
+const FILLING: u8 = 1;
+const FILLED: u8 = 2;
+
+/// The initial value of a buffer with a non-zero `init`, applied lazily: its storage is zero
+/// pages like any buffer's, and each chunk of [`CHUNK_WORDS`] words is filled with the pattern
+/// once, by the first access that writes it or hands out its raw words. Until then a chunk reads
+/// as the pattern without being touched, so creating (and reading) a large buffer costs neither
+/// time nor resident memory.
+///
+/// Why this is not observable: a chunk's words are only written after its state is `FILLED`
+/// (the filler publishes its pattern stores with a Release store of `FILLED`; every writer
+/// first sees `FILLED` with an Acquire load). A reader that sees `UNFILLED` or `FILLING` thus
+/// reads before every write to the chunk (a write that happened before the read would have made
+/// the read see `FILLED`), and the pattern is the value every word held then.
+///
+/// Under loom (whose atomics are not plain memory) buffers are filled eagerly instead and have
+/// no `LazyInit`.
+#[cfg_attr(loom, allow(dead_code))]
+struct LazyInit {
+    /// `(init << 32) | init`: both u32 halves of a word.
+    pattern: u64,
+    /// One state per chunk (`UNFILLED`, `FILLING`, `FILLED`); zero pages too.
+    chunks: Box<[AtomicU8]>,
+}
+
+#[cfg_attr(loom, allow(dead_code))]
+impl LazyInit {
+    /// The record of a buffer of `n_words` words with initial u32 `init` (all chunks unfilled);
+    /// `None` if the chunk states cannot be allocated.
+    #[cfg(not(loom))]
+    fn new(n_words: usize, init: u32) -> Option<LazyInit> {
+        let n_chunks = n_words.div_ceil(CHUNK_WORDS);
+        // SAFETY: all-zero bytes are a valid `AtomicU8` (value 0, `UNFILLED`), which is one
+        // byte, not zero-sized.
+        let chunks = unsafe { zeroed_slice::<AtomicU8>(n_chunks) }?;
+        Some(LazyInit {
+            pattern: (u64::from(init) << 32) | u64::from(init),
+            chunks,
+        })
+    }
+
+    /// Whether the chunk holding word `i` was filled (its words hold the buffer's values).
+    #[inline]
+    fn filled(&self, i: usize) -> bool {
+        self.chunks
+            .get(i >> CHUNK_SHIFT)
+            .is_some_and(|c| c.load(StdOrdering::Acquire) == FILLED)
+    }
+
+    /// Fills chunk `chunk` of `words` with the pattern unless it was, waiting for a fill in
+    /// progress on another thread; afterwards its words hold the buffer's values.
+    #[inline]
+    fn fill(&self, words: &[AtomicU64], chunk: usize) {
+        if let Some(c) = self.chunks.get(chunk) {
+            if c.load(StdOrdering::Acquire) != FILLED {
+                self.claim(words, chunk, self.pattern);
+            }
+        }
+    }
+
+    /// Fills the chunks holding words `[first, last)`.
+    #[inline]
+    fn fill_range(&self, words: &[AtomicU64], first: usize, last: usize) {
+        if first < last {
+            for chunk in first >> CHUNK_SHIFT..=(last - 1) >> CHUNK_SHIFT {
+                self.fill(words, chunk);
+            }
+        }
+    }
+
+    /// Fills chunk `chunk` with `value` (in place of the pattern) if it is unfilled and this
+    /// thread claims it: `true`. Otherwise waits until another thread's fill is done: `false`.
+    #[cold]
+    fn claim(&self, words: &[AtomicU64], chunk: usize, value: u64) -> bool {
+        let Some(state) = self.chunks.get(chunk) else {
+            return false;
+        };
+        match state.compare_exchange(
+            UNFILLED,
+            FILLING,
+            StdOrdering::Acquire,
+            StdOrdering::Acquire,
+        ) {
+            Ok(_) => {
+                let first = chunk << CHUNK_SHIFT;
+                let last = (first + CHUNK_WORDS).min(words.len());
+                for w in words.get(first..last).unwrap_or_default() {
+                    w.store(value, Ordering::Relaxed);
+                }
+                state.store(FILLED, StdOrdering::Release);
+                true
+            }
+            Err(_) => {
+                // Another thread fills 64 KiB: a few microseconds, unless it is preempted.
+                let mut spins = 0u32;
+                while state.load(StdOrdering::Acquire) != FILLED {
+                    if spins < 64 {
+                        spins += 1;
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                false
+            }
+        }
+    }
+}
+
+/// The storage of a buffer of `n_words` words filled with the u32 `init`: zero pages, with the
+/// `init` applied lazily when it is not zero; `None` if it cannot be allocated.
+#[cfg(not(loom))]
+fn storage(n_words: usize, init: u32) -> Option<(Box<[AtomicU64]>, Option<LazyInit>)> {
+    // SAFETY: all-zero bytes are a valid `AtomicU64` (value 0, the same representation as
+    // `u64`), which is 8 bytes, not zero-sized.
+    let words = unsafe { zeroed_slice::<AtomicU64>(n_words) }?;
+    let lazy = if init == 0 {
+        None
+    } else {
+        Some(LazyInit::new(n_words, init)?)
+    };
+    Some((words, lazy))
+}
+
+/// Under loom the word type is loom's (not plain memory): fill it the ordinary way, at once.
 #[cfg(loom)]
-fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+fn storage(n_words: usize, init: u32) -> Option<(Box<[AtomicU64]>, Option<LazyInit>)> {
     let mut words: Vec<AtomicU64> = Vec::new();
-    words.try_reserve_exact(n).ok()?;
-    words.extend((0..n).map(|_| AtomicU64::new(0)));
-    Some(words.into_boxed_slice())
+    words.try_reserve_exact(n_words).ok()?;
+    let pair = (u64::from(init) << 32) | u64::from(init);
+    words.extend((0..n_words).map(|_| AtomicU64::new(pair)));
+    Some((words.into_boxed_slice(), None))
 }
 
 /// The storage of one buffer.
@@ -122,7 +262,10 @@ pub(crate) struct BufferCore {
     pub(crate) heap: Heap,
     pub(crate) base: u64,
     pub(crate) size: u64,
+    /// The words; in the chunks `lazy` has not filled yet, not the buffer's values.
     words: Box<[AtomicU64]>,
+    /// The non-zero initial value not yet applied everywhere (`None` for `init` 0).
+    lazy: Option<LazyInit>,
 }
 
 impl fmt::Debug for BufferCore {
@@ -154,9 +297,27 @@ impl BufferCore {
         offset <= self.size && len <= self.size - offset
     }
 
+    /// The value of word `i` (an Acquire load), whether or not its chunk was filled yet.
+    #[inline]
+    fn load_word(&self, i: usize) -> Option<u64> {
+        let w = self.words.get(i)?;
+        if let Some(lazy) = &self.lazy {
+            if !lazy.filled(i) {
+                return Some(lazy.pattern);
+            }
+        }
+        Some(w.load(Ordering::Acquire))
+    }
+
+    /// The atomic word holding byte `offset`, its chunk filled first: to write, or to hand out.
     #[inline]
     fn word(&self, offset: u64) -> Option<&AtomicU64> {
-        self.words.get(usize::try_from(offset / 8).ok()?)
+        let i = usize::try_from(offset / 8).ok()?;
+        let w = self.words.get(i)?;
+        if let Some(lazy) = &self.lazy {
+            lazy.fill(&self.words, i >> CHUNK_SHIFT);
+        }
+        Some(w)
     }
 
     /// Atomic 32-bit load at a 4-byte aligned offset.
@@ -165,7 +326,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
-        let w = self.word(offset)?.load(Ordering::Acquire);
+        let w = self.load_word(usize::try_from(offset / 8).ok()?)?;
         Some((w >> half_shift(offset)) as u32)
     }
 
@@ -175,7 +336,7 @@ impl BufferCore {
         if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
-        Some(self.word(offset)?.load(Ordering::Acquire))
+        self.load_word(usize::try_from(offset / 8).ok()?)
     }
 
     /// Atomic 32-bit store at a 4-byte aligned offset (a compare-exchange on its word).
@@ -233,7 +394,8 @@ impl BufferCore {
         Some(self.word(offset)?.fetch_add(value, Ordering::AcqRel))
     }
 
-    /// The atomic word holding byte `offset` (for views and bulk kernels).
+    /// The atomic word holding byte `offset` (for views and bulk kernels), filled with the
+    /// buffer's values.
     #[inline]
     pub(crate) fn word_at(&self, offset: u64) -> Option<&AtomicU64> {
         if offset >= self.size {
@@ -259,13 +421,77 @@ impl BufferCore {
         if full_end > o {
             let first = usize::try_from(o / 8).ok()?;
             let last = usize::try_from(full_end / 8).ok()?;
-            for w in self.words.get(first..last)? {
-                w.store(pair, Ordering::Relaxed);
-            }
+            self.fill_words(first, last, pair)?;
             o = full_end;
         }
         if o < end {
             self.store32(o, value)?;
+        }
+        Some(())
+    }
+
+    /// Stores `pair` into the words `[first, last)`. A whole chunk not filled yet is filled
+    /// with `pair` in place of the initial value (each word written once).
+    fn fill_words(&self, first: usize, last: usize, pair: u64) -> Option<()> {
+        let ws = self.words.get(first..last)?;
+        let Some(lazy) = &self.lazy else {
+            for w in ws {
+                w.store(pair, Ordering::Relaxed);
+            }
+            return Some(());
+        };
+        let mut i = first;
+        while i < last {
+            let chunk = i >> CHUNK_SHIFT;
+            let chunk_first = chunk << CHUNK_SHIFT;
+            let chunk_last = (chunk_first + CHUNK_WORDS).min(self.words.len());
+            let run_last = chunk_last.min(last);
+            let whole = i == chunk_first && run_last == chunk_last;
+            let claimed = !lazy.filled(i) && whole && lazy.claim(&self.words, chunk, pair);
+            if !claimed {
+                lazy.fill(&self.words, chunk);
+                for w in self.words.get(i..run_last).unwrap_or_default() {
+                    w.store(pair, Ordering::Relaxed);
+                }
+            }
+            i = run_last;
+        }
+        Some(())
+    }
+
+    /// Calls `f` with the value of each word of `[first, last)` (word indices) in order, each
+    /// loaded with `order`; `None` (and no call) if the range is not inside the buffer. Chunks
+    /// not filled yet read as the initial value and stay unfilled.
+    #[inline]
+    pub(crate) fn for_each_word(
+        &self,
+        first: usize,
+        last: usize,
+        order: Ordering,
+        mut f: impl FnMut(u64),
+    ) -> Option<()> {
+        let ws = self.words.get(first..last)?;
+        let Some(lazy) = &self.lazy else {
+            for w in ws {
+                f(w.load(order));
+            }
+            return Some(());
+        };
+        let mut i = first;
+        while i < last {
+            let run_last = ((i >> CHUNK_SHIFT) + 1)
+                .saturating_mul(CHUNK_WORDS)
+                .min(last);
+            if lazy.filled(i) {
+                for w in self.words.get(i..run_last).unwrap_or_default() {
+                    f(w.load(order));
+                }
+            } else {
+                for _ in i..run_last {
+                    f(lazy.pattern);
+                }
+            }
+            i = run_last;
         }
         Some(())
     }
@@ -280,34 +506,36 @@ impl BufferCore {
         out.reserve(last - first);
         let mut i = first;
         if i % 2 == 1 {
-            if let Some(w) = self.words.get(i / 2) {
-                out.push((w.load(Ordering::Acquire) >> 32) as u32);
+            if let Some(w) = self.load_word(i / 2) {
+                out.push((w >> 32) as u32);
             }
             i += 1;
         }
         // Whole words: both halves at once.
         let pairs_end = last & !1;
         if pairs_end > i {
-            if let Some(ws) = self.words.get(i / 2..pairs_end / 2) {
-                for w in ws {
-                    let w = w.load(Ordering::Acquire);
-                    out.push(w as u32);
-                    out.push((w >> 32) as u32);
-                }
-            }
+            let _ = self.for_each_word(i / 2, pairs_end / 2, Ordering::Acquire, |w| {
+                out.push(w as u32);
+                out.push((w >> 32) as u32);
+            });
             i = pairs_end;
         }
         if i < last {
-            if let Some(w) = self.words.get(i / 2) {
-                out.push(w.load(Ordering::Acquire) as u32);
+            if let Some(w) = self.load_word(i / 2) {
+                out.push(w as u32);
             }
         }
     }
 
-    /// The words `[first, last)` (word indices), for kernels.
+    /// The words `[first, last)` (word indices), filled with the buffer's values, for kernels
+    /// that write them.
     #[inline]
     pub(crate) fn words(&self, first: usize, last: usize) -> Option<&[AtomicU64]> {
-        self.words.get(first..last)
+        let ws = self.words.get(first..last)?;
+        if let Some(lazy) = &self.lazy {
+            lazy.fill_range(&self.words, first, last);
+        }
+        Some(ws)
     }
 }
 
@@ -358,8 +586,8 @@ impl AddressSpace {
         }
     }
 
-    /// Maps a new zeroed buffer of `size` bytes (a multiple of 4, checked by the caller) filled
-    /// with the u32 `init`.
+    /// Maps a new buffer of `size` bytes (a multiple of 4, checked by the caller) filled with the
+    /// u32 `init` (lazily: see [`LazyInit`]).
     pub(crate) fn allocate(
         &self,
         name: Option<&str>,
@@ -371,17 +599,7 @@ impl AddressSpace {
             return Err(AllocError::TooLarge);
         }
         let n_words = usize::try_from(size.div_ceil(8)).map_err(|_| AllocError::TooLarge)?;
-        let words = if init == 0 {
-            zeroed_words(n_words).ok_or(AllocError::OutOfMemory)?
-        } else {
-            let mut words: Vec<AtomicU64> = Vec::new();
-            words
-                .try_reserve_exact(n_words)
-                .map_err(|_| AllocError::OutOfMemory)?;
-            let pair = (u64::from(init) << 32) | u64::from(init);
-            words.extend((0..n_words).map(|_| AtomicU64::new(pair)));
-            words.into_boxed_slice()
-        };
+        let (words, lazy) = storage(n_words, init).ok_or(AllocError::OutOfMemory)?;
         self.write(|s| {
             let base = s.next_base.div_ceil(BASE_ALIGN) * BASE_ALIGN;
             let next = base
@@ -401,6 +619,7 @@ impl AddressSpace {
                 base,
                 size,
                 words,
+                lazy,
             });
             s.by_base.insert(base, core.clone());
             Ok(core)
@@ -454,5 +673,96 @@ impl AddressSpace {
                 (None, None) => None,
             }
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn chunks_filled(b: &BufferCore) -> Vec<bool> {
+        let lazy = b.lazy.as_ref().expect("an init buffer");
+        (0..lazy.chunks.len())
+            .map(|c| lazy.filled(c << CHUNK_SHIFT))
+            .collect()
+    }
+
+    /// Three whole chunks and a last one of one word and a half.
+    fn init_buffer(init: u32) -> Arc<BufferCore> {
+        let size = (3 * CHUNK_WORDS * 8 + 12) as u64;
+        AddressSpace::new()
+            .allocate(None, Heap::Shared, size, init)
+            .unwrap()
+    }
+
+    #[test]
+    fn reads_leave_chunks_unfilled_and_see_the_init() {
+        let b = init_buffer(3);
+        let n = (b.size / 4) as usize;
+        let mut out = Vec::new();
+        b.read_words32(0, n + 5, &mut out);
+        assert_eq!(out, vec![3; n]);
+        out.clear();
+        b.read_words32(2 * CHUNK_WORDS - 3, 7, &mut out);
+        assert_eq!(out, vec![3; 7]);
+        assert_eq!(b.load32(b.size - 4), Some(3));
+        assert_eq!(b.load64(b.size - 12), Some(0x3_0000_0003));
+        assert_eq!(chunks_filled(&b), [false; 4]);
+        let mut sum = 0;
+        b.for_each_word(0, 3 * CHUNK_WORDS + 2, Ordering::Relaxed, |w| sum += w)
+            .unwrap();
+        assert_eq!(sum, (3 * CHUNK_WORDS as u64 + 2) * 0x3_0000_0003);
+        assert!(b
+            .for_each_word(0, 3 * CHUNK_WORDS + 3, Ordering::Relaxed, |_| {})
+            .is_none());
+        assert!(AddressSpace::new()
+            .allocate(None, Heap::Shared, 64, 0)
+            .unwrap()
+            .lazy
+            .is_none());
+    }
+
+    #[test]
+    fn writes_fill_their_chunks_and_fills_claim_whole_ones() {
+        let b = init_buffer(3);
+        // From the high half of word 0 to the low half of a word in chunk 2: chunk 1 whole.
+        let end = (2 * CHUNK_WORDS * 8 + 16 + 4) as u64;
+        b.fill32(4, end - 4, 9).unwrap();
+        assert_eq!(chunks_filled(&b), [true, true, true, false]);
+        let mut out = Vec::new();
+        b.read_words32(0, (b.size / 4) as usize, &mut out);
+        let last = (end / 4) as usize;
+        assert_eq!(out[0], 3);
+        assert!(out[1..last].iter().all(|&v| v == 9));
+        assert!(out[last..].iter().all(|&v| v == 3));
+        // A 32-bit store to the last, partial chunk fills it (both halves of its last word).
+        b.store32(b.size - 4, 5).unwrap();
+        assert_eq!(chunks_filled(&b), [true; 4]);
+        assert_eq!(b.load32(b.size - 4), Some(5));
+        let mut last_word = 0;
+        b.for_each_word(
+            3 * CHUNK_WORDS + 1,
+            3 * CHUNK_WORDS + 2,
+            Ordering::Relaxed,
+            |w| last_word = w,
+        )
+        .unwrap();
+        assert_eq!(last_word, 0x3_0000_0005);
+        assert_eq!(b.load64(b.size - 12), Some(0x3_0000_0003));
+        // Raw words for a kernel: filled first.
+        let b = init_buffer(3);
+        let ws = b.words(CHUNK_WORDS - 1, CHUNK_WORDS + 1).unwrap();
+        assert_eq!(chunks_filled(&b), [true, true, false, false]);
+        assert!(ws
+            .iter()
+            .all(|w| w.load(Ordering::Relaxed) == 0x3_0000_0003));
+        assert_eq!(
+            b.fetch_add64(3 * CHUNK_WORDS as u64 * 8, 1),
+            Some(0x3_0000_0003)
+        );
+        assert_eq!(b.fetch_add32(3 * CHUNK_WORDS as u64 * 8 + 4, 1), Some(3));
+        assert_eq!(b.load64(3 * CHUNK_WORDS as u64 * 8), Some(0x4_0000_0004));
+        assert!(b.word_at(2 * CHUNK_WORDS as u64 * 8).is_some());
+        assert_eq!(chunks_filled(&b), [true; 4]);
     }
 }

@@ -1,6 +1,9 @@
 //! Memory rules M1, M2, M4, host helpers H3/H4, and the error rules E1-E3 for CPU access.
 
-use pipefence::{Buffer, BufferDesc, Comparison, Device, DeviceDesc, Error, Heap};
+use pipefence::{
+    Buffer, BufferDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap, Kernel, QueueDesc,
+    QueueKind, UserKernel, WaitEngine, WriteSource,
+};
 use std::thread;
 use std::time::Duration;
 
@@ -327,6 +330,24 @@ fn resident_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Whether a 64 GiB buffer (the maximum) cannot be backed here: the machine has less memory and
+/// swap than that, and the kernel refuses what it cannot back (overcommit modes 0 and 2).
+fn cannot_back_64_gib() -> bool {
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let kib = |key: &str| -> Option<u64> {
+            m.lines()
+                .find(|l| l.starts_with(key))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        Some(kib("MemTotal:")? + kib("SwapTotal:")?)
+    });
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").ok();
+    total_kib.is_some_and(|t| t < 60 << 20) && overcommit.is_some_and(|o| o.trim() != "1")
+}
+
 /// M1: a zero-initialized buffer is backed lazily (zero pages from the OS): creating 4 GiB
 /// adds next to nothing to the resident set until it is touched, and it reads as zeros; one
 /// the machine cannot back at all (the 64 GiB maximum, on a machine with less memory and swap
@@ -349,20 +370,7 @@ fn m1_large_zero_buffers_are_backed_lazily_and_unbackable_ones_fail() {
     b.write_u32(1 << 31, 7).unwrap();
     assert_eq!(b.read_u32(1 << 31).unwrap(), 7);
     drop(b);
-    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        let kib = |key: &str| -> Option<u64> {
-            m.lines()
-                .find(|l| l.starts_with(key))?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()
-        };
-        Some(kib("MemTotal:")? + kib("SwapTotal:")?)
-    });
-    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").ok();
-    // Only meaningful where the kernel refuses what it cannot back (modes 0 and 2).
-    if total_kib.is_some_and(|t| t < 60 << 20) && overcommit.is_some_and(|o| o.trim() != "1") {
+    if cannot_back_64_gib() {
         let e = d
             .create_buffer(&BufferDesc::new(64 << 30, Heap::Shared).named("huge"))
             .unwrap_err();
@@ -370,4 +378,240 @@ fn m1_large_zero_buffers_are_backed_lazily_and_unbackable_ones_fail() {
         assert!(e.to_string().contains("huge"), "{e}");
         assert_eq!(e.hresult(), 0x8007_000E);
     }
+}
+
+/// M1: a buffer with a non-zero `init` is backed lazily too: creating 1 GiB with `init` 7 adds
+/// next to nothing to the resident set, reading it touches nothing, and every path to its words
+/// (CPU reads and 32/64-bit writes across a 64 KiB boundary, an atomic view, the built-in
+/// kernels, a user kernel's atomics, a copy, a PFP and an ME wait) sees 7 wherever nothing wrote;
+/// one the machine cannot back fails as OutOfMemory at creation.
+#[test]
+fn m1_large_init_buffers_are_backed_lazily_and_read_as_their_init() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+    const INIT: u64 = 0x7_0000_0007;
+    let d = Device::new(DeviceDesc {
+        workers: 2,
+        ..DeviceDesc::default()
+    })
+    .unwrap();
+    let grown_kib = {
+        let before = resident_kib();
+        move || Some(resident_kib()?.saturating_sub(before?))
+    };
+    let b = d
+        .create_buffer(&BufferDesc::new(GIB, Heap::Shared).named("big").with_init(7))
+        .unwrap();
+    if let Some(kib) = grown_kib() {
+        assert!(
+            kib < 256 << 10,
+            "creating 1 GiB grew the resident set by {kib} KiB"
+        );
+    }
+    for o in [0, 4, GIB / 2, GIB / 2 + 4, GIB - 8, GIB - 4] {
+        assert_eq!(b.read_u32(o).unwrap(), 7, "offset {o:#x}");
+    }
+    for o in [0, GIB / 2, GIB - 8] {
+        assert_eq!(b.read_u64(o).unwrap(), INIT, "offset {o:#x}");
+    }
+    assert_eq!(b.tools().debug_read_u32(GIB / 4).unwrap(), 7);
+
+    // Writes across the boundary of two 64 KiB chunks, 32-bit halves and whole words.
+    let k = 64 << 10;
+    b.write_u32(k - 4, 1).unwrap();
+    assert_eq!(b.read_u64(k - 8).unwrap(), 0x1_0000_0007);
+    b.write_u32(k, 2).unwrap();
+    assert_eq!(b.read_u64(k).unwrap(), 0x7_0000_0002);
+    b.write_u64(k + 8, 3).unwrap();
+    assert_eq!(b.read_u64(k + 8).unwrap(), 3);
+    assert_eq!(b.read_u64(k - 16).unwrap(), INIT);
+    assert_eq!(b.read_u64(k + 16).unwrap(), INIT);
+    assert_eq!(b.read_u64(2 * k - 8).unwrap(), INIT);
+    b.tools().debug_write_u32(3 * k + 4, 4).unwrap();
+    assert_eq!(b.read_u64(3 * k).unwrap(), 0x4_0000_0007);
+
+    // An atomic view of a word nothing touched yet.
+    let view = b.atomic_u64(5 * k + 8).unwrap();
+    assert_eq!(view.load(SeqCst), INIT);
+    assert_eq!(view.fetch_add(1, SeqCst), INIT);
+    drop(view);
+    assert_eq!(b.read_u64(5 * k + 8).unwrap(), INIT + 1);
+    assert_eq!(b.read_u64(5 * k).unwrap(), INIT);
+
+    // Kernels on parts of it: `fill` 1 KiB at 1 MiB (plus a group on a chunk boundary), `add`
+    // from a chunk nothing touched to 2 MiB, `sum` of another such chunk into a third, a user
+    // kernel's 32-bit atomics on a fourth, and a copy out of a fifth.
+    let groups = 4u32;
+    let bytes = u64::from(groups) * 256;
+    let user = Kernel::User(UserKernel::new("bump", {
+        let at = b.address(8 * MIB + 4);
+        move |ctx| {
+            ctx.atomic_add_u32(at, 1);
+        }
+    }));
+    let q = d
+        .create_queue(&QueueDesc::new(QueueKind::Direct, "q"))
+        .unwrap();
+    let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+    l.wait_value32(
+        b.address(6 * MIB),
+        Comparison::GreaterEqual,
+        7,
+        u32::MAX,
+        WaitEngine::Pfp,
+    )
+    .wait_value64(
+        b.address(7 * MIB),
+        Comparison::Equal,
+        INIT,
+        u64::MAX,
+        WaitEngine::Me,
+    )
+    .dispatch(&Kernel::fill(b.address(MIB), 9), groups)
+    .dispatch(&Kernel::fill(b.address(4 * k - 128), 10), 1)
+    .dispatch(
+        &Kernel::add(b.address(2 * MIB), b.address(3 * MIB), 1),
+        groups,
+    )
+    .dispatch(&Kernel::sum(b.address(4 * MIB), b.address(5 * MIB)), groups)
+    .dispatch(&user, 16)
+    .copy_buffer_region(b.address(9 * MIB), b.address(10 * MIB), 64)
+    .write_value32_bottom_of_pipe(b.address(11 * MIB), 1, Flush::NONE, WriteSource::Value);
+    l.close().unwrap();
+    q.execute_command_lists(&[&l]).unwrap();
+    b.wait_u32(11 * MIB, Comparison::Equal, 1, u32::MAX, T)
+        .unwrap();
+    d.wait_idle(T).unwrap();
+    for o in (0..bytes).step_by(4) {
+        assert_eq!(b.read_u32(MIB + o).unwrap(), 9, "fill at +{o:#x}");
+        assert_eq!(b.read_u32(2 * MIB + o).unwrap(), 8, "add at +{o:#x}");
+    }
+    assert_eq!(b.read_u32(MIB + bytes).unwrap(), 7);
+    assert_eq!(b.read_u32(MIB - 4).unwrap(), 7);
+    for o in (4 * k - 128..4 * k + 128).step_by(4) {
+        assert_eq!(b.read_u32(o).unwrap(), 10, "fill at {o:#x}");
+    }
+    assert_eq!(b.read_u32(4 * k + 128).unwrap(), 7);
+    assert_eq!(
+        b.read_u64(4 * MIB).unwrap(),
+        INIT + 7 * 64 * u64::from(groups)
+    );
+    assert_eq!(b.read_u64(4 * MIB + 8).unwrap(), INIT);
+    assert_eq!(b.read_u64(8 * MIB).unwrap(), (7 + 16) << 32 | 7);
+    for o in (0..64).step_by(8) {
+        assert_eq!(b.read_u64(9 * MIB + o).unwrap(), INIT);
+    }
+    assert_eq!(b.read_u64(11 * MIB).unwrap(), 0x7_0000_0001);
+    assert_eq!(b.read_u64(GIB - 8).unwrap(), INIT);
+    if let Some(kib) = grown_kib() {
+        assert!(
+            kib < 256 << 10,
+            "using 1 GiB in places grew the resident set by {kib} KiB"
+        );
+    }
+    drop(b);
+    if cannot_back_64_gib() {
+        let e = d
+            .create_buffer(
+                &BufferDesc::new(64 << 30, Heap::Shared)
+                    .named("huge")
+                    .with_init(1),
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory(_)), "{e}");
+        assert!(e.to_string().contains("huge"), "{e}");
+    }
+}
+
+/// M1, M2: the first accesses to a part of an `init` buffer that nothing touched yet, made at
+/// once by several CPU threads and by a kernel's groups on two workers, lose no write: every
+/// thread's own word holds what it wrote, concurrent atomic adds all count, and every other word
+/// still reads as the `init`.
+#[test]
+fn m1_concurrent_first_writes_to_an_init_buffer_lose_nothing() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    const THREADS: u64 = 4;
+    const INIT: u64 = 0x5_0000_0005;
+    let d = Device::new(DeviceDesc {
+        workers: 2,
+        ..DeviceDesc::default()
+    })
+    .unwrap();
+    const CHUNK: u64 = 64 << 10;
+    const CHUNKS: u64 = 16;
+    for round in 0..20u64 {
+        // 16 chunks of 64 KiB nothing touched; the threads race for each in turn. Each writes
+        // its own words at the end of the chunk (the last a fill reaches) and adds to a counter
+        // at its start.
+        let b = d
+            .create_buffer(&BufferDesc::new(CHUNKS * CHUNK, Heap::Shared).with_init(5))
+            .unwrap();
+        let go = Arc::new(AtomicBool::new(false));
+        let ts: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (b, go) = (b.clone(), go.clone());
+                thread::spawn(move || {
+                    while !go.load(SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                    for c in 0..CHUNKS {
+                        let o = (c + 1) * CHUNK - 8 * (t + 1);
+                        match (c + t) % 3 {
+                            0 => b.write_u64(o, o).unwrap(),
+                            1 => b.write_u32(o + 4, o as u32).unwrap(),
+                            _ => b.tools().debug_write_u32(o + 4, o as u32).unwrap(),
+                        }
+                        b.atomic_u64(c * CHUNK).unwrap().fetch_add(1, SeqCst);
+                        assert_eq!(b.read_u64(c * CHUNK + 8).unwrap(), INIT);
+                    }
+                })
+            })
+            .collect();
+        go.store(true, SeqCst);
+        for t in ts {
+            t.join().unwrap();
+        }
+        for c in 0..CHUNKS {
+            let at = c * CHUNK;
+            assert_eq!(
+                b.read_u64(at).unwrap(),
+                INIT + THREADS,
+                "round {round} {at:#x}"
+            );
+            for t in 0..THREADS {
+                let o = (c + 1) * CHUNK - 8 * (t + 1);
+                let want = if (c + t) % 3 == 0 { o } else { o << 32 | 5 };
+                assert_eq!(b.read_u64(o).unwrap(), want, "round {round} offset {o:#x}");
+            }
+            let o = (c + 1) * CHUNK - 8 * (THREADS + 1);
+            assert_eq!(b.read_u64(o).unwrap(), INIT, "round {round} offset {o:#x}");
+        }
+    }
+
+    // A kernel whose groups (on two workers) all add to and write one chunk nothing touched.
+    let b = d
+        .create_buffer(&BufferDesc::new(64 << 10, Heap::Shared).with_init(5))
+        .unwrap();
+    let (sum, base) = (b.address(0), b.address(8));
+    let k = Kernel::User(UserKernel::new("first-touch", move |ctx| {
+        let g = u64::from(ctx.group());
+        ctx.atomic_add_u64(sum, 1);
+        ctx.write_u32(base + g * 8, ctx.group());
+    }));
+    let q = d
+        .create_queue(&QueueDesc::new(QueueKind::Compute, "c"))
+        .unwrap();
+    let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+    l.dispatch(&k, 1024);
+    l.close().unwrap();
+    q.execute_command_lists(&[&l]).unwrap();
+    q.wait_idle(T).unwrap();
+    assert_eq!(b.read_u64(0).unwrap(), INIT + 1024);
+    for g in 0..1024u64 {
+        assert_eq!(b.read_u64(8 + g * 8).unwrap(), 5 << 32 | g, "group {g}");
+    }
+    assert_eq!(b.read_u64(8 + 1024 * 8).unwrap(), INIT);
 }

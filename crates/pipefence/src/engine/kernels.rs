@@ -794,14 +794,20 @@ fn add_range(sb: &BufferCore, so: u64, db: &BufferCore, dof: u64, len: u64, valu
     use crate::sync::shim::Ordering;
     if so.is_multiple_of(8) && dof.is_multiple_of(8) && len.is_multiple_of(8) {
         let (s0, d0, words) = ((so / 8) as usize, (dof / 8) as usize, (len / 8) as usize);
-        if let (Some(src), Some(dst)) = (sb.words(s0, s0 + words), db.words(d0, d0 + words)) {
-            for (s, d) in src.iter().zip(dst) {
-                let w = s.load(Ordering::Relaxed);
+        // The destination first: where the ranges share a chunk not filled yet, it is filled
+        // before the source reads it.
+        if let Some(dst) = db.words(d0, d0 + words) {
+            let mut dst = dst.iter();
+            let read = sb.for_each_word(s0, s0 + words, Ordering::Relaxed, |w| {
                 let lo = (w as u32).wrapping_add(value);
                 let hi = ((w >> 32) as u32).wrapping_add(value);
-                d.store((u64::from(hi) << 32) | u64::from(lo), Ordering::Relaxed);
+                if let Some(d) = dst.next() {
+                    d.store((u64::from(hi) << 32) | u64::from(lo), Ordering::Relaxed);
+                }
+            });
+            if read.is_some() {
+                return;
             }
-            return;
         }
     }
     let mut i = 0;
