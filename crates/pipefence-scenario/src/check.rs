@@ -47,7 +47,12 @@ pub struct Failure {
     pub exit: i32,
     /// What failed, in words (failed expectations, host errors, the removal).
     pub what: Vec<String>,
-    /// The full outcome of the first seed's schedule.
+    /// Expectations of the first seed's schedule that passed: counted here, left out of
+    /// `outcome` (a file with thousands of expectations would otherwise repeat them in every
+    /// kept failure); `run --seed` prints them.
+    pub passed_expectations: u64,
+    /// The outcome of the first seed's schedule, with only its expectations that did not pass
+    /// (failed, or not reached).
     pub outcome: Outcome,
 }
 
@@ -202,6 +207,9 @@ pub fn check_each(
                     g.seeds.push(seed);
                 }
             } else if groups.len() < MAX_FAILURE_GROUPS {
+                let before = o.expectations.len();
+                o.expectations.retain(|e| e.passed != Some(true));
+                let passed_expectations = (before - o.expectations.len()) as u64;
                 groups.push((
                     sig,
                     Failure {
@@ -211,6 +219,7 @@ pub fn check_each(
                         status: o.status,
                         exit: o.exit_code(),
                         what: describe(&o),
+                        passed_expectations,
                         outcome: o,
                     },
                 ));
