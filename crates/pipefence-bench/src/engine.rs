@@ -5,6 +5,8 @@
 use crate::fences::{condvar_pingpong, CondvarFence, WaitKind, WAIT_TIMEOUT};
 use crate::harness::{ns_per_iter, Bench, Config, Goal, Report, Stats, Unit};
 use pipefence::command::{decode, encode, Command};
+use pipefence::CommandListDesc;
+use pipefence::FenceDesc;
 use pipefence::{
     Buffer, BufferDesc, CommandList, Comparison, Device, DeviceDesc, Fence, Heap, Kernel,
     MemoryModel, Queue, QueueDesc, QueueKind, WaitEngine, Width, WriteSource,
@@ -86,10 +88,10 @@ const CHAIN_QUEUES: [usize; 3] = [2, 4, 16];
 /// for r. All `wait; signal` pairs are submitted before the timed loop. A round is N + 1 hops
 /// (CPU to queue 0, N - 1 queue to queue, last queue to CPU).
 pub(crate) fn engine_chain(device: &Device, queues: &[Queue], rounds: u64) -> Result<f64, String> {
-    let start = device.create_fence(0).map_err(err)?;
+    let start = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     let fences = queues
         .iter()
-        .map(|_| device.create_fence(0).map_err(err))
+        .map(|_| device.create_fence(&FenceDesc::new(0)).map_err(err))
         .collect::<Result<Vec<Fence>, String>>()?;
     for (i, q) in queues.iter().enumerate() {
         let prev = if i == 0 { &start } else { &fences[i - 1] };
@@ -211,8 +213,8 @@ fn engine_round_trip(
     iters: u64,
     presubmit: bool,
 ) -> Result<f64, String> {
-    let a = device.create_fence(0).map_err(err)?;
-    let b = device.create_fence(0).map_err(err)?;
+    let a = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
+    let b = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     if presubmit {
         for i in 1..=iters {
             queue.wait(&a, i).map_err(err)?;
@@ -308,7 +310,7 @@ pub(crate) fn throughput_list(
     packets: u64,
 ) -> Result<CommandList, String> {
     let mut l = device
-        .create_command_list(QueueKind::Compute, "throughput")
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "throughput"))
         .map_err(err)?;
     for i in 0..packets / 2 {
         l.wait_value32(
@@ -579,7 +581,7 @@ impl KernelRig {
             .map_err(err)?;
         let list = |name: &str, k: Kernel| -> Result<CommandList, String> {
             let mut l = device
-                .create_command_list(QueueKind::Compute, name)
+                .create_command_list(&CommandListDesc::new(QueueKind::Compute, name))
                 .map_err(err)?;
             l.dispatch(&k, groups);
             l.close().map_err(err)?;
@@ -780,7 +782,7 @@ fn engine_idle(window: Duration) -> Result<IdleSample, String> {
         .create_buffer(&BufferDesc::new(SMALL_BUFFER, Heap::Shared).named("flag"))
         .map_err(err)?;
     let mut l = dev
-        .create_command_list(QueueKind::Compute, "idle")
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "idle"))
         .map_err(err)?;
     l.wait_value32(
         buf.address(0),

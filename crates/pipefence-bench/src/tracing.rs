@@ -7,6 +7,7 @@ use crate::engine::{throughput_list, write_offset, SMALL_BUFFER};
 use crate::fences::WAIT_TIMEOUT;
 use crate::harness::{median, Bench, Config, Report, Stats, Unit};
 use pipefence::trace::{TraceRecorder, TraceSink};
+use pipefence::CommandListDesc;
 use pipefence::{
     Buffer, BufferDesc, CommandList, Device, DeviceDesc, Heap, Kernel, Queue, QueueDesc, QueueKind,
 };
@@ -174,7 +175,7 @@ fn dispatch_list(dev: &Device) -> Result<(Buffer, CommandList), String> {
         .map_err(err)?;
     let k = Kernel::fill(buf.gpu_address(), FILL_VALUE);
     let mut l = dev
-        .create_command_list(QueueKind::Compute, "dispatches")
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "dispatches"))
         .map_err(err)?;
     for _ in 0..DISPATCHES {
         l.dispatch(&k, DISPATCH_GROUPS);

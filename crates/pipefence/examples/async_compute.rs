@@ -4,6 +4,8 @@
 //!
 //! Run: `cargo run --release -p pipefence --example async_compute`
 
+use pipefence::CommandListDesc;
+use pipefence::FenceDesc;
 use pipefence::{
     BufferDesc, Comparison, Device, DeviceDesc, Flush, Heap, Kernel, QueueDesc, QueueKind,
     WaitEngine, WriteSource,
@@ -17,11 +19,12 @@ fn main() -> pipefence::Result<()> {
     })?;
     let data = device.create_buffer(&BufferDesc::new(16384, Heap::DeviceLocal).named("data"))?;
     let flags = device.create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))?;
-    let done = device.create_named_fence("done", 0)?;
+    let done = device.create_fence(&FenceDesc::new(0).named("done"))?;
     let gfx = device.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
     let compute = device.create_queue(&QueueDesc::new(QueueKind::Compute, "async"))?;
 
-    let mut produce = device.create_command_list(QueueKind::Direct, "produce")?;
+    let mut produce =
+        device.create_command_list(&CommandListDesc::new(QueueKind::Direct, "produce"))?;
     produce
         .begin_event("fill")
         .dispatch(&Kernel::fill(data.gpu_address(), 7), 64)
@@ -29,7 +32,8 @@ fn main() -> pipefence::Result<()> {
         .write_value64_bottom_of_pipe(flags.address(0), 1, Flush::L2_WRITEBACK, WriteSource::Value);
     produce.close()?;
 
-    let mut consume = device.create_command_list(QueueKind::Compute, "consume")?;
+    let mut consume =
+        device.create_command_list(&CommandListDesc::new(QueueKind::Compute, "consume"))?;
     consume
         .wait_value64(
             flags.address(0),

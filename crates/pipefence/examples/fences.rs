@@ -4,12 +4,13 @@
 //!
 //! Run: `cargo run --release -p pipefence --example fences`
 
+use pipefence::FenceDesc;
 use pipefence::{Device, DeviceDesc, Event, QueueDesc, QueueKind};
 use std::time::{Duration, Instant};
 
 fn main() -> pipefence::Result<()> {
     let device = Device::new(DeviceDesc::default())?;
-    let frame = device.create_named_fence("frame", 0)?;
+    let frame = device.create_fence(&FenceDesc::new(0).named("frame"))?;
 
     // A producer thread signals frames 1..=100; the consumer waits for each.
     let producer = {
@@ -38,8 +39,8 @@ fn main() -> pipefence::Result<()> {
 
     // A CPU -> GPU -> CPU round trip: the queue waits on `go`, then signals `back`.
     let queue = device.create_queue(&QueueDesc::new(QueueKind::Compute, "async"))?;
-    let go = device.create_named_fence("go", 0)?;
-    let back = device.create_named_fence("back", 0)?;
+    let go = device.create_fence(&FenceDesc::new(0).named("go"))?;
+    let back = device.create_fence(&FenceDesc::new(0).named("back"))?;
     let start = Instant::now();
     for i in 1..=1000 {
         queue.wait(&go, i)?;

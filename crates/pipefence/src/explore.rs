@@ -49,10 +49,10 @@ pub struct Schedule<T> {
 /// the model. Errors: device creation errors (a bad `base` description).
 ///
 /// ```
-/// use pipefence::{explore, DeviceDesc, QueueDesc, QueueKind};
+/// use pipefence::{explore, DeviceDesc, FenceDesc, QueueDesc, QueueKind};
 /// let runs = explore::explore(&DeviceDesc::default(), 0..20, |device| -> pipefence::Result<u64> {
 ///     let q = device.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-///     let f = device.create_fence(0)?;
+///     let f = device.create_fence(&FenceDesc::new(0))?;
 ///     q.signal(&f, 1)?;
 ///     device.wait_idle(std::time::Duration::from_secs(1))?;
 ///     Ok(f.completed_value())

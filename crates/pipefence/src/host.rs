@@ -44,10 +44,10 @@ impl Drop for DoneGuard {
 /// other way are outside the model.
 ///
 /// ```
-/// use pipefence::{Device, DeviceDesc};
+/// use pipefence::{Device, DeviceDesc, FenceDesc};
 /// use std::time::Duration;
 /// let device = Device::new(DeviceDesc::default())?;
-/// let fence = device.create_fence(0)?;
+/// let fence = device.create_fence(&FenceDesc::new(0))?;
 /// let f = fence.clone();
 /// let h = pipefence::host::spawn(&device, "producer", move || f.signal(1)).unwrap();
 /// fence.wait(1, Duration::from_secs(10))?;

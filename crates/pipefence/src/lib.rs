@@ -29,11 +29,11 @@
 //! ## Example
 //!
 //! ```
-//! use pipefence::{Device, DeviceDesc, Event};
+//! use pipefence::{Device, DeviceDesc, Event, FenceDesc};
 //! use std::time::Duration;
 //!
 //! let device = Device::new(DeviceDesc::default())?;
-//! let fence = device.create_named_fence("frame", 0)?;
+//! let fence = device.create_fence(&FenceDesc::new(0).named("frame"))?;
 //! let event = Event::new();
 //! fence.set_event_on_completion(2, Some(&event))?;
 //! let producer = {
@@ -71,8 +71,9 @@ pub mod trace;
 pub(crate) mod types;
 
 pub use api::{
-    AtomicWordView, Buffer, BufferDesc, BufferTools, CommandList, Device, DeviceDesc, DeviceTools,
-    Driver, Fence, FenceWait, Queue, QueueDesc, QueueStats, MAX_FIFO_DEPTH, MAX_WORKERS,
+    AtomicWordView, Buffer, BufferDesc, BufferTools, CommandList, CommandListDesc, Device,
+    DeviceDesc, DeviceTools, Driver, Fence, FenceDesc, FenceWait, Queue, QueueDesc, QueueStats,
+    MAX_FIFO_DEPTH, MAX_WORKERS,
 };
 pub use clock::{Clock, RealClock, CLOCK_EPOCH_NS};
 pub use command::{

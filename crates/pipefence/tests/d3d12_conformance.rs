@@ -11,6 +11,8 @@
 //! schedules of the deterministic driver.
 
 use pipefence::explore::explore;
+use pipefence::CommandListDesc;
+use pipefence::FenceDesc;
 use pipefence::{
     host, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Error, Event, Fence,
     FenceWait, Flush, Heap, Kernel, MultipleFenceWaitFlags, Queue, QueueDesc, QueueKind,
@@ -47,7 +49,8 @@ fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
 }
 
 fn fence(d: &Device, name: &str, initial: u64) -> Fence {
-    d.create_named_fence(name, initial).unwrap()
+    d.create_fence(&FenceDesc::new(initial).named(name))
+        .unwrap()
 }
 
 fn buffer(d: &Device, name: &str, size: u64, heap: Heap) -> Buffer {
@@ -56,7 +59,9 @@ fn buffer(d: &Device, name: &str, size: u64, heap: Heap) -> Buffer {
 }
 
 fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d.create_command_list(kind, name).unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(kind, name))
+        .unwrap();
     f(&mut l);
     l.close().unwrap();
     l

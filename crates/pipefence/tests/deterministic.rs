@@ -11,10 +11,11 @@ fn d4_async_compute_runs_and_replays_identically() {
     let body = |d: &Device| -> Result<(u64, u64)> {
         let data = d.create_buffer(&BufferDesc::new(16384, Heap::DeviceLocal).named("data"))?;
         let flags = d.create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))?;
-        let done = d.create_named_fence("done", 0)?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
         let gfx = d.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
         let asy = d.create_queue(&QueueDesc::new(QueueKind::Compute, "async"))?;
-        let mut produce = d.create_command_list(QueueKind::Direct, "produce")?;
+        let mut produce =
+            d.create_command_list(&CommandListDesc::new(QueueKind::Direct, "produce"))?;
         produce
             .dispatch(&Kernel::fill(data.gpu_address(), 7), 64)
             .write_value64_bottom_of_pipe(
@@ -30,7 +31,8 @@ fn d4_async_compute_runs_and_replays_identically() {
                 WriteSource::GpuTimestamp,
             );
         produce.close()?;
-        let mut consume = d.create_command_list(QueueKind::Compute, "consume")?;
+        let mut consume =
+            d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "consume"))?;
         consume
             .wait_value64(
                 flags.address(0),
@@ -72,8 +74,8 @@ fn d4_async_compute_runs_and_replays_identically() {
 #[test]
 fn d6_deadlock_detected_at_once_with_same_report() {
     let runs = explore(&DeviceDesc::default(), 0..10, |d| -> Result<()> {
-        let a = d.create_named_fence("a", 0)?;
-        let b = d.create_named_fence("b", 0)?;
+        let a = d.create_fence(&FenceDesc::new(0).named("a"))?;
+        let b = d.create_fence(&FenceDesc::new(0).named("b"))?;
         let q1 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q1"))?;
         let q2 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q2"))?;
         q1.wait(&b, 1)?;
@@ -97,7 +99,7 @@ fn d4_host_threads_are_scheduled_and_host_waits_never_time_out() {
     let runs = explore(&DeviceDesc::default(), 0..30, |d| -> Result<u32> {
         let m = d.create_buffer(&BufferDesc::new(64, Heap::Shared).named("m"))?;
         let q = d.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
-        let mut l = d.create_command_list(QueueKind::Direct, "l")?;
+        let mut l = d.create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))?;
         l.write_value32_bottom_of_pipe(m.address(0), 1, Flush::L2_WRITEBACK, WriteSource::Value)
             .wait_value32(m.address(4), Comparison::Equal, 7, u32::MAX, WaitEngine::Me)
             .write_value32_top_of_pipe(m.address(8), 9, WriteSource::Value);
@@ -126,7 +128,7 @@ fn d4_host_threads_are_scheduled_and_host_waits_never_time_out() {
 #[test]
 fn d6_blocked_host_wait_with_no_engine_work_times_out() {
     let d = Device::new(deterministic_desc(&DeviceDesc::default(), 3)).unwrap();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = f.wait(1, T).unwrap_err();
     assert!(e.is_timeout(), "{e}");
     assert!(!d.is_removed());
@@ -142,7 +144,7 @@ fn d6_endless_kernel_removed_at_launch_plus_timeout() {
         0..5,
         |d| -> Result<u64> {
             let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-            let mut l = d.create_command_list(QueueKind::Compute, "l")?;
+            let mut l = d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))?;
             l.dispatch(&Kernel::spin(10_000_000_000), 1);
             l.close()?;
             q.execute_command_lists(&[&l])?;
@@ -182,8 +184,10 @@ fn d4_a_step_never_lists_every_dispatch_in_flight() {
             let q = d
                 .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
                 .unwrap();
-            let f = d.create_fence(0).unwrap();
-            let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+            let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+            let mut l = d
+                .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+                .unwrap();
             for _ in 0..3000 {
                 l.dispatch(&Kernel::spin(1), 1);
             }

@@ -34,7 +34,9 @@ fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
 }
 
 fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d.create_command_list(kind, name).unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(kind, name))
+        .unwrap();
     f(&mut l);
     l.close().unwrap();
     l
@@ -75,7 +77,9 @@ fn q1_list_runs_only_on_its_queue_kind() {
     assert!(matches!(e, Error::InvalidArg(_)), "{e}");
     assert!(e.to_string().contains("compute list"), "{e}");
     compute.execute_command_lists(&[&l]).unwrap();
-    let open = d.create_command_list(QueueKind::Compute, "open").unwrap();
+    let open = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "open"))
+        .unwrap();
     let e = compute.execute_command_lists(&[&open]).unwrap_err();
     assert!(
         matches!(e, Error::InvalidCall(_)) && e.to_string().contains("not closed"),
@@ -111,14 +115,20 @@ fn q1_closed_list_runs_many_times_on_several_queues() {
 fn q1_copy_lists_only_copy_write_and_wait_greater_equal() {
     let d = device();
     let b = shared(&d, "b", 64);
-    let mut l = d.create_command_list(QueueKind::Copy, "dma").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Copy, "dma"))
+        .unwrap();
     l.dispatch(&Kernel::fill(b.address(0), 1), 1);
     let e = l.close().unwrap_err();
     assert!(e.to_string().contains("command 0"), "{e}");
-    let mut l = d.create_command_list(QueueKind::Copy, "dma2").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Copy, "dma2"))
+        .unwrap();
     l.wait_value32(b.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
     assert!(l.close().is_err());
-    let mut l = d.create_command_list(QueueKind::Copy, "dma3").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Copy, "dma3"))
+        .unwrap();
     l.wait_value32(
         b.address(0),
         Comparison::GreaterEqual,
@@ -138,7 +148,7 @@ fn q1_copy_lists_only_copy_write_and_wait_greater_equal() {
 fn q2_submissions_return_at_once() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let b = shared(&d, "b", 64);
     // The queue will be blocked on a fence nobody signals yet; every call still returns.
     q.wait(&f, 1).unwrap();
@@ -160,7 +170,7 @@ fn q3_queue_wait_stops_front_end_until_signal_wait_before_signal() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
     let other = queue(&d, QueueKind::Direct, "other");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let b = shared(&d, "b", 64);
     let args = shared(&d, "args", 64);
     args.write_u32(0, 1).unwrap();
@@ -193,7 +203,7 @@ fn q3_queue_wait_stops_front_end_until_signal_wait_before_signal() {
 fn q4_signal_lands_after_earlier_work_with_its_writes_visible() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let data = d
         .create_buffer(&BufferDesc::new(64 * 256, Heap::Readback))
         .unwrap();
@@ -213,7 +223,7 @@ fn q4_signal_lands_after_earlier_work_with_its_writes_visible() {
 fn q5_signal_then_wait_on_same_queue_completes() {
     let d = device();
     let q = queue(&d, QueueKind::Direct, "q");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     q.signal(&f, 7).unwrap();
     q.wait(&f, 7).unwrap();
     q.signal(&f, 8).unwrap();
@@ -273,8 +283,8 @@ fn q7_second_execute_parses_after_first_completes() {
 fn f3_gpu_signal_queued_before_cpu_rewind_lands_later() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
-    let gate = d.create_fence(0).unwrap();
-    let f = d.create_fence(0).unwrap();
+    let gate = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     q.wait(&gate, 1).unwrap();
     q.signal(&f, 5).unwrap();
     f.signal(9).unwrap();
@@ -289,8 +299,8 @@ fn f3_gpu_signal_queued_before_cpu_rewind_lands_later() {
 fn f5_queue_wait_stays_satisfied_after_fence_lowered() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
-    let f = d.create_fence(0).unwrap();
-    let done = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let done = d.create_fence(&FenceDesc::new(0)).unwrap();
     let b = shared(&d, "b", 64);
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.wait_value32(b.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
@@ -338,7 +348,7 @@ fn m3_write_to_unmapped_address_is_page_fault() {
     let d = device();
     let b = shared(&d, "b", 64);
     let q = queue(&d, QueueKind::Compute, "q");
-    let fence = d.create_fence(0).unwrap();
+    let fence = d.create_fence(&FenceDesc::new(0)).unwrap();
     let bad = b.address(64); // one past the end: in the gap
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.set_marker("before").write_value32_bottom_of_pipe(
@@ -569,7 +579,9 @@ fn c2_pfp_wait_accepts_only_greater_equal() {
         Comparison::NotEqual,
         Comparison::Always,
     ] {
-        let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+        let mut l = d
+            .create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))
+            .unwrap();
         l.wait_value64(0x1_0000_0000, cmp, 1, u64::MAX, WaitEngine::Pfp);
         let e = l.close().unwrap_err();
         assert!(matches!(e, Error::InvalidArg(_)), "{e}");
@@ -661,7 +673,7 @@ fn c3_bottom_of_pipe_writes_and_signals_land_in_submission_order() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
     let m = shared(&d, "m", 64);
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.dispatch(&Kernel::spin(5_000_000), 1)
             .write_value32_bottom_of_pipe(m.address(0), 1, Flush::NONE, WriteSource::Value)
@@ -679,7 +691,9 @@ fn c3_bottom_of_pipe_writes_and_signals_land_in_submission_order() {
 #[test]
 fn c3_timestamp_with_nonzero_value_is_invalid_arg() {
     let d = device();
-    let mut l = d.create_command_list(QueueKind::Direct, "ts").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Direct, "ts"))
+        .unwrap();
     l.write_value64_bottom_of_pipe(0x1_0000_0000, 5, Flush::NONE, WriteSource::GpuTimestamp);
     let e = l.close().unwrap_err();
     assert!(matches!(e, Error::InvalidArg(_)), "{e}");
@@ -820,7 +834,9 @@ fn c6_dispatches_overlap_without_flush_and_are_ordered_with_it() {
 #[test]
 fn c6_zero_groups_is_invalid_arg() {
     let d = device();
-    let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
     l.set_marker("a").dispatch(&Kernel::spin(1), 0);
     let e = l.close().unwrap_err();
     assert!(e.to_string().contains("command 1"), "{e}");
@@ -879,10 +895,14 @@ fn c9_copy_completes_before_the_me_goes_on() {
 #[test]
 fn c10_unbalanced_events_are_invalid_arg() {
     let d = device();
-    let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))
+        .unwrap();
     l.end_event();
     assert!(l.close().unwrap_err().to_string().contains("command 0"));
-    let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))
+        .unwrap();
     l.set_marker("x").begin_event("open");
     let e = l.close().unwrap_err();
     assert!(e.to_string().contains("command 1"), "{e}");
@@ -892,7 +912,9 @@ fn c10_unbalanced_events_are_invalid_arg() {
 #[test]
 fn c11_misaligned_addresses_are_invalid_arg_with_every_error_listed() {
     let d = device();
-    let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))
+        .unwrap();
     l.wait_value32(
         0x1_0000_0002,
         Comparison::Equal,
@@ -1022,8 +1044,8 @@ fn d4_kernels_compute_right_results_across_queues_with_fences() {
         .create_buffer(&BufferDesc::new(32 * 256, Heap::DeviceLocal))
         .unwrap();
     let out = shared(&d, "out", 64);
-    let f = d.create_fence(0).unwrap();
-    let g = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let g = d.create_fence(&FenceDesc::new(0)).unwrap();
     let gfx = queue(&d, QueueKind::Direct, "gfx");
     let comp = queue(&d, QueueKind::Compute, "comp");
     let copy = queue(&d, QueueKind::Copy, "copy");
@@ -1069,7 +1091,7 @@ fn d8_engine_woken_by_writes_through_atomic_views_by_polling() {
 fn h2_wait_idle_times_out_on_blocked_queue_and_names_it() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "stuck");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     q.wait(&f, 1).unwrap();
     let e = d.wait_idle(Duration::from_millis(30)).unwrap_err();
     assert!(e.is_timeout() && e.to_string().contains("stuck"), "{e}");
@@ -1081,7 +1103,7 @@ fn h2_wait_idle_times_out_on_blocked_queue_and_names_it() {
 fn e4_removal_stops_submissions() {
     let d = device();
     let q = queue(&d, QueueKind::Compute, "q");
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.set_marker("m");
     });

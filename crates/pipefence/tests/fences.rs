@@ -1,6 +1,8 @@
 //! Fence rules F1-F11 (`docs/semantics.md`), one or more tests per rule, named by rule id.
 
-use pipefence::{Device, DeviceDesc, Error, Event, Fence, MultipleFenceWaitFlags, RemovalReason};
+use pipefence::{
+    Device, DeviceDesc, Error, Event, Fence, FenceDesc, MultipleFenceWaitFlags, RemovalReason,
+};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,10 +17,22 @@ fn device() -> Device {
 #[test]
 fn f1_fence_starts_at_initial_value() {
     let d = device();
-    assert_eq!(d.create_fence(0).unwrap().completed_value(), 0);
-    assert_eq!(d.create_fence(41).unwrap().completed_value(), 41);
     assert_eq!(
-        d.create_fence(u64::MAX).unwrap().completed_value(),
+        d.create_fence(&FenceDesc::new(0))
+            .unwrap()
+            .completed_value(),
+        0
+    );
+    assert_eq!(
+        d.create_fence(&FenceDesc::new(41))
+            .unwrap()
+            .completed_value(),
+        41
+    );
+    assert_eq!(
+        d.create_fence(&FenceDesc::new(u64::MAX))
+            .unwrap()
+            .completed_value(),
         u64::MAX
     );
 }
@@ -26,7 +40,7 @@ fn f1_fence_starts_at_initial_value() {
 #[test]
 fn f2_last_write_wins_and_may_lower() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     f.signal(10).unwrap();
     assert_eq!(f.completed_value(), 10);
     f.signal(3).unwrap();
@@ -38,7 +52,7 @@ fn f2_last_write_wins_and_may_lower() {
 #[test]
 fn f4_completed_value_is_last_signal_then_max_after_removal() {
     let d = device();
-    let f = d.create_fence(5).unwrap();
+    let f = d.create_fence(&FenceDesc::new(5)).unwrap();
     f.signal(7).unwrap();
     assert_eq!(f.completed_value(), 7);
     d.remove();
@@ -48,7 +62,7 @@ fn f4_completed_value_is_last_signal_then_max_after_removal() {
 #[test]
 fn f5_value_already_reached_satisfies_at_once() {
     let d = device();
-    let f = d.create_fence(5).unwrap();
+    let f = d.create_fence(&FenceDesc::new(5)).unwrap();
     f.wait(5, Duration::ZERO).unwrap();
     f.wait(3, Duration::ZERO).unwrap();
     let e = f.wait(6, Duration::ZERO).unwrap_err();
@@ -58,7 +72,7 @@ fn f5_value_already_reached_satisfies_at_once() {
 #[test]
 fn f5_wait_is_satisfied_by_greater_or_equal_signal() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let f2 = f.clone();
     let t = thread::spawn(move || {
         thread::sleep(Duration::from_millis(20));
@@ -71,7 +85,7 @@ fn f5_wait_is_satisfied_by_greater_or_equal_signal() {
 #[test]
 fn f5_wait_for_max_only_by_max_signal() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     f.signal(u64::MAX - 1).unwrap();
     assert!(f.wait(u64::MAX, SHORT).unwrap_err().is_timeout());
     f.signal(u64::MAX).unwrap();
@@ -81,7 +95,7 @@ fn f5_wait_for_max_only_by_max_signal() {
 #[test]
 fn f5_wait_for_max_released_by_removal() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let f2 = f.clone();
     let t = thread::spawn(move || f2.wait(u64::MAX, T));
     thread::sleep(Duration::from_millis(20));
@@ -93,7 +107,7 @@ fn f5_wait_for_max_released_by_removal() {
 #[test]
 fn f6_event_fires_once_per_crossing() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     f.set_event_on_completion(2, Some(&e)).unwrap();
     f.signal(1).unwrap();
@@ -109,7 +123,7 @@ fn f6_event_fires_once_per_crossing() {
 #[test]
 fn f6_event_fires_at_registration_if_reached() {
     let d = device();
-    let f = d.create_fence(3).unwrap();
+    let f = d.create_fence(&FenceDesc::new(3)).unwrap();
     let e = Event::new();
     f.set_event_on_completion(3, Some(&e)).unwrap();
     assert!(e.try_wait());
@@ -118,7 +132,7 @@ fn f6_event_fires_at_registration_if_reached() {
 #[test]
 fn f6_one_event_registered_for_several_values_fires_for_each() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     f.set_event_on_completion(1, Some(&e)).unwrap();
     f.set_event_on_completion(2, Some(&e)).unwrap();
@@ -132,7 +146,7 @@ fn f6_one_event_registered_for_several_values_fires_for_each() {
 #[test]
 fn f6_several_events_on_one_value_all_fire() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let events: Vec<Event> = (0..5).map(|_| Event::new()).collect();
     for e in &events {
         f.set_event_on_completion(4, Some(e)).unwrap();
@@ -144,7 +158,7 @@ fn f6_several_events_on_one_value_all_fire() {
 #[test]
 fn f6_events_are_auto_reset_and_stay_set_when_registered_set() {
     let d = device();
-    let f = d.create_fence(1).unwrap();
+    let f = d.create_fence(&FenceDesc::new(1)).unwrap();
     let e = Event::new();
     e.set();
     f.set_event_on_completion(1, Some(&e)).unwrap();
@@ -156,7 +170,7 @@ fn f6_events_are_auto_reset_and_stay_set_when_registered_set() {
 #[test]
 fn f7_set_event_on_completion_none_blocks_until_reached() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let f2 = f.clone();
     let (tx, rx) = mpsc::channel();
     let t = thread::spawn(move || {
@@ -175,7 +189,7 @@ fn f7_set_event_on_completion_none_blocks_until_reached() {
 #[test]
 fn f7_wait_times_out_with_a_message_naming_fence_and_value() {
     let d = device();
-    let f = d.create_named_fence("frame", 1).unwrap();
+    let f = d.create_fence(&FenceDesc::new(1).named("frame")).unwrap();
     let start = Instant::now();
     let e = f.wait(2, Duration::from_millis(30)).unwrap_err();
     assert!(start.elapsed() >= Duration::from_millis(30));
@@ -191,7 +205,7 @@ fn f7_wait_times_out_with_a_message_naming_fence_and_value() {
 #[test]
 fn f7_zero_timeout_polls() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let start = Instant::now();
     assert!(f.wait(1, Duration::ZERO).unwrap_err().is_timeout());
     assert!(start.elapsed() < Duration::from_secs(1));
@@ -205,7 +219,7 @@ fn f7_wait_async_is_woken_by_signal() {
         .build()
         .unwrap();
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let f2 = f.clone();
     let signaller = thread::spawn(move || {
         thread::sleep(Duration::from_millis(20));
@@ -227,7 +241,7 @@ fn f7_wait_async_many_futures_and_drop_deregisters() {
         .build()
         .unwrap();
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     rt.block_on(async {
         // A dropped pending future leaves nothing registered.
         let r = tokio::time::timeout(Duration::from_millis(10), f.wait_async(100)).await;
@@ -252,7 +266,7 @@ fn f7_wait_async_already_reached_is_ready() {
         .build()
         .unwrap();
     let d = device();
-    let f = d.create_fence(9).unwrap();
+    let f = d.create_fence(&FenceDesc::new(9)).unwrap();
     rt.block_on(async { f.wait_async(9).await.unwrap() });
 }
 
@@ -263,8 +277,8 @@ fn multi(d: &Device, fences: &[&Fence], values: &[u64], flags: u32) -> pipefence
 #[test]
 fn f8_all_fires_when_every_fence_reached() {
     let d = device();
-    let a = d.create_fence(0).unwrap();
-    let b = d.create_fence(0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     d.set_event_on_multiple_fence_completion(
         &[&a, &b],
@@ -284,8 +298,8 @@ fn f8_all_fires_when_every_fence_reached() {
 #[test]
 fn f8_any_fires_once_at_the_first() {
     let d = device();
-    let a = d.create_fence(0).unwrap();
-    let b = d.create_fence(0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     d.set_event_on_multiple_fence_completion(
         &[&a, &b],
@@ -298,15 +312,15 @@ fn f8_any_fires_once_at_the_first() {
     assert!(e.try_wait());
     a.signal(1).unwrap();
     assert!(!e.is_set(), "ANY fires once");
-    let c = d.create_fence(0).unwrap();
+    let c = d.create_fence(&FenceDesc::new(0)).unwrap();
     multi(&d, &[&c, &a], &[1, 1], 1).unwrap();
 }
 
 #[test]
 fn f8_blocking_multi_wait_across_threads() {
     let d = device();
-    let a = d.create_fence(0).unwrap();
-    let b = d.create_fence(0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0)).unwrap();
     let (a2, b2) = (a.clone(), b.clone());
     let t = thread::spawn(move || {
         thread::sleep(Duration::from_millis(10));
@@ -317,7 +331,7 @@ fn f8_blocking_multi_wait_across_threads() {
     d.wait_multiple(&[&a, &b], &[1, 1], MultipleFenceWaitFlags::ALL, T)
         .unwrap();
     t.join().unwrap();
-    let c = d.create_fence(0).unwrap();
+    let c = d.create_fence(&FenceDesc::new(0)).unwrap();
     let c2 = c.clone();
     let t = thread::spawn(move || c2.signal(1).unwrap());
     d.set_event_on_multiple_fence_completion(&[&c], &[1], MultipleFenceWaitFlags::ALL, None)
@@ -328,7 +342,7 @@ fn f8_blocking_multi_wait_across_threads() {
 #[test]
 fn f8_argument_errors_are_invalid_arg() {
     let d = device();
-    let a = d.create_fence(0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     let err = d
         .set_event_on_multiple_fence_completion(&[], &[], MultipleFenceWaitFlags::ALL, Some(&e))
@@ -352,7 +366,7 @@ fn f8_argument_errors_are_invalid_arg() {
         "{err}"
     );
     assert_eq!(err.hresult(), 0x8007_0057);
-    let other = device().create_fence(0).unwrap();
+    let other = device().create_fence(&FenceDesc::new(0)).unwrap();
     let err = multi(&d, &[&a, &other], &[1, 1], 0).unwrap_err();
     assert!(err.to_string().contains("another device"), "{err}");
 }
@@ -361,7 +375,7 @@ fn f8_argument_errors_are_invalid_arg() {
 fn f3_cpu_rewind_then_later_signal_lands_last() {
     // The GPU-queue half of F3 is tested with the engine; here: a later signal always wins.
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     f.signal(5).unwrap();
     f.signal(1).unwrap();
     assert_eq!(f.completed_value(), 1);
@@ -372,7 +386,7 @@ fn f3_cpu_rewind_then_later_signal_lands_last() {
 #[test]
 fn f9_signals_and_registrations_from_many_threads() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let mut ts = Vec::new();
     for i in 0..4u64 {
         let f = f.clone();
@@ -393,8 +407,8 @@ fn f9_signals_and_registrations_from_many_threads() {
 #[test]
 fn f10_blocked_waits_and_futures_return_device_removed() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
-    let g = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let g = d.create_fence(&FenceDesc::new(0)).unwrap();
     let mut ts = Vec::new();
     for _ in 0..3 {
         let f = f.clone();
@@ -442,7 +456,7 @@ fn f10_blocked_waits_and_futures_return_device_removed() {
 #[test]
 fn f10_waits_begun_after_removal_fail_at_once() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     d.remove();
     let start = Instant::now();
     assert!(f.wait(1, T).unwrap_err().is_device_removed());
@@ -463,7 +477,7 @@ fn f10_waits_begun_after_removal_fail_at_once() {
     assert!(start.elapsed() < Duration::from_secs(2));
     // A fence created after removal reads u64::MAX too.
     assert_eq!(
-        d.create_fence(0)
+        d.create_fence(&FenceDesc::new(0))
             .map(|f| f.completed_value())
             .unwrap_or(u64::MAX),
         u64::MAX
@@ -486,8 +500,8 @@ fn e4_remove_reports_requested_and_is_idempotent() {
 fn f10_other_device_keeps_working() {
     let a = device();
     let b = device();
-    let fa = a.create_fence(0).unwrap();
-    let fb = b.create_fence(0).unwrap();
+    let fa = a.create_fence(&FenceDesc::new(0)).unwrap();
+    let fb = b.create_fence(&FenceDesc::new(0)).unwrap();
     a.remove();
     assert_eq!(fa.completed_value(), u64::MAX);
     fb.signal(4).unwrap();

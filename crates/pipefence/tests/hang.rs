@@ -22,7 +22,9 @@ fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
 }
 
 fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d.create_command_list(kind, name).unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(kind, name))
+        .unwrap();
     f(&mut l);
     l.close().unwrap();
     l
@@ -53,8 +55,8 @@ fn settle() {
 #[test]
 fn d7_fence_deadlock_declared_hung_reports_cycle_and_fields() {
     let d = device_tdr(2000);
-    let a = d.create_named_fence("a", 0).unwrap();
-    let b = d.create_named_fence("b", 0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0).named("a")).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0).named("b")).unwrap();
     let q1 = queue(&d, QueueKind::Compute, "q1");
     let q2 = queue(&d, QueueKind::Compute, "q2");
     q1.wait(&b, 1).unwrap();
@@ -104,7 +106,7 @@ fn d6_fence_wait_timeout_is_opt_in() {
         ..DeviceDesc::default()
     })
     .unwrap();
-    let f = d.create_named_fence("never", 0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0).named("never")).unwrap();
     let q = queue(&d, QueueKind::Direct, "gfx");
     q.wait(&f, 1).unwrap();
     let r = wait_removed(&d, T);
@@ -336,7 +338,7 @@ fn d6_never_satisfiable_wait_removes_at_once() {
 fn d7_queue_whose_path_ends_at_never_satisfiable_takes_that_class() {
     let d = device_tdr(60_000);
     let m = shared(&d, "m", 64);
-    let f = d.create_named_fence("f", 0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0).named("f")).unwrap();
     let waiter = queue(&d, QueueKind::Compute, "waiter");
     let culprit = queue(&d, QueueKind::Compute, "culprit");
     waiter.wait(&f, 1).unwrap();
@@ -344,7 +346,7 @@ fn d7_queue_whose_path_ends_at_never_satisfiable_takes_that_class() {
     let l = list(&d, QueueKind::Compute, "bad", |l| {
         l.wait_value32(m.address(0), Comparison::Less, 0, u32::MAX, WaitEngine::Me);
     });
-    let gate = d.create_fence(0).unwrap();
+    let gate = d.create_fence(&FenceDesc::new(0)).unwrap();
     culprit.wait(&gate, 1).unwrap();
     culprit.execute_command_lists(&[&l]).unwrap();
     culprit.signal(&f, 1).unwrap();
@@ -510,7 +512,7 @@ fn d7_hang_in_one_device_leaves_another_working() {
     });
     q.execute_command_lists(&[&l]).unwrap();
     wait_removed(&bad, T);
-    let g = good.create_fence(0).unwrap();
+    let g = good.create_fence(&FenceDesc::new(0)).unwrap();
     let gq = queue(&good, QueueKind::Direct, "gq");
     gq.signal(&g, 3).unwrap();
     g.wait(3, T).unwrap();
@@ -521,7 +523,7 @@ fn d7_hang_in_one_device_leaves_another_working() {
 fn f10_removal_releases_cpu_waiters_of_a_hung_device() {
     let d = device_tdr(100);
     let m = shared(&d, "m", 64);
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let q = queue(&d, QueueKind::Compute, "q");
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
@@ -572,8 +574,8 @@ fn d7_declared_hang_during_a_dispatch_is_classified_endless_kernel() {
 fn e3_panicking_user_kernel_removes_the_device_with_a_report() {
     fn body(d: &Device) -> Result<Arc<RemovalReport>> {
         let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-        let done = d.create_named_fence("done", 0)?;
-        let mut l = d.create_command_list(QueueKind::Compute, "boom")?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
+        let mut l = d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "boom"))?;
         l.set_marker("before").dispatch(
             &Kernel::User(UserKernel::new("explodes", |ctx| {
                 if ctx.group() == 2 {
@@ -661,7 +663,7 @@ fn d7_never_satisfiable_queue_entry_has_condition_value_and_writer() {
 fn d7_declared_hang_with_a_running_dispatch_names_it_and_its_labels() {
     let d = device_tdr(60_000);
     let q = queue(&d, QueueKind::Compute, "q");
-    let done = d.create_named_fence("done", 0).unwrap();
+    let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
     let l = list(&d, QueueKind::Compute, "l", |l| {
         l.begin_event("long")
             .dispatch(&Kernel::spin(30_000_000_000), 1)
@@ -704,7 +706,7 @@ fn d6_interrupt_flag_removes_a_deterministic_device_at_its_next_step() {
     })
     .unwrap();
     let q = queue(&d, QueueKind::Compute, "q");
-    let done = d.create_named_fence("done", 0).unwrap();
+    let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
     let l = list(&d, QueueKind::Compute, "l", |l| {
         for _ in 0..2000 {
             l.dispatch(&Kernel::spin(1), 1);

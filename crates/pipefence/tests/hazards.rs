@@ -33,7 +33,9 @@ fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
 }
 
 fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d.create_command_list(kind, name).unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(kind, name))
+        .unwrap();
     f(&mut l);
     l.close().unwrap();
     l
@@ -162,8 +164,10 @@ fn d5_user_kernels_ordered_by_a_fence_are_clean() {
         let d = strict(seed);
         let data = buffer(&d, "data", 256, Heap::DeviceLocal);
         let out = buffer(&d, "out", 64, Heap::Readback);
-        let done = d.create_named_fence("done", 0).unwrap();
-        let produced = d.create_named_fence("produced", 0).unwrap();
+        let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
+        let produced = d
+            .create_fence(&FenceDesc::new(0).named("produced"))
+            .unwrap();
         let gfx = queue(&d, QueueKind::Direct, "gfx");
         let asy = queue(&d, QueueKind::Compute, "async");
         let base = data.gpu_address();
@@ -252,7 +256,7 @@ fn flag_program(d: &Device, flush: Flush) -> u64 {
     let data = buffer(d, "data", 4096, Heap::DeviceLocal);
     let flag = buffer(d, "flag", 64, Heap::Shared);
     let total = buffer(d, "total", 64, Heap::Readback);
-    let done = d.create_named_fence("done", 0).unwrap();
+    let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
     let producer = queue(d, QueueKind::Direct, "producer");
     let consumer = queue(d, QueueKind::Compute, "consumer");
     let p = list(d, QueueKind::Direct, "produce", |l| {

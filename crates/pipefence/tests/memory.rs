@@ -1,8 +1,8 @@
 //! Memory rules M1, M2, M4, host helpers H3/H4, and the error rules E1-E3 for CPU access.
 
 use pipefence::{
-    Buffer, BufferDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap, Kernel, QueueDesc,
-    QueueKind, UserKernel, WaitEngine, WriteSource,
+    Buffer, BufferDesc, CommandListDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap,
+    Kernel, QueueDesc, QueueKind, UserKernel, WaitEngine, WriteSource,
 };
 use std::thread;
 use std::time::Duration;
@@ -453,7 +453,9 @@ fn m1_large_init_buffers_are_backed_lazily_and_read_as_their_init() {
     let q = d
         .create_queue(&QueueDesc::new(QueueKind::Direct, "q"))
         .unwrap();
-    let mut l = d.create_command_list(QueueKind::Direct, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Direct, "l"))
+        .unwrap();
     l.wait_value32(
         b.address(6 * MIB),
         Comparison::GreaterEqual,
@@ -604,7 +606,9 @@ fn m1_concurrent_first_writes_to_an_init_buffer_lose_nothing() {
     let q = d
         .create_queue(&QueueDesc::new(QueueKind::Compute, "c"))
         .unwrap();
-    let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
     l.dispatch(&k, 1024);
     l.close().unwrap();
     q.execute_command_lists(&[&l]).unwrap();

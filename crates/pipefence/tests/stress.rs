@@ -1,6 +1,7 @@
 //! Stress (F9): 8 threads, more than 10^5 signals and waits with random values; each waiter
 //! checks that it returned for the right reason; every wait is bounded by a timeout.
 
+use pipefence::FenceDesc;
 use pipefence::{Device, DeviceDesc, Event};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,7 +22,9 @@ impl Rng {
 #[test]
 fn f9_stress_eight_threads_random_signals_and_waits_no_lost_wakeups() {
     let d = Device::new(DeviceDesc::default()).unwrap();
-    let fences: Vec<_> = (0..4).map(|_| d.create_fence(0).unwrap()).collect();
+    let fences: Vec<_> = (0..4)
+        .map(|_| d.create_fence(&FenceDesc::new(0)).unwrap())
+        .collect();
     let ops = Arc::new(AtomicU64::new(0));
     let per_thread = 14_000u64;
     let mut ts = Vec::new();
@@ -66,7 +69,10 @@ fn f9_stress_eight_threads_random_signals_and_waits_no_lost_wakeups() {
         }));
     }
     // A pair of threads that ping-pong through two fences: every hand-off must arrive.
-    let (a, b) = (d.create_fence(0).unwrap(), d.create_fence(0).unwrap());
+    let (a, b) = (
+        d.create_fence(&FenceDesc::new(0)).unwrap(),
+        d.create_fence(&FenceDesc::new(0)).unwrap(),
+    );
     let (a2, b2) = (a.clone(), b.clone());
     let pong = thread::spawn(move || {
         for i in 1..=5_000u64 {

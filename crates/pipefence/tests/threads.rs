@@ -55,7 +55,9 @@ fn d7_no_thread_survives_removal_or_drop() {
         .create_queue(&QueueDesc::new(QueueKind::Copy, "b"))
         .unwrap();
     assert_eq!(wait_for_count(5).len(), 5, "{:?}", device_threads());
-    let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
     l.dispatch(&Kernel::spin(20_000_000_000), 1).wait_value32(
         m.address(0),
         Comparison::Equal,

@@ -20,12 +20,14 @@ fn compute(d: &Device, name: &str) -> Queue {
 
 /// Fences named `names`, each at 0.
 fn fences<const N: usize>(d: &Device, names: [&str; N]) -> [Fence; N] {
-    names.map(|n| d.create_named_fence(n, 0).unwrap())
+    names.map(|n| d.create_fence(&FenceDesc::new(0).named(n)).unwrap())
 }
 
 /// A closed compute list of one `spin` dispatch of `ns` (real work that keeps a queue busy).
 fn spin_list(d: &Device, ns: u64) -> CommandList {
-    let mut l = d.create_command_list(QueueKind::Compute, "spin").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "spin"))
+        .unwrap();
     l.dispatch(&Kernel::spin(ns), 1);
     l.close().unwrap();
     l
@@ -115,9 +117,9 @@ fn f5_ticket_starts_at_the_call() {
 fn f5_queue_wait_ticket_explore() {
     let runs = explore(&DeviceDesc::default(), 0..60, |d| -> Result<u64> {
         let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-        let f = d.create_named_fence("f", 0)?;
-        let alt = d.create_named_fence("alt", 0)?;
-        let progress = d.create_named_fence("progress", 0)?;
+        let f = d.create_fence(&FenceDesc::new(0).named("f"))?;
+        let alt = d.create_fence(&FenceDesc::new(0).named("alt"))?;
+        let progress = d.create_fence(&FenceDesc::new(0).named("progress"))?;
         q.wait(&alt, 1)?;
         q.wait(&f, 1)?;
         q.wait(&f, 2)?;
@@ -144,9 +146,9 @@ fn q3_satisfied_ticket_is_not_reported_hung() {
     let runs = explore(&DeviceDesc::default(), 0..30, |d| -> Result<()> {
         let q1 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q1"))?;
         let q2 = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q2"))?;
-        let never = d.create_named_fence("never", 0)?;
-        let pulsed = d.create_named_fence("pulsed", 0)?;
-        let done = d.create_named_fence("done", 0)?;
+        let never = d.create_fence(&FenceDesc::new(0).named("never"))?;
+        let pulsed = d.create_fence(&FenceDesc::new(0).named("pulsed"))?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
         q1.wait(&never, 1)?;
         q2.wait(&pulsed, 1)?;
         q2.signal(&done, 1)?;
@@ -187,13 +189,14 @@ fn d5_queue_wait_acquires_the_signal_that_satisfied_its_ticket() {
         let out = d.create_buffer(&BufferDesc::new(256, Heap::Readback).named("out"))?;
         let prod = d.create_queue(&QueueDesc::new(QueueKind::Compute, "producer"))?;
         let cons = d.create_queue(&QueueDesc::new(QueueKind::Compute, "consumer"))?;
-        let f = d.create_named_fence("f", 0)?;
-        let gate = d.create_named_fence("gate", 0)?;
-        let done = d.create_named_fence("done", 0)?;
-        let mut write = d.create_command_list(QueueKind::Compute, "write")?;
+        let f = d.create_fence(&FenceDesc::new(0).named("f"))?;
+        let gate = d.create_fence(&FenceDesc::new(0).named("gate"))?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
+        let mut write =
+            d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "write"))?;
         write.dispatch(&Kernel::fill(data.gpu_address(), 7), 1);
         write.close()?;
-        let mut read = d.create_command_list(QueueKind::Compute, "read")?;
+        let mut read = d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "read"))?;
         read.copy_buffer_region(out.gpu_address(), data.gpu_address(), 256);
         read.close()?;
         cons.wait(&gate, 1)?;
@@ -235,7 +238,7 @@ fn d5_queue_wait_acquires_the_signal_that_satisfied_its_ticket() {
 #[test]
 fn f6_event_registered_twice_for_one_value_sets_once() {
     let d = device();
-    let f = d.create_fence(0).unwrap();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     f.set_event_on_completion(3, Some(&e)).unwrap();
     f.set_event_on_completion(3, Some(&e)).unwrap();
@@ -297,8 +300,8 @@ fn f11_releasing_a_fence_releases_its_waiters() {
 fn f11_release_satisfies_queue_wait_explore() {
     let runs = explore(&DeviceDesc::default(), 0..30, |d| -> Result<u64> {
         let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-        let f = d.create_named_fence("f", 0)?;
-        let done = d.create_named_fence("done", 0)?;
+        let f = d.create_fence(&FenceDesc::new(0).named("f"))?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
         q.wait(&f, 1)?;
         q.signal(&f, 9)?; // discarded: f is released before it retires
         q.signal(&done, 1)?;
@@ -339,7 +342,9 @@ fn q8_submitted_work_keeps_its_buffers_alive() {
     let buf = d
         .create_buffer(&BufferDesc::new(4096, Heap::DeviceLocal))
         .unwrap();
-    let mut l = d.create_command_list(QueueKind::Compute, "fill").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "fill"))
+        .unwrap();
     l.dispatch(&Kernel::fill(buf.gpu_address(), 1), 16);
     l.close().unwrap();
     q.wait(&f, 1).unwrap();
@@ -353,7 +358,9 @@ fn q8_submitted_work_keeps_its_buffers_alive() {
     q.wait_idle(T).unwrap();
     assert_eq!(d.removed_reason(), None);
     // Work submitted after the drop faults, as before (M3).
-    let mut late = d.create_command_list(QueueKind::Compute, "late").unwrap();
+    let mut late = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "late"))
+        .unwrap();
     late.dispatch(&Kernel::fill(address, 1), 1);
     late.close().unwrap();
     q.execute_command_lists(&[&late]).unwrap();
@@ -365,8 +372,8 @@ fn q8_submitted_work_keeps_its_buffers_alive() {
 #[test]
 fn q8_dropping_a_queue_keeps_its_work_explore() {
     let runs = explore(&DeviceDesc::default(), 0..30, |d| -> Result<u64> {
-        let f = d.create_named_fence("f", 0)?;
-        let done = d.create_named_fence("done", 0)?;
+        let f = d.create_fence(&FenceDesc::new(0).named("f"))?;
+        let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
         {
             let q = d.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
             q.wait(&f, 1)?;

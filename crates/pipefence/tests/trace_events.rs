@@ -13,15 +13,16 @@ const T: Duration = Duration::from_secs(10);
 fn async_compute(d: &Device) -> Result<u64> {
     let data = d.create_buffer(&BufferDesc::new(16384, Heap::DeviceLocal).named("data"))?;
     let flags = d.create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))?;
-    let done = d.create_named_fence("done", 0)?;
+    let done = d.create_fence(&FenceDesc::new(0).named("done"))?;
     let gfx = d.create_queue(&QueueDesc::new(QueueKind::Direct, "gfx"))?;
     let asy = d.create_queue(&QueueDesc::new(QueueKind::Compute, "async"))?;
-    let mut produce = d.create_command_list(QueueKind::Direct, "produce")?;
+    let mut produce = d.create_command_list(&CommandListDesc::new(QueueKind::Direct, "produce"))?;
     produce
         .dispatch(&Kernel::fill(data.gpu_address(), 7), 64)
         .write_value64_bottom_of_pipe(flags.address(0), 1, Flush::L2_WRITEBACK, WriteSource::Value);
     produce.close()?;
-    let mut consume = d.create_command_list(QueueKind::Compute, "consume")?;
+    let mut consume =
+        d.create_command_list(&CommandListDesc::new(QueueKind::Compute, "consume"))?;
     consume
         .wait_value64(
             flags.address(0),
@@ -130,12 +131,14 @@ fn trace_removal_point_is_an_error_instant() {
         ..deterministic_desc(&DeviceDesc::default(), 1)
     })
     .unwrap();
-    let a = d.create_named_fence("a", 0).unwrap();
+    let a = d.create_fence(&FenceDesc::new(0).named("a")).unwrap();
     let q = d
         .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
         .unwrap();
     let m = d.create_buffer(&BufferDesc::new(64, Heap::Shared)).unwrap();
-    let mut l = d.create_command_list(QueueKind::Compute, "l").unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
     l.wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
     l.close().unwrap();
     q.execute_command_lists(&[&l]).unwrap();
@@ -161,8 +164,8 @@ fn f5_trace_arrow_starts_at_the_signal_that_satisfied_the_ticket() {
         let q = d
             .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
             .unwrap();
-        let f = d.create_named_fence("f", 0).unwrap();
-        let done = d.create_named_fence("done", 0).unwrap();
+        let f = d.create_fence(&FenceDesc::new(0).named("f")).unwrap();
+        let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
         q.wait(&f, 1).unwrap();
         q.signal(&done, 1).unwrap();
         pipefence::host::sleep(&d, Duration::from_millis(1));

@@ -3,6 +3,7 @@
 
 use super::{device, err, CondvarFence};
 use crate::harness::{Config, Goal, Report, Stats, Unit};
+use pipefence::FenceDesc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -36,7 +37,7 @@ fn cpu_percent_of(wait: impl FnOnce() -> Result<(), String>) -> Result<f64, Stri
 /// all released after `window`. Returns each thread's CPU % (fence, condvar).
 fn blocked_window(window: Duration, per: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
     let device = device()?;
-    let fence = device.create_fence(0).map_err(err)?;
+    let fence = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     let cv = Arc::new(CondvarFence::default());
     let start = Arc::new(Barrier::new(2 * per + 1));
     let timeout = Duration::from_secs(2);

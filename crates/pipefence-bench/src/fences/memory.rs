@@ -5,6 +5,7 @@ use super::waiters::{register_futures, LinearFence};
 use super::{device, err};
 use crate::alloc;
 use crate::harness::{Config, Report, Stats, Unit};
+use pipefence::FenceDesc;
 use pipefence::{Event, FenceWait};
 use std::task::Waker;
 
@@ -19,7 +20,7 @@ pub(super) fn bench_waiter_memory(_cfg: &Config) -> Result<Report, String> {
     let (events, event_bytes) = alloc::measure(|| (0..n).map(|_| Event::new()).collect::<Vec<_>>());
     let event_own = per(event_bytes) - std::mem::size_of::<Event>() as f64;
 
-    let fence = device.create_fence(0).map_err(err)?;
+    let fence = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     let (r, fence_bytes) = alloc::measure(|| -> Result<(), String> {
         for (i, e) in events.iter().enumerate() {
             fence
@@ -36,7 +37,7 @@ pub(super) fn bench_waiter_memory(_cfg: &Config) -> Result<Report, String> {
         }
     });
 
-    let ffence = device.create_fence(0).map_err(err)?;
+    let ffence = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     let mut futs = Vec::with_capacity(n as usize);
     let (r, fut_bytes) = alloc::measure(|| register_futures(&ffence, n, &mut futs));
     r?;

@@ -4,6 +4,7 @@
 
 use super::{device, err, CondvarFence, WAIT_TIMEOUT};
 use crate::harness::{ns_per_iter, Config, Report, Stats, Unit};
+use pipefence::FenceDesc;
 use pipefence::{Device, Fence};
 use std::sync::{Arc, Barrier};
 
@@ -60,8 +61,8 @@ impl WaitKind {
 /// Round trip in ns through two pipefence fences: A signals f1 to i then waits f2 for i; B
 /// waits f1 for i then signals f2 to i.
 fn fence_pingpong(device: &Device, iters: u64, kind: WaitKind) -> Result<f64, String> {
-    let f1 = device.create_fence(0).map_err(err)?;
-    let f2 = device.create_fence(0).map_err(err)?;
+    let f1 = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
+    let f2 = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
     let start = Arc::new(Barrier::new(2));
     let b = {
         let (f1, f2, start) = (f1.clone(), f2.clone(), start.clone());

@@ -4,6 +4,7 @@
 
 use super::{err, lock};
 use crate::alloc;
+use pipefence::FenceDesc;
 use pipefence::{Device, Event, Fence, FenceWait};
 use std::future::Future;
 use std::pin::Pin;
@@ -136,7 +137,7 @@ pub(super) struct FenceEvents<'a> {
 impl<'a> FenceEvents<'a> {
     /// Registers `events[i]` at `i + 1` on a new fence; also returns the heap bytes that took.
     pub(super) fn new(device: &Device, events: &'a [Event]) -> Result<(Self, isize), String> {
-        let fence = device.create_fence(0).map_err(err)?;
+        let fence = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
         let (r, bytes) = alloc::measure(|| {
             events
                 .iter()
@@ -215,7 +216,7 @@ pub(super) struct FenceFutures {
 
 impl FenceFutures {
     pub(super) fn new(device: &Device, n: u64) -> Result<(Self, isize), String> {
-        let fence = device.create_fence(0).map_err(err)?;
+        let fence = device.create_fence(&FenceDesc::new(0)).map_err(err)?;
         let mut futs = Vec::with_capacity(n as usize);
         let (r, bytes) = alloc::measure(|| register_futures(&fence, n, &mut futs));
         r?;

@@ -28,6 +28,8 @@ pub use report::{site_text, writer_text};
 
 use crate::plan::{Pos, Scenario};
 use monitor::{BLOCKED, DONE, RUNNING};
+use pipefence::CommandListDesc;
+use pipefence::FenceDesc;
 use pipefence::{Buffer, BufferDesc, CommandList, Device, DeviceDesc, Fence, Queue, QueueDesc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -160,7 +162,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     }
     let mut fences = Vec::new();
     for f in &sc.fences {
-        match device.create_named_fence(&f.name, f.initial) {
+        match device.create_fence(&FenceDesc::new(f.initial).named(&f.name)) {
             Ok(x) => fences.push(x),
             Err(e) => return outcome::early_failure(&sc, start, f.pos, e.to_string()),
         }
@@ -175,7 +177,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     let mut lists = Vec::new();
     let mut list_index = HashMap::new();
     for l in &sc.lists {
-        let mut cl = match device.create_command_list(l.kind, &l.name) {
+        let mut cl = match device.create_command_list(&CommandListDesc::new(l.kind, &l.name)) {
             Ok(x) => x,
             Err(e) => return outcome::early_failure(&sc, start, l.pos, e.to_string()),
         };

@@ -1,6 +1,7 @@
 //! Recording a scenario's command lists on a device, and their encoded command streams.
 
 use crate::plan::{Addr, KernelDecl, ListCommand, Scenario};
+use pipefence::CommandListDesc;
 use pipefence::{
     Buffer, BufferDesc, CommandList, Device, DeviceDesc, ImmediateWrite, Kernel, Width,
 };
@@ -82,7 +83,7 @@ pub fn encoded_lists(sc: &Scenario) -> Result<Vec<(String, Vec<u32>)>, String> {
     let mut out = Vec::new();
     for l in &sc.lists {
         let mut cl = device
-            .create_command_list(l.kind, &l.name)
+            .create_command_list(&CommandListDesc::new(l.kind, &l.name))
             .map_err(|e| format!("list `{}`: {e}", l.name))?;
         for c in &l.commands {
             record(&mut cl, &buffers, &c.cmd);

@@ -2,11 +2,10 @@
 //! waits, removal and its report.
 
 use super::buffer::{Buffer, BufferDesc};
-use super::fence::Fence;
-use super::list::CommandList;
+use super::fence::{Fence, FenceDesc};
+use super::list::{CommandList, CommandListDesc};
 use super::queue::{Queue, QueueDesc};
 use crate::clock::{Clock, RealClock};
-use crate::command::QueueKind;
 use crate::diagnose::RemovalReport;
 use crate::driver::deterministic::Scheduler;
 use crate::driver::threaded::Threaded;
@@ -50,9 +49,9 @@ impl Drop for DeviceOwner {
 /// A software GPU device (`ID3D12Device`). Cloning gives another handle to the same device.
 ///
 /// ```
-/// use pipefence::{Device, DeviceDesc};
+/// use pipefence::{Device, DeviceDesc, FenceDesc};
 /// let device = Device::new(DeviceDesc::default())?;
-/// let fence = device.create_fence(0)?;
+/// let fence = device.create_fence(&FenceDesc::new(0))?;
 /// fence.signal(3)?;
 /// assert_eq!(fence.completed_value(), 3);
 /// # Ok::<(), pipefence::Error>(())
@@ -210,9 +209,11 @@ impl Device {
         Ok(Queue::new(q, self.clone()))
     }
 
-    /// Creates an open command list for queues of `kind`, named `name` in errors and reports.
+    /// Creates an open command list for queues of `desc.kind`, named `desc.name` in errors and
+    /// reports.
     #[doc(alias = "CreateCommandList")]
-    pub fn create_command_list(&self, kind: QueueKind, name: &str) -> Result<CommandList> {
+    pub fn create_command_list(&self, desc: &CommandListDesc) -> Result<CommandList> {
+        let (kind, name) = (desc.kind, desc.name.as_str());
         let id = self.shared.next_list.fetch_add(1, Ordering::Relaxed) as u32;
         let name: Arc<str> = if name.is_empty() {
             format!("list#{id}").into()
@@ -320,16 +321,12 @@ impl Device {
         self.shared.workers
     }
 
-    /// Creates a fence with an initial value (F1), named `fence#N`.
-    #[doc(alias = "CreateFence")]
-    pub fn create_fence(&self, initial: u64) -> Result<Fence> {
-        self.create_named_fence("", initial)
-    }
-
-    /// Creates a fence with a name used in errors and reports (`SetName`).
+    /// Creates a fence starting at `desc.initial` (F1), named `desc.name` in errors and reports
+    /// (`fence#N` if empty).
     #[doc(alias = "CreateFence")]
     #[doc(alias = "SetName")]
-    pub fn create_named_fence(&self, name: &str, initial: u64) -> Result<Fence> {
+    pub fn create_fence(&self, desc: &FenceDesc) -> Result<Fence> {
+        let (name, initial) = (desc.name.as_str(), desc.initial);
         let id = self.shared.next_fence.fetch_add(1, Ordering::Relaxed);
         let name = if name.is_empty() {
             format!("fence#{id}")

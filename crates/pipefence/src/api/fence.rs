@@ -12,6 +12,32 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+/// How to create a fence ([`Device::create_fence`](crate::Device::create_fence)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FenceDesc {
+    /// The value it starts at (F1; `InitialValue`). Default 0.
+    pub initial: u64,
+    /// A name for errors and reports (`fence#N` if empty; `SetName`).
+    pub name: String,
+}
+
+impl FenceDesc {
+    /// A fence starting at `initial`.
+    pub fn new(initial: u64) -> Self {
+        FenceDesc {
+            initial,
+            name: String::new(),
+        }
+    }
+
+    /// The same, named.
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+}
+
 #[derive(Debug)]
 struct FenceInner {
     core: Arc<FenceCore>,
@@ -45,10 +71,10 @@ impl Drop for FenceInner {
 /// [`wait`](Self::wait) borrows a handle, so it never sees its own fence released.
 ///
 /// ```
-/// use pipefence::{Device, DeviceDesc};
+/// use pipefence::{Device, DeviceDesc, FenceDesc};
 /// use std::time::Duration;
 /// let device = Device::new(DeviceDesc::default())?;
-/// let fence = device.create_fence(0)?;
+/// let fence = device.create_fence(&FenceDesc::new(0))?;
 /// let f2 = fence.clone();
 /// let t = std::thread::spawn(move || f2.signal(1));
 /// fence.wait(1, Duration::from_secs(10))?;
@@ -86,7 +112,7 @@ impl Fence {
         self.inner.device.clone()
     }
 
-    /// The fence's name (`fence#N` unless created with [`Device::create_named_fence`](crate::Device::create_named_fence)).
+    /// The fence's name (`fence#N` unless created with a [`FenceDesc`] name).
     pub fn name(&self) -> &str {
         &self.inner.name
     }

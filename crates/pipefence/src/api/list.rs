@@ -11,6 +11,26 @@ use crate::memory::Heap;
 use crate::runtime::DeviceShared;
 use std::sync::Arc;
 
+/// How to create a command list ([`Device::create_command_list`](crate::Device::create_command_list)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandListDesc {
+    /// The kind of queue it may be executed on (`D3D12_COMMAND_LIST_TYPE`).
+    pub kind: QueueKind,
+    /// A name for errors and reports (`list#N` if empty).
+    pub name: String,
+}
+
+impl CommandListDesc {
+    /// A list for queues of `kind`, named `name`.
+    pub fn new(kind: QueueKind, name: &str) -> Self {
+        CommandListDesc {
+            kind,
+            name: name.to_string(),
+        }
+    }
+}
+
 /// A command list (`ID3D12GraphicsCommandList` / `ID3D12XboxDmaCommandList`) for one queue
 /// kind.
 ///
@@ -20,10 +40,10 @@ use std::sync::Arc;
 /// kind (Q1).
 ///
 /// ```
-/// use pipefence::{BufferDesc, CommandList, Comparison, Device, DeviceDesc, Heap, QueueKind, WaitEngine};
+/// use pipefence::{BufferDesc, CommandList, CommandListDesc, Comparison, Device, DeviceDesc, Heap, QueueKind, WaitEngine};
 /// let device = Device::new(DeviceDesc::default())?;
 /// let flags = device.create_buffer(&BufferDesc::new(64, Heap::Shared))?;
-/// let mut list = device.create_command_list(QueueKind::Compute, "consume")?;
+/// let mut list = device.create_command_list(&CommandListDesc::new(QueueKind::Compute, "consume"))?;
 /// list.wait_value32(flags.address(2), Comparison::GreaterEqual, 1, u32::MAX, WaitEngine::Pfp);
 /// let err = list.close().unwrap_err();
 /// assert!(err.to_string().contains("command 0"), "{err}");

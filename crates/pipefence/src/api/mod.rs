@@ -14,7 +14,7 @@ mod tools;
 
 pub use buffer::{AtomicWordView, Buffer, BufferDesc};
 pub use device::{Device, DeviceDesc, Driver, MAX_FIFO_DEPTH, MAX_WORKERS};
-pub use fence::{Fence, FenceWait};
-pub use list::CommandList;
+pub use fence::{Fence, FenceDesc, FenceWait};
+pub use list::{CommandList, CommandListDesc};
 pub use queue::{Queue, QueueDesc, QueueStats};
 pub use tools::{BufferTools, DeviceTools};

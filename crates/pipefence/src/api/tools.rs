@@ -45,12 +45,12 @@ impl Buffer {
 /// sink. Everything a program can do on D3D12 is on [`Device`] and the other handles.
 ///
 /// ```
-/// use pipefence::{Device, DeviceDesc, QueueDesc, QueueKind};
+/// use pipefence::{Device, DeviceDesc, FenceDesc, QueueDesc, QueueKind};
 /// use std::time::Duration;
 ///
 /// let device = Device::new(DeviceDesc::default())?;
 /// let queue = device.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
-/// let fence = device.create_fence(0)?;
+/// let fence = device.create_fence(&FenceDesc::new(0))?;
 /// queue.signal(&fence, 1)?;
 /// assert!(device.tools().settle(Duration::from_secs(10)));
 /// assert!(!device.tools().has_work());
