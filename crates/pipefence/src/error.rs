@@ -5,7 +5,9 @@
 //! ([`Error::hresult`]). Errors are for misuse and for device state (removal, timeouts); a panic
 //! anywhere in the library is a bug.
 
+use crate::types::ValueCondition;
 use std::fmt;
+use std::time::Duration;
 
 /// D3D12 / DXGI result codes used by pipefence (E1, E4).
 pub mod hresult {
@@ -105,9 +107,84 @@ pub enum Error {
         /// Why the device was removed.
         reason: RemovalReason,
     },
-    /// A wait ran out of time before its condition held (`WAIT_TIMEOUT`).
+    /// A wait ran out of time before its condition held (`WAIT_TIMEOUT`): what it waited for
+    /// and what it saw ([`WaitTimeout`]).
     #[error("timed out: {0}")]
-    Timeout(String),
+    Timeout(Box<WaitTimeout>),
+}
+
+/// A wait that timed out ([`Error::Timeout`]): the object, the condition, and what the wait saw
+/// when it ended. Its `Display` is the error message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WaitTimeout {
+    /// What was waited for, with the values seen at the end.
+    pub waited: Waited,
+    /// How long the wait lasted in real time; `None` on the deterministic driver, where a wait
+    /// ends only when nothing can run (D6) and no time passed.
+    pub after: Option<Duration>,
+    message: String,
+}
+
+/// What a wait that timed out waited for ([`WaitTimeout::waited`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Waited {
+    /// A fence reaching `value`; it had reached `completed`.
+    Fence {
+        /// The fence's name.
+        fence: String,
+        /// The value waited for.
+        value: u64,
+        /// The fence's completed value when the wait ended.
+        completed: u64,
+    },
+    /// Several fences, all of them or any one: (name, value waited for, completed value).
+    Fences {
+        /// Each fence with the value it waited for and its completed value at the end.
+        fences: Vec<(String, u64, u64)>,
+        /// `true` for a wait on any one of them.
+        any: bool,
+    },
+    /// A memory word meeting a condition; it held `value` at the end.
+    Memory {
+        /// The buffer's name.
+        buffer: String,
+        /// The byte offset in the buffer.
+        offset: u64,
+        /// The condition waited for.
+        condition: ValueCondition,
+        /// The word's value when the wait ended.
+        value: u64,
+    },
+    /// A queue becoming idle: `completed` of `submitted` submissions had completed.
+    QueueIdle {
+        /// The queue's name.
+        queue: String,
+        /// Submissions completed when the wait ended.
+        completed: u64,
+        /// Submissions made.
+        submitted: u64,
+    },
+    /// Every queue of the device becoming idle; `busy` names a queue still busy (with its
+    /// completed and submitted counts) where the driver knows one.
+    DeviceIdle {
+        /// A queue still busy: (name, submissions completed, submissions made).
+        busy: Option<(String, u64, u64)>,
+    },
+}
+
+impl WaitTimeout {
+    /// The error message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for WaitTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 impl Error {
@@ -122,6 +199,24 @@ impl Error {
             Error::DeviceRemoved { .. } => hresult::DEVICE_REMOVED,
             Error::Timeout(_) => hresult::WAIT_TIMEOUT,
         }
+    }
+
+    /// What a timed-out wait waited for and saw; `None` for other errors.
+    pub fn wait_timeout(&self) -> Option<&WaitTimeout> {
+        match self {
+            Error::Timeout(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// A timeout of a wait for `waited`, after `after` of real time (`None`: virtual time),
+    /// with the message `message`.
+    pub(crate) fn timeout(waited: Waited, after: Option<Duration>, message: String) -> Self {
+        Error::Timeout(Box::new(WaitTimeout {
+            waited,
+            after,
+            message,
+        }))
     }
 
     /// True for [`Error::Timeout`].

@@ -508,3 +508,99 @@ fn f10_other_device_keeps_working() {
     fb.wait(4, Duration::ZERO).unwrap();
     assert_eq!(b.removed_reason(), None);
 }
+
+/// E2: a timeout carries what it waited for and what it saw, as values, beside its message: a
+/// fence wait, a wait on several fences and a memory wait on the threaded driver (real time:
+/// `after` is the timeout) and the deterministic one (virtual time: `after` is `None`, and the
+/// message does not claim that time passed), and a queue's wait_idle on the threaded driver.
+#[test]
+fn e2_a_timeout_says_what_it_waited_for_and_what_it_saw() {
+    use pipefence::{
+        BufferDesc, Comparison, FenceDesc, Heap, QueueDesc, QueueKind, ValueCondition, Waited,
+        Width,
+    };
+    for desc in [
+        DeviceDesc::default(),
+        pipefence::explore::deterministic_desc(&DeviceDesc::default(), 0),
+    ] {
+        let virtual_time = !matches!(desc.driver, pipefence::Driver::Threaded);
+        let d = Device::new(desc).unwrap();
+        let after = (!virtual_time).then_some(SHORT);
+        let f = d.create_fence(&FenceDesc::new(2).named("frame")).unwrap();
+        let g = d.create_fence(&FenceDesc::new(0).named("other")).unwrap();
+        let e = f.wait(5, SHORT).unwrap_err();
+        let t = e.wait_timeout().expect("a timeout");
+        assert_eq!(
+            t.waited,
+            Waited::Fence {
+                fence: "frame".into(),
+                value: 5,
+                completed: 2
+            }
+        );
+        assert_eq!(t.after, after);
+        assert_eq!(e.to_string(), format!("timed out: {}", t.message()));
+        assert_eq!(t.message().contains("after"), !virtual_time, "{e}");
+
+        let e = d
+            .wait_multiple(&[&f, &g], &[5, 1], MultipleFenceWaitFlags::ANY, SHORT)
+            .unwrap_err();
+        let t = e.wait_timeout().expect("a timeout");
+        assert_eq!(
+            t.waited,
+            Waited::Fences {
+                fences: vec![("frame".into(), 5, 2), ("other".into(), 1, 0)],
+                any: true
+            }
+        );
+        assert_eq!(t.after, after);
+
+        let b = d
+            .create_buffer(&BufferDesc::new(64, Heap::Shared).named("flags"))
+            .unwrap();
+        b.write_u32(8, 3).unwrap();
+        let e = b
+            .wait_u32(8, Comparison::Equal, 4, u32::MAX, SHORT)
+            .unwrap_err();
+        let t = e.wait_timeout().expect("a timeout");
+        assert_eq!(
+            t.waited,
+            Waited::Memory {
+                buffer: "flags".into(),
+                offset: 8,
+                condition: ValueCondition {
+                    width: Width::W32,
+                    cmp: Comparison::Equal,
+                    reference: 4,
+                    mask: u64::from(u32::MAX),
+                },
+                value: 3
+            }
+        );
+        assert_eq!(t.after, after);
+
+        let q = d
+            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+            .unwrap();
+        q.wait(&g, 1).unwrap();
+        let e = q.wait_idle(SHORT).unwrap_err();
+        if virtual_time {
+            // Nothing can run while the queue has work: a hang at once (D6), not a timeout.
+            assert!(e.is_device_removed(), "{e}");
+            continue;
+        }
+        let t = e.wait_timeout().expect("a timeout");
+        assert_eq!(
+            t.waited,
+            Waited::QueueIdle {
+                queue: "q".into(),
+                completed: 0,
+                submitted: 1
+            }
+        );
+        assert_eq!(t.after, after);
+        assert!(Error::InvalidArg(String::new()).wait_timeout().is_none());
+        g.signal(1).unwrap();
+        q.wait_idle(T).unwrap();
+    }
+}

@@ -252,7 +252,10 @@ fn e1_every_error_maps_to_its_hresult() {
     assert_eq!(Error::OutOfMemory(String::new()).hresult(), 0x8007_000E);
     assert_eq!(Error::NotImplemented(String::new()).hresult(), 0x8000_4001);
     assert_eq!(Error::Fail(String::new()).hresult(), 0x8000_4005);
-    assert_eq!(Error::Timeout(String::new()).hresult(), 0x0000_0102);
+    let d = Device::new(DeviceDesc::default()).unwrap();
+    let f = d.create_fence(&pipefence::FenceDesc::new(0)).unwrap();
+    let timeout = f.wait(1, Duration::from_millis(1)).unwrap_err();
+    assert_eq!(timeout.hresult(), 0x0000_0102);
     let removed = Error::DeviceRemoved {
         what: String::new(),
         reason: pipefence::RemovalReason::Hung,

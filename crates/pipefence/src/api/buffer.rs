@@ -3,7 +3,7 @@
 
 use crate::command::{Comparison, Width};
 use crate::driver::Cond;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Waited};
 use crate::memory::{BufferCore, Heap};
 use crate::runtime::DeviceShared;
 use crate::sync::shim::{AtomicU64, Ordering};
@@ -373,16 +373,34 @@ impl Buffer {
         match o {
             WaitOutcome::Reached => Ok(()),
             WaitOutcome::Removed => Err(dev.removed_error(format!("wait for {}", what()))),
-            WaitOutcome::TimedOut if dev.virtual_time() => Err(Error::Timeout(format!(
-                "wait for {}: nothing can run and nothing else will write it (value {:#x})",
-                what(),
-                self.load(offset, width)
-            ))),
-            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
-                "wait for {} after {timeout:?} (value {:#x})",
-                what(),
-                self.load(offset, width)
-            ))),
+            WaitOutcome::TimedOut => {
+                let value = self.load(offset, width);
+                let virtual_time = dev.virtual_time();
+                let message = if virtual_time {
+                    format!(
+                        "wait for {}: nothing can run and nothing else will write it (value \
+                         {value:#x})",
+                        what()
+                    )
+                } else {
+                    format!("wait for {} after {timeout:?} (value {value:#x})", what())
+                };
+                Err(Error::timeout(
+                    Waited::Memory {
+                        buffer: core.name.to_string(),
+                        offset,
+                        condition: ValueCondition {
+                            width,
+                            cmp,
+                            reference,
+                            mask,
+                        },
+                        value,
+                    },
+                    (!virtual_time).then_some(timeout),
+                    message,
+                ))
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::driver::deterministic::Scheduler;
 use crate::driver::threaded::Threaded;
 use crate::driver::{Backend, Cond, EngineWaker};
 use crate::engine::{Engine, Fault};
-use crate::error::{Error, RemovalReason, Result};
+use crate::error::{Error, RemovalReason, Result, Waited};
 use crate::hazard::{Hazard, MemoryModel, Model};
 use crate::memory::{AllocError, MAX_BUFFER_SIZE};
 use crate::runtime::{DeviceCore, DeviceShared, QueueShared};
@@ -273,13 +273,23 @@ impl Device {
                 }
                 _ => sh.removed_error("wait_idle"),
             }),
-            WaitOutcome::TimedOut => Err(Error::Timeout(match busy() {
-                Some((name, done, target)) if !scheduled => format!(
-                    "queue `{name}`: wait_idle after {timeout:?} ({done} of {target} submissions \
-                     completed)"
-                ),
-                _ => "wait_idle: nothing can run and the queues are not idle".into(),
-            })),
+            WaitOutcome::TimedOut => {
+                let busy = busy().filter(|_| !scheduled);
+                let message = match &busy {
+                    Some((name, done, target)) => format!(
+                        "queue `{name}`: wait_idle after {timeout:?} ({done} of {target} \
+                         submissions completed)"
+                    ),
+                    None => "wait_idle: nothing can run and the queues are not idle".into(),
+                };
+                Err(Error::timeout(
+                    Waited::DeviceIdle {
+                        busy: busy.map(|(name, done, target)| (name.to_string(), done, target)),
+                    },
+                    (!sh.virtual_time()).then_some(timeout),
+                    message,
+                ))
+            }
         }
     }
 
@@ -515,14 +525,27 @@ impl Device {
                     .shared
                     .removed_error(multi_desc("wait_multiple", fences, values, any)))
             }
-            WaitOutcome::TimedOut if self.shared.virtual_time() => Err(Error::Timeout(format!(
-                "{}: nothing can run and nothing else will signal them",
-                multi_desc("wait_multiple", fences, values, any)
-            ))),
-            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
-                "{} after {timeout:?}",
-                multi_desc("wait_multiple", fences, values, any)
-            ))),
+            WaitOutcome::TimedOut => {
+                let desc = multi_desc("wait_multiple", fences, values, any);
+                let virtual_time = self.shared.virtual_time();
+                let message = if virtual_time {
+                    format!("{desc}: nothing can run and nothing else will signal them")
+                } else {
+                    format!("{desc} after {timeout:?}")
+                };
+                Err(Error::timeout(
+                    Waited::Fences {
+                        fences: fences
+                            .iter()
+                            .zip(values)
+                            .map(|(f, v)| (f.name().to_string(), *v, f.completed_value()))
+                            .collect(),
+                        any,
+                    },
+                    (!virtual_time).then_some(timeout),
+                    message,
+                ))
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and async waits, and the release of waiters when the application drops its last handle.
 
 use crate::driver::Cond;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Waited};
 use crate::runtime::DeviceShared;
 use crate::sync::{Event, FenceCore, FenceWaitFuture, WaitOutcome, Writer};
 use crate::trace::SliceKind;
@@ -291,15 +291,29 @@ fn fence_outcome(
         }
         // On the deterministic driver a wait times out only when nothing can run (D6): no
         // time passed, so the message does not claim the timeout elapsed.
-        WaitOutcome::TimedOut if device.virtual_time() => Err(Error::Timeout(format!(
-            "fence `{name}`: wait for {value}: nothing can run and nothing else will signal it \
-             (completed value {})",
-            core.completed_value()
-        ))),
-        WaitOutcome::TimedOut => Err(Error::Timeout(format!(
-            "fence `{name}`: wait for {value} after {:?} (completed value {})",
-            timeout.unwrap_or_default(),
-            core.completed_value()
-        ))),
+        WaitOutcome::TimedOut => {
+            let completed = core.completed_value();
+            let virtual_time = device.virtual_time();
+            let message = if virtual_time {
+                format!(
+                    "fence `{name}`: wait for {value}: nothing can run and nothing else will \
+                     signal it (completed value {completed})"
+                )
+            } else {
+                format!(
+                    "fence `{name}`: wait for {value} after {:?} (completed value {completed})",
+                    timeout.unwrap_or_default()
+                )
+            };
+            Err(Error::timeout(
+                Waited::Fence {
+                    fence: name.to_string(),
+                    value,
+                    completed,
+                },
+                if virtual_time { None } else { timeout },
+                message,
+            ))
+        }
     }
 }

@@ -7,7 +7,7 @@ use crate::clock::ticks;
 use crate::command::QueueKind;
 use crate::driver::Cond;
 use crate::engine::{Submission, SYSTEM_TIMESTAMP_FREQUENCY};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Waited};
 use crate::runtime::QueueShared;
 use crate::sync::shim::{lock, Ordering};
 use crate::sync::{Ticket, WaitOutcome};
@@ -280,19 +280,31 @@ impl Queue {
                 .shared
                 .device
                 .removed_error(format!("queue `{}`: wait_idle", self.shared.name))),
-            WaitOutcome::TimedOut if self.shared.device.virtual_time() => {
-                Err(Error::Timeout(format!(
-                    "queue `{}`: wait_idle: nothing can run and the queue is not idle \
-                     ({} of {target} submissions completed)",
-                    self.shared.name,
-                    lock(&self.shared.engine).completed_submissions
-                )))
+            WaitOutcome::TimedOut => {
+                let completed = lock(&self.shared.engine).completed_submissions;
+                let name = &self.shared.name;
+                let virtual_time = self.shared.device.virtual_time();
+                let message = if virtual_time {
+                    format!(
+                        "queue `{name}`: wait_idle: nothing can run and the queue is not idle \
+                         ({completed} of {target} submissions completed)"
+                    )
+                } else {
+                    format!(
+                        "queue `{name}`: wait_idle after {timeout:?} ({completed} of {target} \
+                         submissions completed)"
+                    )
+                };
+                Err(Error::timeout(
+                    Waited::QueueIdle {
+                        queue: name.to_string(),
+                        completed,
+                        submitted: target,
+                    },
+                    (!virtual_time).then_some(timeout),
+                    message,
+                ))
             }
-            WaitOutcome::TimedOut => Err(Error::Timeout(format!(
-                "queue `{}`: wait_idle after {timeout:?} ({} of {target} submissions completed)",
-                self.shared.name,
-                lock(&self.shared.engine).completed_submissions
-            ))),
         }
     }
 }
