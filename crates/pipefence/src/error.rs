@@ -5,7 +5,7 @@
 //! ([`Error::hresult`]). Errors are for misuse and for device state (removal, timeouts); a panic
 //! anywhere in the library is a bug.
 
-use crate::types::ValueCondition;
+use crate::command::ValueCondition;
 use std::fmt;
 use std::time::Duration;
 
