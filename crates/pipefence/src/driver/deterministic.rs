@@ -114,7 +114,7 @@ pub(crate) enum Wake {
 enum HostState {
     Running,
     Ready,
-    Blocked(Cond),
+    Blocked(HostWait),
     Sleeping(u64),
     Done,
 }
@@ -230,23 +230,51 @@ impl Notify for NoWake {
     fn notify(&self) {}
 }
 
-impl Cond {
+/// What a blocked host of the schedule waits for: a [`Cond`] with its fence waits latched as
+/// tickets, issued by the blocking action itself, so every crossing after the wait began
+/// satisfies it even if the value is lowered before the host is picked again (F5, F6).
+#[derive(Debug, Clone)]
+enum HostWait {
+    /// One ticket per fence; `true` for ANY.
+    Tickets(Vec<Arc<Ticket>>, bool),
+    Memory {
+        buffer: Arc<crate::memory::BufferCore>,
+        offset: u64,
+        cond: crate::types::ValueCondition,
+    },
+    Idle,
+    HostDone(usize),
+    Settled,
+}
+
+impl HostWait {
+    /// The wait for `cond`, its fence conditions latched as tickets now.
+    fn latch(cond: Cond) -> HostWait {
+        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, Arc::new(NoWake));
+        match cond {
+            Cond::Fence(f, v) => HostWait::Tickets(vec![issue(f, v)], false),
+            Cond::Multi(fs, any) => {
+                HostWait::Tickets(fs.into_iter().map(|(f, v)| issue(f, v)).collect(), any)
+            }
+            Cond::Memory {
+                buffer,
+                offset,
+                cond,
+            } => HostWait::Memory {
+                buffer,
+                offset,
+                cond,
+            },
+            Cond::Idle => HostWait::Idle,
+            Cond::HostDone(h) => HostWait::HostDone(h),
+            Cond::Settled => HostWait::Settled,
+        }
+    }
+
     /// Whether this waits for other host threads (a join, or the end of the run), not for the
     /// device.
     fn is_host_wait(&self) -> bool {
-        matches!(self, Cond::HostDone(_) | Cond::Settled)
-    }
-
-    /// Fence conditions become tickets, issued now (by the blocking host action).
-    fn latched(self) -> Cond {
-        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, Arc::new(NoWake));
-        match self {
-            Cond::Fence(f, v) => Cond::Tickets(vec![issue(f, v)], false),
-            Cond::Multi(fs, any) => {
-                Cond::Tickets(fs.into_iter().map(|(f, v)| issue(f, v)).collect(), any)
-            }
-            c => c,
-        }
+        matches!(self, HostWait::HostDone(_) | HostWait::Settled)
     }
 }
 
@@ -345,7 +373,7 @@ impl Scheduler {
         let done = matches!(y, HostStep::Done);
         st.hosts[me].state = match y {
             HostStep::Yield => HostState::Ready,
-            HostStep::Block(c) => HostState::Blocked(c.latched()),
+            HostStep::Block(c) => HostState::Blocked(HostWait::latch(c)),
             HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
             HostStep::Done => HostState::Done,
         };
@@ -403,27 +431,19 @@ impl Scheduler {
                     return Some((now, Wake::Removed));
                 }
                 let holds = match c {
-                    Cond::Tickets(ts, true) => ts.iter().any(|t| t.is_satisfied()),
-                    Cond::Tickets(ts, false) => ts.iter().all(|t| t.is_satisfied()),
-                    Cond::Fence(f, v) => f.completed_value() >= *v,
-                    Cond::Multi(fs, any) => {
-                        if *any {
-                            fs.iter().any(|(f, v)| f.completed_value() >= *v)
-                        } else {
-                            fs.iter().all(|(f, v)| f.completed_value() >= *v)
-                        }
-                    }
-                    Cond::Memory {
+                    HostWait::Tickets(ts, true) => ts.iter().any(|t| t.is_satisfied()),
+                    HostWait::Tickets(ts, false) => ts.iter().all(|t| t.is_satisfied()),
+                    HostWait::Memory {
                         buffer,
                         offset,
                         cond,
                     } => cond.holds(buffer.load(*offset, cond.width).unwrap_or(0)),
-                    Cond::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
-                    Cond::HostDone(o) => matches!(
+                    HostWait::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
+                    HostWait::HostDone(o) => matches!(
                         st.hosts.get(*o).map(|x| &x.state),
                         Some(HostState::Done) | None
                     ),
-                    Cond::Settled => {
+                    HostWait::Settled => {
                         st.hosts
                             .iter()
                             .enumerate()

@@ -19,7 +19,7 @@ pub(crate) mod threaded;
 
 use crate::memory::BufferCore;
 use crate::runtime::{DeviceShared, QueueShared};
-use crate::sync::{FenceCore, Ticket, WaitOutcome};
+use crate::sync::{FenceCore, WaitOutcome};
 use crate::types::ValueCondition;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,15 +31,11 @@ pub(crate) use crate::sync::EngineWaker;
 /// What a blocked host call waits for.
 #[derive(Debug, Clone)]
 pub(crate) enum Cond {
-    /// A fence reaching a value (the deterministic driver latches it when the host blocks: see
-    /// `deterministic::Cond::latched`).
+    /// A fence reaching a value (the deterministic driver latches it as a ticket when the host
+    /// blocks: see `deterministic::HostWait::latch`).
     Fence(Arc<FenceCore>, u64),
     /// Several fences (all or any).
     Multi(Vec<(Arc<FenceCore>, u64)>, bool),
-    /// Fence waits as the deterministic scheduler keeps them: one ticket per fence, registered
-    /// by the blocking action itself, so every crossing after the wait began satisfies it even
-    /// if the value is lowered before the host is picked again (F5, F6); `true` for ANY.
-    Tickets(Vec<Arc<Ticket>>, bool),
     /// A memory-value condition.
     Memory {
         buffer: Arc<BufferCore>,

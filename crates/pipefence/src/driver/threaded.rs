@@ -79,7 +79,7 @@ pub(crate) fn block_real(dev: &DeviceShared, cond: Cond, deadline: Option<Instan
     match cond {
         Cond::Fence(f, v) => f.wait_until(v, deadline),
         Cond::Multi(pairs, any) => wait_multiple(&pairs, any, deadline),
-        Cond::Tickets(..) | Cond::HostDone(_) => WaitOutcome::Reached,
+        Cond::HostDone(_) => WaitOutcome::Reached,
         Cond::Idle | Cond::Settled => {
             for q in dev.live_queues() {
                 let target = lock(&q.engine).submitted();
