@@ -12,7 +12,7 @@
 
 use super::opcode::{self, LengthRule, OpcodeInfo, LENGTH_SHIFT, MAX_SHORT_LENGTH, OPCODE_MASK};
 use super::opcode::{RESERVED_MASK, WAIT_VALUE, WRITE_IMMEDIATE, WRITE_VALUE_BOP};
-use super::types::{Command, Comparison, Flush, ImmediateWrite, KernelArgs};
+use super::types::{Command, Comparison, Flush, ImmediateWrite, KernelArgs, ValueCondition};
 use std::fmt;
 
 /// A malformed packet: where it starts and what is wrong.
@@ -380,7 +380,7 @@ fn decode_operands(r: &mut Reader<'_>) -> Result<Command, DecodeErrorKind> {
     Ok(match r.info.opcode {
         WAIT_VALUE => Command::WaitValue {
             address: r.u64()?,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: r.enumeration("width", opcode::width_from_word)?,
                 cmp: r.enumeration("comparison", Comparison::from_d3d12_value)?,
                 reference: r.u64()?,
@@ -454,7 +454,7 @@ mod tests {
     fn wait() -> Command {
         Command::WaitValue {
             address: 0x1000,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: Width::W64,
                 cmp: Comparison::GreaterEqual,
                 reference: 7,
@@ -749,7 +749,7 @@ mod tests {
     fn d2_decode_does_not_judge_commands() {
         let cmd = Command::WaitValue {
             address: 3,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: Width::W32,
                 cmp: Comparison::None,
                 reference: u64::MAX,

@@ -5,7 +5,7 @@
 //! tests can build corrupted or rule-breaking streams. Only [`super::validate()`] rejects commands.
 
 use super::opcode;
-use super::types::{Command, KernelArgs};
+use super::types::{Command, KernelArgs, ValueCondition};
 
 /// The most bytes a label packet can carry (its byte-length operand is one word). A longer label
 /// (over 4 GiB) is cut at the last character boundary that fits.
@@ -27,7 +27,7 @@ pub fn encode_into(cmd: &Command, out: &mut Vec<u32>) {
         Command::WaitValue {
             address,
             cond:
-                crate::command::ValueCondition {
+                ValueCondition {
                     width,
                     cmp,
                     reference,
@@ -181,7 +181,7 @@ mod tests {
     fn wait_packet_layout() {
         let words = encode(&[Command::WaitValue {
             address: 0x1_0000_1000,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: Width::W64,
                 cmp: Comparison::GreaterEqual,
                 reference: 0x2_0000_0003,
@@ -286,7 +286,7 @@ mod tests {
         let words = encode(&[
             Command::WaitValue {
                 address: 3,
-                cond: crate::command::ValueCondition {
+                cond: ValueCondition {
                     width: Width::W32,
                     cmp: Comparison::None,
                     reference: u64::MAX,

@@ -344,7 +344,7 @@ pub fn kernel_operand_words(kind: u32) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::command::encode::encode_into;
-    use crate::command::types::{Comparison, Flush, ImmediateWrite};
+    use crate::command::types::{Comparison, Flush, ImmediateWrite, ValueCondition};
     use std::collections::HashSet;
 
     fn kernels() -> Vec<KernelArgs> {
@@ -372,7 +372,7 @@ mod tests {
         let mut out = vec![
             Command::WaitValue {
                 address: 0x1000,
-                cond: crate::command::ValueCondition {
+                cond: ValueCondition {
                     width: Width::W64,
                     cmp: Comparison::GreaterEqual,
                     reference: 1,

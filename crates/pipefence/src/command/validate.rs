@@ -6,8 +6,8 @@
 //! command's errors keep the order of the rules below).
 
 use super::types::{
-    Command, Comparison, Flush, KernelArgs, QueueKind, ValidationError, WaitEngine, Width,
-    WriteSource,
+    Command, Comparison, Flush, KernelArgs, QueueKind, ValidationError, ValueCondition, WaitEngine,
+    Width, WriteSource,
 };
 
 /// Every invalid command of a `kind` list, in index order.
@@ -121,7 +121,7 @@ fn check(kind: QueueKind, cmd: &Command, user_kernels: usize, sink: &mut Sink<'_
         Command::WaitValue {
             address,
             cond:
-                crate::command::ValueCondition {
+                ValueCondition {
                     width,
                     cmp,
                     reference,
@@ -293,7 +293,7 @@ mod tests {
     fn wait(cmp: Comparison, engine: WaitEngine) -> Command {
         Command::WaitValue {
             address: 0x1000,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: Width::W64,
                 cmp,
                 reference: 1,
@@ -306,7 +306,7 @@ mod tests {
     fn wait32(address: u64, reference: u64, mask: u64) -> Command {
         Command::WaitValue {
             address,
-            cond: crate::command::ValueCondition {
+            cond: ValueCondition {
                 width: Width::W32,
                 cmp: Comparison::GreaterEqual,
                 reference,
@@ -532,7 +532,7 @@ mod tests {
         // 64-bit waits take any reference and mask.
         let mut w = wait(Comparison::GreaterEqual, WaitEngine::Me);
         if let Command::WaitValue {
-            cond: crate::command::ValueCondition { reference, .. },
+            cond: ValueCondition { reference, .. },
             ..
         } = &mut w
         {
