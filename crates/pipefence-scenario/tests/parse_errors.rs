@@ -597,6 +597,54 @@ fn unterminated_strings_followed_by_deep_nesting_are_reported_not_a_crash() {
     }
 }
 
+/// E3: a file of garbage makes the `kdl` parser's error recovery recurse about once per byte
+/// (it skips one character and parses the rest as a new document): 70,000 stray `}`, 200,000
+/// `=` or `)`, or a run of `(t)` annotations overflowed its 32 MiB stack (an abort) before
+/// (in a release build; these smaller runs did in the test build). Its
+/// stack now grows with the file, a stray `}` is reported at once, the diagnostics are capped
+/// (the rest counted in a last one) and a file over the size limit is refused.
+#[test]
+fn e3_garbage_of_any_length_is_reported_not_a_crash() {
+    let diags = parse("t.kdl", &"}".repeat(200_000)).expect_err("stray braces");
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].message, "KDL syntax error: this `}` closes no `{`");
+    assert_eq!((diags[0].pos.line, diags[0].pos.column), (1, 1));
+    let inner = format!(
+        "fence f\nhost a {{\n    cpu-wait f 1\n}}\n{}",
+        "}\n".repeat(10)
+    );
+    let diags = parse("t.kdl", &inner).expect_err("one stray brace");
+    assert_eq!((diags[0].pos.line, diags[0].pos.column), (5, 1));
+
+    for garbage in [
+        "=".repeat(100_000),
+        ")".repeat(100_000),
+        format!("fence f\ncpu-wait f {}1", "(t)".repeat(50_000)),
+    ] {
+        let diags = parse("t.kdl", &garbage).expect_err("garbage");
+        // 50 diagnostics and the count of the rest.
+        assert_eq!(diags.len(), 51, "{}", diags[0].message);
+        let last = &diags[50];
+        assert!(
+            last.message
+                .ends_with("more errors from here on (only the first 50 are shown)"),
+            "{}",
+            last.message
+        );
+    }
+
+    let huge = "fence f\n".repeat((4 << 20) / 8 + 1);
+    let diags = parse("t.kdl", &huge).expect_err("too large");
+    assert_eq!(diags.len(), 1);
+    assert!(
+        diags[0]
+            .message
+            .contains("scenario files are limited to 4194304 bytes"),
+        "{}",
+        diags[0].message
+    );
+}
+
 /// A `/*` comment that is never closed.
 #[test]
 fn unterminated_block_comment() {

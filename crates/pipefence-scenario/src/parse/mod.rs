@@ -39,7 +39,7 @@ use pipefence::{Heap, QueueKind};
 use crate::plan::{Addr, Diagnostic, Pos, Scenario};
 
 use lines::Lines;
-use syntax::{parse_kdl, prepare, syntax_errors};
+use syntax::{cap, parse_kdl, prepare, syntax_errors, ParseKdlError, MAX_SOURCE_BYTES};
 
 pub use render::render_diagnostics;
 
@@ -49,11 +49,20 @@ pub use render::render_diagnostics;
 /// syntax error stops before the meaning is checked (the document could not be read).
 pub fn parse(file: &str, source: &str) -> Result<Scenario, Vec<Diagnostic>> {
     let lines = Lines::new(source);
+    if source.len() > MAX_SOURCE_BYTES {
+        return Err(vec![Diagnostic {
+            pos: Pos { line: 1, column: 1 },
+            message: format!(
+                "the file is {} bytes; scenario files are limited to {MAX_SOURCE_BYTES} bytes",
+                source.len()
+            ),
+        }]);
+    }
     let text = prepare(source, &lines)?;
     let doc = match parse_kdl(&text) {
-        Some(Ok(doc)) => doc,
-        Some(Err(err)) => return Err(syntax_errors(&lines, &err)),
-        None => {
+        Ok(Ok(doc)) => doc,
+        Ok(Err(err)) => return Err(syntax_errors(&lines, &err)),
+        Err(ParseKdlError::Panicked) => {
             return Err(vec![Diagnostic {
                 pos: Pos { line: 1, column: 1 },
                 message: "KDL syntax error: the KDL parser failed on this file (a bug in the \
@@ -61,12 +70,22 @@ pub fn parse(file: &str, source: &str) -> Result<Scenario, Vec<Diagnostic>> {
                     .to_string(),
             }])
         }
+        Err(ParseKdlError::NoStack(bytes)) => {
+            return Err(vec![Diagnostic {
+                pos: Pos { line: 1, column: 1 },
+                message: format!(
+                    "cannot parse this file: its parser needs a thread with {} MiB of stack \
+                     (address space), which this process could not get (memory limits?)",
+                    bytes >> 20
+                ),
+            }])
+        }
     };
     let mut parser = Parser::new(file, &lines);
     for node in doc.nodes() {
         parser.top(node);
     }
-    parser.finish()
+    parser.finish().map_err(cap)
 }
 
 /// Sorts diagnostics by position (stable) and drops exact repeats.

@@ -107,7 +107,15 @@ pub(super) fn prepare<'a>(
                     break;
                 }
             } else if c == '}' {
-                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    // The `kdl` parser's recovery recurses once per stray `}` (and reports each).
+                    diags.push(Diagnostic {
+                        pos: lines.pos(i),
+                        message: "KDL syntax error: this `}` closes no `{`".to_string(),
+                    });
+                    break;
+                }
+                depth -= 1;
             }
             if !(is_kdl_space(c) || is_kdl_newline(c) || c == '\\') {
                 run = 0;
@@ -131,21 +139,44 @@ pub(super) fn prepare<'a>(
     Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
 }
 
-/// Stack the `kdl` parser may need per `{` of the file: its recursion never goes deeper than
-/// the file has `{` characters, whatever its error recovery does (measured: under 8 KiB a level).
-const KDL_STACK_PER_BRACE: usize = 16 << 10;
+/// Stack the `kdl` parser may need per byte of the file. Its error recovery recurses once per
+/// place where the document stops parsing (a stray `}`, `)`, `=`, a repeated type annotation,
+/// ...: `document` skips one character and calls itself), so a file of garbage recurses about
+/// once per byte; measured: about 560 bytes of stack per stray `}`, 220 per `=`, 75 per byte of
+/// `(t)(t)...` (release build). Twice the worst seen; unoptimized builds have frames several
+/// times larger.
+const KDL_STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
+    16 << 10
+} else {
+    1 << 10
+};
+
+/// The largest file the parser takes (4 MiB; the largest scenario seen, 16,000 generated
+/// dispatch pairs, is 1 MiB). A file of garbage costs the `kdl` parser about 1.4 KB of memory
+/// per byte (one error each) and up to [`KDL_STACK_PER_BYTE`] of stack, so this bounds both.
+pub(super) const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// The largest parser stack asked for (address space only: a thread's stack is backed as used).
-const KDL_STACK_MAX: usize = 4 << 30;
+const KDL_STACK_MAX: usize = KDL_STACK + MAX_SOURCE_BYTES * KDL_STACK_PER_BYTE;
 
-/// Runs the `kdl` parser on a thread with a large stack: [`KDL_STACK`], plus enough for one
-/// level per `{` in the text (so no input, however its recovery goes, can overflow it; the
-/// depth checks of [`prepare`] keep valid files far from that). `None` if it panicked (a bug
-/// there).
-pub(super) fn parse_kdl(text: &str) -> Option<Result<KdlDocument, KdlError>> {
-    let braces = text.bytes().filter(|&b| b == b'{').count();
-    let stack = braces
-        .saturating_mul(KDL_STACK_PER_BRACE)
+/// Why the `kdl` parser was not run.
+#[derive(Debug)]
+pub(super) enum ParseKdlError {
+    /// It panicked (a bug there).
+    Panicked,
+    /// No thread with the stack the file may need could be started (address space or memory
+    /// limits): the bytes asked for.
+    NoStack(usize),
+}
+
+/// Runs the `kdl` parser on a thread whose stack grows with the file: [`KDL_STACK`] plus
+/// [`KDL_STACK_PER_BYTE`] per byte, so no input, however its recovery goes, can overflow it
+/// (the caller keeps files under [`MAX_SOURCE_BYTES`]); the depth checks of [`prepare`] keep
+/// valid files far from that.
+pub(super) fn parse_kdl(text: &str) -> Result<Result<KdlDocument, KdlError>, ParseKdlError> {
+    let stack = text
+        .len()
+        .saturating_mul(KDL_STACK_PER_BYTE)
         .saturating_add(KDL_STACK)
         .min(KDL_STACK_MAX);
     std::thread::scope(|scope| {
@@ -154,8 +185,8 @@ pub(super) fn parse_kdl(text: &str) -> Option<Result<KdlDocument, KdlError>> {
             .stack_size(stack)
             .spawn_scoped(scope, || KdlDocument::parse_v2(text));
         match spawned {
-            Ok(handle) => handle.join().ok(),
-            Err(_) => Some(KdlDocument::parse_v2(text)),
+            Ok(handle) => handle.join().map_err(|_| ParseKdlError::Panicked),
+            Err(_) => Err(ParseKdlError::NoStack(stack)),
         }
     })
 }
@@ -268,10 +299,19 @@ fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
 
 /// The diagnostics of a KDL syntax error, sorted, without repeats.
 pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic> {
-    let mut diags: Vec<Diagnostic> = err
+    // A file of garbage has about one error per byte: place them all (cheap), word only the
+    // first ones (see `cap`).
+    let mut placed: Vec<(usize, &KdlDiagnostic)> = err
         .diagnostics
         .iter()
-        .map(|d| {
+        .map(|d| (syntax_offset(lines.source, d), d))
+        .collect();
+    placed.sort_by_key(|(offset, _)| *offset);
+    let total = placed.len();
+    let mut diags: Vec<Diagnostic> = placed
+        .iter()
+        .take(MAX_DIAGNOSTICS)
+        .map(|(offset, d)| {
             let mut message = format!(
                 "KDL syntax error: {}",
                 d.message.as_deref().unwrap_or("invalid document")
@@ -280,7 +320,7 @@ pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic
                 let _ = write!(message, " (help: {help})");
             }
             Diagnostic {
-                pos: lines.pos(syntax_offset(lines.source, d)),
+                pos: lines.pos(*offset),
                 message,
             }
         })
@@ -292,6 +332,32 @@ pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic
         });
     }
     sort_dedup(&mut diags);
+    if let Some((offset, _)) = placed.get(MAX_DIAGNOSTICS) {
+        diags.push(more_errors(lines.pos(*offset), total - MAX_DIAGNOSTICS));
+    }
+    diags
+}
+
+/// The most diagnostics reported for one file; the rest are counted in a last one.
+pub(super) const MAX_DIAGNOSTICS: usize = 50;
+
+/// The diagnostic that stands for `n` more, the first of them at `pos`.
+pub(super) fn more_errors(pos: Pos, n: usize) -> Diagnostic {
+    Diagnostic {
+        pos,
+        message: format!(
+            "{n} more error{} from here on (only the first {MAX_DIAGNOSTICS} are shown)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Keeps the first [`MAX_DIAGNOSTICS`] of sorted `diags` and counts the rest in a last one.
+pub(super) fn cap(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    if diags.len() > MAX_DIAGNOSTICS {
+        let rest = diags.split_off(MAX_DIAGNOSTICS);
+        diags.push(more_errors(rest[0].pos, rest.len()));
+    }
     diags
 }
 
