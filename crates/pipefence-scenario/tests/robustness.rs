@@ -253,6 +253,111 @@ fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
     }
 }
 
+/// What the removal report says of the faulting queue (its first entry) and of the fault, in
+/// words: the parts that describe program state, to compare across drivers.
+fn fault_entry(r: &RemovalReport) -> String {
+    use pipefence_scenario::run::{site_text, writer_text};
+    let q = &r.queues[0];
+    let at = q.at.as_ref().map(site_text).unwrap_or_default();
+    let fault = r
+        .fault
+        .as_ref()
+        .map(|f| format!("{} at {}", f.kind, site_text(&f.at)))
+        .unwrap_or_default();
+    format!(
+        "classification {:?}; fault {fault}; queue {} [{}] at {at}, stage {:?}, waiting for {:?} \
+         (current {:?}, last writer {:?}), waits on {:?}, events {:?}, last completed {:?}",
+        r.classification,
+        q.queue,
+        q.class,
+        q.stage,
+        q.waiting_for,
+        q.current,
+        q.last_writer.as_ref().map(writer_text),
+        q.waits_on,
+        q.events,
+        q.last_completed.as_ref().map(site_text),
+    )
+}
+
+/// D7: the faulting queue's entry describes the faulting command on every driver, not a later
+/// wait its PFP went on to (threaded and strict, where the PFP runs ahead, reported the queue
+/// wait after the fault: `waiting for fence f >= 1`, stage `pfp`, the labels at the PFP). A
+/// never-satisfiable wait on the ME or the PFP, and a page fault in a top-of-pipe write, each
+/// followed by a queue wait; every report says the same, with the wait's condition, current
+/// value and writer for the never-satisfiable ones.
+#[test]
+fn d7_faulting_queue_entry_names_the_fault_not_a_later_wait_on_every_driver() {
+    let program = |cmd: &str| {
+        format!(
+            "buffer flags size=64 heap=shared\nbuffer up size=64 heap=upload\n\
+             queue q kind=direct\nfence f\nlist l kind=direct {{\n    begin-event \"frame\"\n    \
+             marker \"m\"\n    {cmd}\n    end-event\n}}\nexecute q l\nwait q f 1\n\
+             cpu-wait f 1 timeout-ms=5000\n"
+        )
+    };
+    let never = "queue q, list l, command 2 (wait-value64), line 8";
+    for (name, cmd, stage, waiting_for, class) in [
+        (
+            "me-never",
+            "wait-value64 flags cmp=greater-equal reference=0x100 mask=0xff",
+            Some("me"),
+            Some("flags (u64) & 0xff >= 256"),
+            Classification::NeverSatisfiable,
+        ),
+        (
+            "pfp-never",
+            "wait-value64 flags cmp=greater-equal reference=0x100 mask=0xff engine=pfp",
+            Some("pfp"),
+            Some("flags (u64) & 0xff >= 256"),
+            Classification::NeverSatisfiable,
+        ),
+        (
+            "top-fault",
+            "write-value32-top up value=1",
+            None,
+            None,
+            Classification::PageFault,
+        ),
+    ] {
+        let reports = removals_on_every_driver(name, &program(cmd));
+        for (how, r) in &reports {
+            assert_eq!(r.classification, Some(class), "{name} {how}: {r}");
+            let q = &r.queues[0];
+            assert_eq!(q.class, class, "{name} {how}: {r}");
+            assert_eq!(q.stage.as_deref(), stage, "{name} {how}: {r}");
+            assert_eq!(q.waiting_for.as_deref(), waiting_for, "{name} {how}: {r}");
+            assert_eq!(q.events, ["frame"], "{name} {how}: {r}");
+            assert!(q.waits_on.is_empty(), "{name} {how}: {r}");
+            if class == Classification::NeverSatisfiable {
+                let at = q.at.as_ref().map(pipefence_scenario::run::site_text);
+                assert_eq!(at.as_deref(), Some(never), "{name} {how}: {r}");
+                assert_eq!(q.current, Some(0), "{name} {how}: {r}");
+            }
+            // What completed before the fault: the ME's commands before it (the PFP may fault
+            // before the ME has executed them), never the fault or a command after it.
+            let last = q
+                .last_completed
+                .as_ref()
+                .map(pipefence_scenario::run::site_text);
+            let before = [
+                None,
+                Some("queue q, list l, command 0 (begin-event), line 6"),
+                Some("queue q, list l, command 1 (marker), line 7"),
+            ];
+            assert!(before.contains(&last.as_deref()), "{name} {how}: {last:?}");
+        }
+        // The ME is at its fault once every command before it has completed: the whole entry
+        // is the same on every driver.
+        if stage != Some("pfp") {
+            let first = fault_entry(&reports[0].1);
+            for (how, r) in &reports {
+                assert_eq!(fault_entry(r), first, "{name} {how}");
+            }
+        }
+    }
+}
+
 /// `check`'s report stays bounded whatever the number of schedules: failing schedules are
 /// grouped by outcome (a count and the first seeds of each, at most 32 outcomes kept), so
 /// 3000 failing schedules with hundreds of distinct outcomes keep 32 outcomes of

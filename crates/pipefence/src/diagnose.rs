@@ -534,7 +534,8 @@ pub(crate) fn build_report(
         })
         .collect();
     let n = nodes.len();
-    // Base state of each queue.
+    // Base state of each queue. The faulting queue is described by its fault, not by what its
+    // stages reached after it: it has no wait of its own in the graph.
     let fault_queue = fault.map(|(q, f)| (*q, fault_class(f)));
     let blocked: Vec<Option<&WaitCondition>> = nodes
         .iter()
@@ -543,7 +544,7 @@ pub(crate) fn build_report(
                 .blocked
                 .as_ref()
                 .map(|(_, _, _, c)| c)
-                .filter(|c| c.is_external())
+                .filter(|c| c.is_external() && fault_queue.is_none_or(|(q, _)| q != nd.q.id))
         })
         .collect();
     // Edges, with the first pending command behind each.
@@ -654,12 +655,15 @@ pub(crate) fn build_report(
             ) => Some((*stage, *site, *op, condition)),
             _ => None,
         };
-        let blocked = nd
-            .snap
-            .blocked
-            .as_ref()
-            .map(|(stage, site, op, cond)| (*stage, *site, *op, cond))
-            .or(fault_wait);
+        // The faulting queue's entry is its fault, whatever wait its PFP or ME went on to.
+        let blocked = if is_fault_queue {
+            fault_wait
+        } else {
+            nd.snap
+                .blocked
+                .as_ref()
+                .map(|(stage, site, op, cond)| (*stage, *site, *op, cond))
+        };
         let (stage, at, cond) = match blocked {
             Some((stage, site, op, cond)) => (
                 Some(match stage {
