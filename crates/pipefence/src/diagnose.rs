@@ -469,7 +469,8 @@ struct Graph<'a> {
     blocked: &'a [Option<&'a WaitCondition>],
     edges: &'a [BTreeSet<usize>],
     on_cycle: &'a [bool],
-    /// Classes known without the graph: the faulting queue's (its fault).
+    /// Classes known without the graph: the faulting queue's (its fault), and in a hang with
+    /// no other cause, the queues whose dispatch made no progress (endless kernels).
     forced: &'a [Option<Classification>],
 }
 
@@ -679,7 +680,7 @@ pub(crate) fn build_report(
     };
     let on_cycle: Vec<bool> = (0..n).map(|a| reaches(a, a)).collect();
     // Classes, resolved along the edges.
-    let forced: Vec<Option<Classification>> = is_fault_queue
+    let mut forced: Vec<Option<Classification>> = is_fault_queue
         .iter()
         .map(|faulted| fault.filter(|_| *faulted).map(|(_, f)| fault_class(f)))
         .collect();
@@ -702,17 +703,21 @@ pub(crate) fn build_report(
         |class: &[Classification]| (0..n).any(|i| reported[i] && ORDER.contains(&class[i]));
     let mut endless = vec![false; n];
     if reason == RemovalReason::Hung && fault.is_none() && !has_cause(&class) {
-        // A hang declared (H1) while no queue is stuck in a wait: the queues that still run a
-        // dispatch made no progress for the watchdog timeout (not even one group completed):
-        // endless kernels.
+        // A hang with no fault while no queue is stuck but behind running queues (declared,
+        // H1, or an engine's watchdog): the queues that still run a dispatch made no progress
+        // for the watchdog timeout (not even one group completed): endless kernels. The queues
+        // waiting on them take that class, as they would behind an endless-kernel fault.
         for i in 0..n {
             if reported[i]
                 && class[i] == Classification::Running
                 && nodes[i].snap.dispatches_in_flight > 0
             {
                 endless[i] = true;
-                class[i] = Classification::EndlessKernel;
+                forced[i] = Some(Classification::EndlessKernel);
             }
+        }
+        if endless.contains(&true) {
+            class = resolve(&forced);
         }
     }
     // The cycle through the earliest-created queue on any cycle, by the shortest path.
