@@ -220,21 +220,15 @@ fn removals_on_every_driver(name: &str, text: &str) -> Vec<(String, RemovalRepor
 
 /// D7 breadcrumbs and `last_completed` do not depend on the driver: for a fault in a dispatch
 /// inside `begin-event`, the open labels are those at the dispatch, and the last completed
-/// command is one that completed (the label commands around it), never the queue signal
+/// command is the one before it (the `begin-event`), never the queue signal or the `end-event`
 /// ordered after the dispatch (threaded, before) nor the dispatch itself (deterministic).
 #[test]
 fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
     let endless = "device tdr-ms=200\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    begin-event \"long\"\n    dispatch spin groups=1 ns=10000000000\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
     let fault = "buffer small size=256 heap=readback\nqueue q kind=compute\nfence done\nlist l kind=compute {\n    marker \"start\"\n    begin-event \"frame\"\n    dispatch fill dst=small groups=8 value=1\n    end-event\n}\nexecute q l\nsignal q done 1\ncpu-wait done 1 timeout-ms=5000\n";
-    for (name, text, label, class, ends) in [
-        (
-            "endless",
-            endless,
-            "long",
-            Classification::EndlessKernel,
-            [5, 7],
-        ),
-        ("fault", fault, "frame", Classification::PageFault, [6, 8]),
+    for (name, text, label, class, before) in [
+        ("endless", endless, "long", Classification::EndlessKernel, 5),
+        ("fault", fault, "frame", Classification::PageFault, 6),
     ] {
         for (how, r) in removals_on_every_driver(name, text) {
             assert_eq!(r.classification, Some(class), "{name} {how}");
@@ -246,9 +240,164 @@ fn d7_breadcrumbs_and_last_completed_are_the_same_on_every_driver() {
                 .map(pipefence_scenario::run::site_text)
                 .unwrap_or_default();
             assert!(
-                ends.iter().any(|l| last.ends_with(&format!("line {l}"))),
+                last.ends_with(&format!("(begin-event), line {before}")),
                 "{name} {how}: last completed {last}"
             );
+        }
+    }
+}
+
+/// What the removal report says of the faulting queue (its first entry) and of the fault, in
+/// words: the parts that describe program state, to compare across drivers.
+fn fault_entry(r: &RemovalReport) -> String {
+    use pipefence_scenario::run::{site_text, writer_text};
+    let q = &r.queues[0];
+    let at = q.at.as_ref().map(site_text).unwrap_or_default();
+    let fault = r
+        .fault
+        .as_ref()
+        .map(|f| format!("{} at {}", f.kind, site_text(&f.at)))
+        .unwrap_or_default();
+    format!(
+        "classification {:?}; fault {fault}; queue {} [{}] at {at}, stage {:?}, waiting for {:?} \
+         (current {:?}, last writer {:?}), waits on {:?}, events {:?}, last completed {:?}",
+        r.classification,
+        q.queue,
+        q.class,
+        q.stage,
+        q.waiting_for,
+        q.current,
+        q.last_writer.as_ref().map(writer_text),
+        q.waits_on,
+        q.events,
+        q.last_completed.as_ref().map(site_text),
+    )
+}
+
+/// D7: the faulting queue's entry describes the faulting command on every driver, not a later
+/// wait its PFP went on to (threaded and strict, where the PFP runs ahead, reported the queue
+/// wait after the fault: `waiting for fence f >= 1`, stage `pfp`, the labels at the PFP). A
+/// never-satisfiable wait on the ME or the PFP, and a page fault in a top-of-pipe write, each
+/// followed by a queue wait; every report says the same, with the wait's condition, current
+/// value and writer for the never-satisfiable ones.
+#[test]
+fn d7_faulting_queue_entry_names_the_fault_not_a_later_wait_on_every_driver() {
+    let program = |cmd: &str| {
+        format!(
+            "buffer flags size=64 heap=shared\nbuffer up size=64 heap=upload\n\
+             queue q kind=direct\nfence f\nlist l kind=direct {{\n    begin-event \"frame\"\n    \
+             marker \"m\"\n    {cmd}\n    end-event\n}}\nexecute q l\nwait q f 1\n\
+             cpu-wait f 1 timeout-ms=5000\n"
+        )
+    };
+    let never = "queue q, list l, command 2 (wait-value64), line 8";
+    for (name, cmd, stage, waiting_for, class) in [
+        (
+            "me-never",
+            "wait-value64 flags cmp=greater-equal reference=0x100 mask=0xff",
+            Some("me"),
+            Some("flags (u64) & 0xff >= 256"),
+            Classification::NeverSatisfiable,
+        ),
+        (
+            "pfp-never",
+            "wait-value64 flags cmp=greater-equal reference=0x100 mask=0xff engine=pfp",
+            Some("pfp"),
+            Some("flags (u64) & 0xff >= 256"),
+            Classification::NeverSatisfiable,
+        ),
+        (
+            "top-fault",
+            "write-value32-top up value=1",
+            None,
+            None,
+            Classification::PageFault,
+        ),
+    ] {
+        let reports = removals_on_every_driver(name, &program(cmd));
+        for (how, r) in &reports {
+            assert_eq!(r.classification, Some(class), "{name} {how}: {r}");
+            let q = &r.queues[0];
+            assert_eq!(q.class, class, "{name} {how}: {r}");
+            assert_eq!(q.stage.as_deref(), stage, "{name} {how}: {r}");
+            assert_eq!(q.waiting_for.as_deref(), waiting_for, "{name} {how}: {r}");
+            assert_eq!(q.events, ["frame"], "{name} {how}: {r}");
+            assert!(q.waits_on.is_empty(), "{name} {how}: {r}");
+            if class == Classification::NeverSatisfiable {
+                let at = q.at.as_ref().map(pipefence_scenario::run::site_text);
+                assert_eq!(at.as_deref(), Some(never), "{name} {how}: {r}");
+                assert_eq!(q.current, Some(0), "{name} {how}: {r}");
+            }
+            // What completed before the fault: the ME's commands before it (the PFP may fault
+            // before the ME has executed them), never the fault or a command after it.
+            let last = q
+                .last_completed
+                .as_ref()
+                .map(pipefence_scenario::run::site_text);
+            let before = [
+                None,
+                Some("queue q, list l, command 0 (begin-event), line 6"),
+                Some("queue q, list l, command 1 (marker), line 7"),
+            ];
+            assert!(before.contains(&last.as_deref()), "{name} {how}: {last:?}");
+        }
+        // The ME is at its fault once every command before it has completed: the whole entry
+        // is the same on every driver.
+        if stage != Some("pfp") {
+            let first = fault_entry(&reports[0].1);
+            for (how, r) in &reports {
+                assert_eq!(fault_entry(r), first, "{name} {how}");
+            }
+        }
+    }
+}
+
+/// D7: a fault at retirement (a bottom-of-pipe write, a `marker-out` immediate write) or in a
+/// dispatch inside nested events names the labels open at the faulting command and the last
+/// command completed before it, whatever the ME executed meanwhile: `events` was `[]` on the
+/// threaded driver and in strict mode and `["frame"]` on the deterministic driver (the ME's
+/// labels after its `end-event`s), and `last_completed` a command after the fault.
+#[test]
+fn d7_fault_at_retirement_names_its_labels_and_what_completed_before_it_on_every_driver() {
+    let program = |cmd: &str| {
+        format!(
+            "buffer up size=256 heap=upload\nbuffer small size=256 heap=readback\n\
+             queue q kind=compute\nfence done\nlist l kind=compute {{\n    marker \"start\"\n    \
+             dispatch spin groups=4 ns=1000\n    begin-event \"frame\"\n    \
+             begin-event \"pass2\"\n    {cmd}\n    end-event\n    marker \"after\"\n    \
+             end-event\n    write-value32-top \"small+4\" value=1\n}}\nexecute q l\n\
+             signal q done 1\ncpu-wait done 1 timeout-ms=5000\n"
+        )
+    };
+    for (name, cmd) in [
+        ("bop", "write-value32-bop up value=1"),
+        (
+            "bop64-timestamp",
+            "write-value64-bop up source=gpu-timestamp",
+        ),
+        ("marker-out", "write-immediate up value=1 mode=marker-out"),
+        ("dispatch", "dispatch fill dst=small groups=8 value=1"),
+    ] {
+        let reports = removals_on_every_driver(name, &program(cmd));
+        let first = fault_entry(&reports[0].1);
+        for (how, r) in &reports {
+            assert_eq!(
+                r.classification,
+                Some(Classification::PageFault),
+                "{name} {how}: {r}"
+            );
+            let q = &r.queues[0];
+            assert_eq!(q.events, ["frame", "pass2"], "{name} {how}: {r}");
+            let last = q
+                .last_completed
+                .as_ref()
+                .map(pipefence_scenario::run::site_text);
+            assert_eq!(
+                last.as_deref(),
+                Some("queue q, list l, command 3 (begin-event), line 9"),
+                "{name} {how}: {r}"
+            );
+            assert_eq!(fault_entry(r), first, "{name} {how}");
         }
     }
 }

@@ -466,11 +466,12 @@ fn last_writer(dev: &DeviceShared, nodes: &[Node], cond: &WaitCondition) -> Opti
 
 /// The wait-for graph and what is known of each node.
 struct Graph<'a> {
-    nodes: &'a [Node],
     blocked: &'a [Option<&'a WaitCondition>],
     edges: &'a [BTreeSet<usize>],
     on_cycle: &'a [bool],
-    fault_queue: Option<(u32, Classification)>,
+    /// Classes known without the graph: the faulting queue's (its fault), and in a hang with
+    /// no other cause, the queues whose dispatch made no progress (endless kernels).
+    forced: &'a [Option<Classification>],
 }
 
 impl Graph<'_> {
@@ -486,7 +487,7 @@ impl Graph<'_> {
         if let Some(c) = class[a] {
             return c;
         }
-        let c = if let Some((_, c)) = self.fault_queue.filter(|(q, _)| *q == self.nodes[a].q.id) {
+        let c = if let Some(c) = self.forced[a] {
             c
         } else if self.blocked[a].is_none() {
             Classification::Running
@@ -517,6 +518,106 @@ impl Graph<'_> {
         class[a] = Some(c);
         c
     }
+
+    /// The class of every queue.
+    fn resolve_all(&self) -> Vec<Classification> {
+        let n = self.blocked.len();
+        let mut class: Vec<Option<Classification>> = vec![None; n];
+        let mut visiting = vec![false; n];
+        (0..n)
+            .map(|a| self.resolve(a, &mut class, &mut visiting))
+            .collect()
+    }
+}
+
+/// The overall classifications, in the order the report's `classification` picks (D7).
+const ORDER: [Classification; 7] = [
+    Classification::PageFault,
+    Classification::KernelPanic,
+    Classification::MalformedPacket,
+    Classification::NeverSatisfiable,
+    Classification::EndlessKernel,
+    Classification::Deadlock,
+    Classification::WaitingOnHost,
+];
+
+/// What the report says of the command a queue entry names: where, the stage and the wait (for
+/// a stuck wait), the labels open at it and the last command completed before it.
+struct Named<'a> {
+    stage: Option<Stage>,
+    at: Option<(Site, &'static str)>,
+    cond: Option<&'a WaitCondition>,
+    labels: Vec<Arc<str>>,
+    last_completed: Option<(Site, &'static str)>,
+}
+
+/// The command the faulting queue's entry names: the faulting command, as it was at the fault
+/// (D7), whatever the engine's stages did after it (the ME running past a bottom-of-pipe write
+/// or a dispatch, the PFP reaching a later wait).
+fn named_fault<'a>(snap: &'a Snapshot, f: &'a Fault) -> Named<'a> {
+    let site = f.site();
+    let (labels, last_completed) = match (
+        &snap.fault_at,
+        snap.dispatches.iter().find(|d| d.site == site),
+    ) {
+        (Some(at), _) if at.site == site => (at.labels.to_vec(), at.last_completed),
+        (_, Some(d)) => (d.labels.to_vec(), d.last_completed),
+        _ => (snap.labels.clone(), snap.last_completed),
+    };
+    // A never-satisfiable wait faulted instead of blocking: its entry is the stuck wait it is
+    // (condition, current value, last writer).
+    let (stage, cond) = match f {
+        Fault::NeverSatisfiable {
+            stage, condition, ..
+        } => (Some(*stage), Some(condition)),
+        _ => (None, None),
+    };
+    Named {
+        stage,
+        at: Some((site, f.op())),
+        cond,
+        labels,
+        last_completed,
+    }
+}
+
+/// The command a queue's entry names when it did not fault: the wait it is stuck in, else the
+/// oldest dispatch for an endless kernel, else the ME's command.
+fn named_state(snap: &Snapshot, endless: bool) -> Named<'_> {
+    if let Some((stage, site, op, cond)) = &snap.blocked {
+        return Named {
+            stage: Some(*stage),
+            at: Some((*site, op)),
+            cond: Some(cond),
+            labels: match stage {
+                Stage::Pfp => snap.pfp_labels.clone(),
+                Stage::Me => snap.labels.clone(),
+            },
+            last_completed: snap.blocked_last,
+        };
+    }
+    if let Some(d) = snap.dispatches.first().filter(|_| endless) {
+        // Like an endless-kernel fault, the entry names the dispatch and the labels open at it
+        // (D7), not the ME's position past it.
+        return Named {
+            stage: None,
+            at: Some((d.site, d.op)),
+            cond: None,
+            labels: d.labels.to_vec(),
+            last_completed: d.last_completed,
+        };
+    }
+    Named {
+        stage: None,
+        at: snap.me_at,
+        cond: None,
+        labels: snap.labels.clone(),
+        last_completed: if snap.me_at.is_some() {
+            snap.me_at_last
+        } else {
+            snap.last_completed
+        },
+    }
 }
 
 /// Builds the removal report (D7). `fault` is the faulting queue's id and the fault.
@@ -534,16 +635,21 @@ pub(crate) fn build_report(
         })
         .collect();
     let n = nodes.len();
-    // Base state of each queue.
-    let fault_queue = fault.map(|(q, f)| (*q, fault_class(f)));
+    // Base state of each queue. The faulting queue is described by its fault, not by what its
+    // stages reached after it: it has no wait of its own in the graph.
+    let is_fault_queue: Vec<bool> = nodes
+        .iter()
+        .map(|nd| fault.is_some_and(|(q, _)| *q == nd.q.id))
+        .collect();
     let blocked: Vec<Option<&WaitCondition>> = nodes
         .iter()
-        .map(|nd| {
+        .zip(&is_fault_queue)
+        .map(|(nd, faulted)| {
             nd.snap
                 .blocked
                 .as_ref()
                 .map(|(_, _, _, c)| c)
-                .filter(|c| c.is_external())
+                .filter(|c| c.is_external() && !faulted)
         })
         .collect();
     // Edges, with the first pending command behind each.
@@ -574,17 +680,45 @@ pub(crate) fn build_report(
     };
     let on_cycle: Vec<bool> = (0..n).map(|a| reaches(a, a)).collect();
     // Classes, resolved along the edges.
-    let graph = Graph {
-        nodes: &nodes,
-        blocked: &blocked,
-        edges: &edges,
-        on_cycle: &on_cycle,
-        fault_queue,
+    let mut forced: Vec<Option<Classification>> = is_fault_queue
+        .iter()
+        .map(|faulted| fault.filter(|_| *faulted).map(|(_, f)| fault_class(f)))
+        .collect();
+    let reported: Vec<bool> = nodes
+        .iter()
+        .zip(&is_fault_queue)
+        .map(|(nd, f)| !nd.snap.idle || *f)
+        .collect();
+    let resolve = |forced: &[Option<Classification>]| {
+        Graph {
+            blocked: &blocked,
+            edges: &edges,
+            on_cycle: &on_cycle,
+            forced,
+        }
+        .resolve_all()
     };
-    let mut class: Vec<Option<Classification>> = vec![None; n];
-    let mut visiting = vec![false; n];
-    for a in 0..n {
-        graph.resolve(a, &mut class, &mut visiting);
+    let mut class = resolve(&forced);
+    let has_cause =
+        |class: &[Classification]| (0..n).any(|i| reported[i] && ORDER.contains(&class[i]));
+    let mut endless = vec![false; n];
+    if reason == RemovalReason::Hung && fault.is_none() && !has_cause(&class) {
+        // A hang with no fault while no queue is stuck but behind running queues (declared,
+        // H1, or an engine's watchdog): the queues that still run a dispatch made no progress
+        // for the watchdog timeout (not even one group completed): endless kernels. The queues
+        // waiting on them take that class, as they would behind an endless-kernel fault.
+        for i in 0..n {
+            if reported[i]
+                && class[i] == Classification::Running
+                && nodes[i].snap.dispatches_in_flight > 0
+            {
+                endless[i] = true;
+                forced[i] = Some(Classification::EndlessKernel);
+            }
+        }
+        if endless.contains(&true) {
+            class = resolve(&forced);
+        }
     }
     // The cycle through the earliest-created queue on any cycle, by the shortest path.
     let mut cycle = Vec::new();
@@ -629,71 +763,33 @@ pub(crate) fn build_report(
     }
     // Queue reports.
     let mut queues = Vec::new();
-    // Per queue, its oldest dispatch in flight (where, and the labels open at it).
-    let mut oldest_dispatch = Vec::new();
     for (i, nd) in nodes.iter().enumerate() {
-        let is_fault_queue = fault_queue.is_some_and(|(q, _)| q == nd.q.id);
-        if nd.snap.idle && !is_fault_queue {
+        if !reported[i] {
             continue;
         }
-        let c = class[i].unwrap_or(Classification::Running);
-        // A never-satisfiable wait faulted instead of blocking: report it as the stuck wait it
-        // is (condition, current value, last writer).
-        let fault_wait = match (is_fault_queue, fault) {
-            (
-                true,
-                Some((
-                    _,
-                    Fault::NeverSatisfiable {
-                        site,
-                        op,
-                        stage,
-                        condition,
-                    },
-                )),
-            ) => Some((*stage, *site, *op, condition)),
-            _ => None,
+        // The labels and `last_completed` are those of the command the entry names, on every
+        // driver (D7): at the faulting command, the stuck wait, the endless dispatch, else the
+        // ME.
+        let named = match fault.filter(|_| is_fault_queue[i]) {
+            Some((_, f)) => named_fault(&nd.snap, f),
+            None => named_state(&nd.snap, endless[i]),
         };
-        let blocked = nd
-            .snap
-            .blocked
-            .as_ref()
-            .map(|(stage, site, op, cond)| (*stage, *site, *op, cond))
-            .or(fault_wait);
-        let (stage, at, cond) = match blocked {
-            Some((stage, site, op, cond)) => (
-                Some(match stage {
-                    Stage::Me => "me",
-                    Stage::Pfp => "pfp",
-                }),
-                Some(site_report(dev, &nodes, nd.q.id, site, op)),
-                Some(cond),
-            ),
-            None => (
-                None,
-                nd.snap
-                    .me_at
-                    .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
-                None,
-            ),
-        };
-        let at = match (is_fault_queue, fault) {
-            (true, Some((_, f))) => Some(site_report(dev, &nodes, nd.q.id, f.site(), f.op())),
-            _ => at,
-        };
+        let cond = named.cond;
         let target = cond.and_then(|c| cond_buffer(dev, c));
-        oldest_dispatch.push(nd.snap.dispatches.first().map(|(s, op, l)| {
-            (
-                site_report(dev, &nodes, nd.q.id, *s, op),
-                l.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-            )
-        }));
         queues.push(QueueReport {
             queue: nd.q.name.to_string(),
             queue_id: nd.q.id,
-            class: c,
-            at,
-            stage: stage.map(str::to_string),
+            class: class[i],
+            at: named
+                .at
+                .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
+            stage: named.stage.map(|s| {
+                match s {
+                    Stage::Me => "me",
+                    Stage::Pfp => "pfp",
+                }
+                .to_string()
+            }),
             waiting_for: cond.map(|c| c.label(dev)),
             fence: match cond {
                 Some(WaitCondition::Fence { fence, .. }) => Some(fence.name().to_string()),
@@ -707,29 +803,10 @@ pub(crate) fn build_report(
             },
             current: cond.and_then(|c| current_value(dev, c)),
             last_writer: cond.and_then(|c| last_writer(dev, &nodes, c)),
-            last_completed: nd
-                .snap
+            last_completed: named
                 .last_completed
                 .map(|(s, op)| site_report(dev, &nodes, nd.q.id, s, op)),
-            // The labels open at the command the report names (D7), on every driver: at the
-            // faulting dispatch, at the PFP's wait, else at the ME.
-            events: {
-                let at_dispatch = match (is_fault_queue, fault) {
-                    (true, Some((_, f))) => nd
-                        .snap
-                        .dispatches
-                        .iter()
-                        .find(|(s, _, _)| *s == f.site())
-                        .map(|(_, _, l)| l.to_vec()),
-                    _ => None,
-                };
-                let labels = match (at_dispatch, stage) {
-                    (Some(l), _) => l,
-                    (None, Some("pfp")) => nd.snap.pfp_labels.clone(),
-                    (None, _) => nd.snap.labels.clone(),
-                };
-                labels.iter().map(|l| l.to_string()).collect()
-            },
+            events: named.labels.iter().map(|l| l.to_string()).collect(),
             waits_on: edges[i]
                 .iter()
                 .map(|&b| nodes[b].q.name.to_string())
@@ -738,41 +815,12 @@ pub(crate) fn build_report(
             dispatches_in_flight: nd.snap.dispatches_in_flight,
         });
     }
-    const ORDER: [Classification; 7] = [
-        Classification::PageFault,
-        Classification::KernelPanic,
-        Classification::MalformedPacket,
-        Classification::NeverSatisfiable,
-        Classification::EndlessKernel,
-        Classification::Deadlock,
-        Classification::WaitingOnHost,
-    ];
     let mut classification = ORDER.into_iter().find(|c| {
-        queues.iter().any(|q| q.class == *c) || fault_queue.is_some_and(|(_, f)| f == *c)
+        queues.iter().any(|q| q.class == *c) || fault.is_some_and(|(_, f)| fault_class(f) == *c)
     });
     if classification.is_none() && reason == RemovalReason::Hung && !queues.is_empty() {
-        // A hang declared (H1) while no queue is stuck in a wait: the queues that still run a
-        // dispatch made no progress for the watchdog timeout (not even one group completed):
-        // endless kernels. A hung report is never unclassified.
-        // Like an endless-kernel fault, the report names the dispatch and the labels open at it
-        // (D7), not the ME's position past it.
-        for (q, oldest) in queues.iter_mut().zip(oldest_dispatch) {
-            if q.class == Classification::Running && q.dispatches_in_flight > 0 {
-                q.class = Classification::EndlessKernel;
-                if let Some((at, events)) = oldest {
-                    q.at = Some(at);
-                    q.events = events;
-                }
-            }
-        }
-        let endless = queues
-            .iter()
-            .any(|q| q.class == Classification::EndlessKernel);
-        classification = Some(if endless {
-            Classification::EndlessKernel
-        } else {
-            Classification::WaitingOnHost
-        });
+        // A hung report is never unclassified.
+        classification = Some(Classification::WaitingOnHost);
     }
     let fault = fault.map(|(q, f)| fault_report(dev, &nodes, *q, f));
     RemovalReport {

@@ -689,6 +689,128 @@ fn d7_declared_hang_with_a_running_dispatch_names_it_and_its_labels() {
     );
 }
 
+/// D6, D7: a hang removed without a fault of its own while a dispatch group is an endless
+/// kernel (longer than the watchdog timeout, or costing more) reports that kernel as the fault
+/// on every driver, and a queue waiting on memory the kernel's queue would write takes its
+/// class. On the threaded driver the scenario runner's monitor (`declare_hung`, H1) or another
+/// engine's memory-value watchdog may win the race against the kernel's own watchdog; the
+/// report said `fault: null` then, and the waiting queue `running`. Whichever side wins, the
+/// report is the one the deterministic driver and strict mode give.
+#[test]
+fn d7_hang_behind_an_endless_kernel_reports_that_fault_on_every_driver() {
+    /// `a` runs the kernel under `begin_event("long")`, then writes `m+0`; `b` writes `m+4`,
+    /// then waits for `m+0`. The host waits until `b` has run its first write.
+    fn submit(d: &Device, spin_ns: u64) -> (Queue, Buffer) {
+        let a = queue(d, QueueKind::Compute, "a");
+        let b = queue(d, QueueKind::Compute, "b");
+        let m = shared(d, "m", 64);
+        let long = list(d, QueueKind::Compute, "long", |l| {
+            l.begin_event("long")
+                .dispatch(&Kernel::spin(spin_ns), 1)
+                .end_event()
+                .write_value32_bottom_of_pipe(m.address(0), 1, Flush::NONE, WriteSource::Value);
+        });
+        let waiter = list(d, QueueKind::Compute, "waiter", |l| {
+            l.begin_event("w")
+                .write_value32_top_of_pipe(m.address(4), 1, WriteSource::Value)
+                .wait_value32(m.address(0), Comparison::Equal, 1, u32::MAX, WaitEngine::Me)
+                .end_event();
+        });
+        b.execute_command_lists(&[&waiter]).unwrap();
+        m.wait_u32(4, Comparison::Equal, 1, u32::MAX, T).unwrap();
+        a.execute_command_lists(&[&long]).unwrap();
+        (a, m)
+    }
+    let check = |how: &str, r: &RemovalReport| {
+        assert_eq!(
+            r.classification,
+            Some(Classification::EndlessKernel),
+            "{how}: {r}"
+        );
+        let f = r.fault.as_ref().expect("an endless-kernel fault");
+        assert_eq!(f.kind, Classification::EndlessKernel, "{how}: {r}");
+        assert_eq!(
+            (f.at.queue.as_str(), f.at.list.as_deref(), f.at.command),
+            ("a", Some("long"), Some(1)),
+            "{how}: {r}"
+        );
+        let a = r.queues.iter().find(|q| q.queue == "a").expect("a");
+        assert_eq!(a.class, Classification::EndlessKernel, "{how}: {r}");
+        assert_eq!(a.events, ["long"], "{how}: {r}");
+        let last = a
+            .last_completed
+            .as_ref()
+            .map(|s| (s.op.as_str(), s.command));
+        assert_eq!(last, Some(("begin-event", Some(0))), "{how}: {r}");
+        // `b` is at its wait, or (deterministic schedules) the kernel's removal came first.
+        let b = r.queues.iter().find(|q| q.queue == "b").expect("b");
+        if b.stage.is_some() {
+            assert_eq!(b.class, Classification::EndlessKernel, "{how}: {r}");
+            assert_eq!(b.stage.as_deref(), Some("me"), "{how}: {r}");
+            assert_eq!(b.waiting_for.as_deref(), Some("m (u32) == 1"), "{how}: {r}");
+            assert_eq!(b.current, Some(0), "{how}: {r}");
+            assert_eq!(b.waits_on, ["a"], "{how}: {r}");
+            assert_eq!(b.events, ["w"], "{how}: {r}");
+        } else {
+            assert_eq!(b.class, Classification::Running, "{how}: {r}");
+        }
+    };
+    // Threaded, the hang declared (the scenario runner's monitor): with a 60 s watchdog no
+    // engine's own watchdog can fire first; the kernel costs more than the timeout.
+    let d = device_tdr(60_000);
+    let (a, _m) = submit(&d, 120_000_000_000);
+    let start = Instant::now();
+    while a.stats().commands < 3 {
+        assert!(start.elapsed() < T, "the ME of a did not pass the dispatch");
+        thread::sleep(Duration::from_millis(1));
+    }
+    settle();
+    check("threaded, declared", &d.tools().declare_hung());
+    // Declared while the kernel has run less than the timeout and costs less: no fault, but the
+    // queue running it is still the endless kernel (H1), and the queue waiting on it takes
+    // that class too (it was `running`, behind a queue classified `endless-kernel`).
+    let d = device_tdr(60_000);
+    let (a, _m) = submit(&d, 30_000_000_000);
+    let start = Instant::now();
+    while a.stats().commands < 3 {
+        assert!(start.elapsed() < T, "the ME of a did not pass the dispatch");
+        thread::sleep(Duration::from_millis(1));
+    }
+    settle();
+    let r = d.tools().declare_hung();
+    assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
+    assert!(r.fault.is_none(), "{r}");
+    let (qa, qb) = (&r.queues[0], &r.queues[1]);
+    assert_eq!(qa.class, Classification::EndlessKernel, "{r}");
+    assert_eq!(qa.events, ["long"], "{r}");
+    if qb.stage.is_some() {
+        assert_eq!(qb.class, Classification::EndlessKernel, "{r}");
+        assert_eq!(qb.waiting_for.as_deref(), Some("m (u32) == 1"), "{r}");
+    }
+    // Threaded, the engines' watchdogs race: the kernel's own, and b's memory-value wait's.
+    let d = device_tdr(200);
+    let _keep = submit(&d, 10_000_000_000);
+    check("threaded, watchdog", &wait_removed(&d, T));
+    // Deterministic and strict: the endless kernel's removal is an action of its own (D6).
+    for memory_model in [MemoryModel::Plain, MemoryModel::Strict] {
+        let base = DeviceDesc {
+            watchdog_timeout: Duration::from_secs(60),
+            memory_model,
+            ..DeviceDesc::default()
+        };
+        let runs = pipefence::explore::explore(&base, 0..8, |d| {
+            let _keep = submit(d, 120_000_000_000);
+            let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
+            assert!(done.wait(1, T).unwrap_err().is_device_removed());
+        })
+        .unwrap();
+        for run in runs {
+            let r = run.removal.expect("removed");
+            check(&format!("{memory_model:?} seed {}", run.seed), &r);
+        }
+    }
+}
+
 /// D6, E4: a tool's stop flag (`DeviceDesc::interrupt`, a runner's Ctrl-C) ends a long
 /// deterministic schedule at the driver's next step: the device is removed as requested, with
 /// the report of what waited on what, instead of running the rest of the schedule first.

@@ -15,7 +15,7 @@ use super::device::Device;
 use crate::command::Width;
 use crate::diagnose::RemovalReport;
 use crate::driver::{Cond, ScheduleStats};
-use crate::error::{RemovalReason, Result};
+use crate::error::Result;
 use crate::sync::shim::{lock, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,7 +132,7 @@ impl DeviceTools<'_> {
     /// tools that know more than the device, such as a runner that knows every host thread is
     /// blocked. Returns the report (the first one, if the device was already removed).
     pub fn declare_hung(&self) -> Arc<RemovalReport> {
-        self.device.shared.remove(RemovalReason::Hung);
+        self.device.shared.remove_hung();
         match self.device.shared.removal_report() {
             Some(r) => r,
             None => unreachable!("removal always stores a report"),

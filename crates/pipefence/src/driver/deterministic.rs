@@ -984,4 +984,8 @@ impl Backend for Scheduler {
     fn defers_removal_trace(&self) -> bool {
         true
     }
+
+    fn endless_group(&self, _dev: &DeviceShared) -> Option<(u32, Fault)> {
+        None
+    }
 }

@@ -8,7 +8,8 @@
 //!
 //! The rest of the device sees a driver only through [`Backend`]: starting a queue's engine,
 //! the scheduling point of a host call, a blocking host wait on a [`Cond`] with a timeout, a
-//! sleep, host threads, and the end of the device. Whether time is real is the driver's
+//! sleep, host threads, the end of the device, and the endless kernel behind a hang declared
+//! without a fault. Whether time is real is the driver's
 //! business: the API passes timeouts as durations and the driver decides what they mean (real
 //! time on the threaded driver; on the deterministic driver a wait ends only when its condition
 //! holds or nothing can run, D6).
@@ -17,6 +18,7 @@ pub(crate) mod deterministic;
 mod groups;
 pub(crate) mod threaded;
 
+use crate::engine::Fault;
 use crate::memory::BufferCore;
 use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::{FenceCore, WaitOutcome};
@@ -99,4 +101,10 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn schedule_stats(&self) -> Option<ScheduleStats> {
         None
     }
+
+    /// For a hang removed without a fault of its own (declared, H1, or a wait's watchdog): the
+    /// dispatch group running now that is an endless kernel (D6), with its queue's id: one that
+    /// has run longer than the watchdog timeout or whose cost exceeds it. The deterministic
+    /// driver has none to give (its endless kernels are actions of their own, D6).
+    fn endless_group(&self, dev: &DeviceShared) -> Option<(u32, Fault)>;
 }

@@ -71,6 +71,13 @@ impl Backend for Threaded {
     fn defers_removal_trace(&self) -> bool {
         false
     }
+
+    fn endless_group(&self, dev: &DeviceShared) -> Option<(u32, Fault)> {
+        let timeout = dev.desc.watchdog_timeout.as_nanos() as u64;
+        let now = dev.now_ns();
+        let r = dev.pool.get()?.oldest_endless_group(now, timeout)?;
+        Some((r.queue, r.fault()))
+    }
 }
 
 /// Blocks the calling thread in real time until `cond` holds, the device is removed, or
@@ -350,20 +357,15 @@ fn engine_main(q: &Arc<QueueShared>) {
         let now = dev.now_ns();
         let mut park_for: Option<u64> = watchdog.update(blocked, now, memory_ns, fence_ns);
         if park_for == Some(0) {
-            dev.remove(RemovalReason::Hung);
+            // An endless kernel running meanwhile is the fault, whichever watchdog fires first.
+            dev.remove_hung();
             break;
         }
         if in_flight > 0 {
             if let Some(r) = dev.pool().oldest_group(q.id) {
                 let ran = now.saturating_sub(r.start_ns);
                 if ran > memory_ns {
-                    let f = Fault::EndlessKernel {
-                        site: r.site,
-                        op: r.op,
-                        kernel: r.kernel,
-                        group: r.group,
-                    };
-                    dev.remove_with_fault(RemovalReason::Hung, Some((q.id, f)));
+                    dev.remove_with_fault(RemovalReason::Hung, Some((q.id, r.fault())));
                     break;
                 }
                 let left = memory_ns - ran;
@@ -428,6 +430,20 @@ pub(crate) struct RunningGroup {
     kernel: String,
     group: u32,
     start_ns: u64,
+    /// The kernel's cost per group (D4: `spin`'s `ns`, a user kernel's declared cost).
+    cost_ns: u64,
+}
+
+impl RunningGroup {
+    /// The endless-kernel fault of this group (D6).
+    fn fault(self) -> Fault {
+        Fault::EndlessKernel {
+            site: self.site,
+            op: self.op,
+            kernel: self.kernel,
+            group: self.group,
+        }
+    }
 }
 
 impl Pool {
@@ -437,6 +453,17 @@ impl Pool {
             .iter()
             .flatten()
             .filter(|r| r.queue == queue)
+            .min_by_key(|r| r.start_ns)
+            .cloned()
+    }
+
+    /// The longest-running group of any queue that is an endless kernel at `now`: it has run
+    /// longer than `timeout` or costs more (the deterministic driver's criterion, D6).
+    pub(crate) fn oldest_endless_group(&self, now: u64, timeout: u64) -> Option<RunningGroup> {
+        lock(&self.running)
+            .iter()
+            .flatten()
+            .filter(|r| r.cost_ns > timeout || now.saturating_sub(r.start_ns) > timeout)
             .min_by_key(|r| r.start_ns)
             .cloned()
     }
@@ -618,6 +645,7 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                 kernel: job.launch.kernel.name().to_string(),
                 group: start,
                 start_ns: devs.now_ns(),
+                cost_ns: job.launch.kernel.group_cost_ns(),
             });
         }
         let t0 = devs.trace_sink().map(|_| devs.now_ns());

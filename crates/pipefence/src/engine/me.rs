@@ -18,6 +18,7 @@ impl Engine {
             m.me_packet(self.queue_id, index);
         });
         let Packet { site, op } = packet;
+        let ord = self.me_ord();
         match op {
             PacketOp::Signal { fence, value } => {
                 self.hook(ctx, |m| {
@@ -27,6 +28,9 @@ impl Engine {
                     after: self.next_dispatch,
                     site,
                     op: RetireOp::Signal { fence, value },
+                    ord,
+                    labels: self.labels_shared.clone(),
+                    me_before: self.completed.me(),
                 });
                 // It completes when it retires.
                 self.complete_later("signal");
@@ -37,6 +41,9 @@ impl Engine {
                     after: self.next_dispatch,
                     site,
                     op: RetireOp::SubmissionEnd,
+                    ord,
+                    labels: self.labels_shared.clone(),
+                    me_before: self.completed.me(),
                 });
                 Step::Progressed
             }
@@ -51,7 +58,7 @@ impl Engine {
     /// The ME is done with a command that is complete now.
     fn complete(&mut self, site: Site, op: &'static str) {
         self.complete_later(op);
-        self.last_completed = Some((site, op));
+        self.completed.me_done((self.me_ord(), site, op));
     }
 
     /// The ME is done with a command that completes later: a dispatch when its last group
@@ -70,7 +77,7 @@ impl Engine {
             MeOp::Wait { site, cond } => {
                 let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
                 match self.check_wait(ctx, &site, name, &cond) {
-                    Err(f) => Step::Faulted(f),
+                    Err(f) => self.fault(Stage::Me, f),
                     Ok(true) => {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, false, &cond);
@@ -124,7 +131,7 @@ impl Engine {
                     self.complete(site, "copy");
                     Step::Progressed
                 }
-                Err(f) => Step::Faulted(f),
+                Err(f) => self.fault(Stage::Me, f),
             },
         }
     }
@@ -226,12 +233,15 @@ impl Engine {
             } => {
                 let cond = WaitCondition::Memory { address, cond: vc };
                 if vc.never_satisfiable() {
-                    return Step::Faulted(Fault::NeverSatisfiable {
-                        site,
-                        op,
-                        stage: Stage::Me,
-                        condition: cond,
-                    });
+                    return self.fault(
+                        Stage::Me,
+                        Fault::NeverSatisfiable {
+                            site,
+                            op,
+                            stage: Stage::Me,
+                            condition: cond,
+                        },
+                    );
                 }
                 self.me_resume(ctx, MeOp::Wait { site, cond })
             }
@@ -246,7 +256,7 @@ impl Engine {
                     m.me_value_write(self.queue_id, site, op, address, width);
                 });
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
-                    return Step::Faulted(f);
+                    return self.fault(Stage::Me, f);
                 }
                 self.complete(site, op);
                 Step::Progressed
@@ -272,6 +282,9 @@ impl Engine {
                         op,
                         flush,
                     },
+                    ord: self.me_ord(),
+                    labels: self.labels_shared.clone(),
+                    me_before: self.completed.me(),
                 });
                 self.complete_later(op);
                 Step::Progressed
@@ -292,7 +305,7 @@ impl Engine {
                                 &site,
                                 op,
                             ) {
-                                return Step::Faulted(f);
+                                return self.fault(Stage::Me, f);
                             }
                         }
                         ImmediateMode::MarkerOut => {
@@ -310,6 +323,9 @@ impl Engine {
                                     op,
                                     flush: Flush::NONE,
                                 },
+                                ord: self.me_ord(),
+                                labels: self.labels_shared.clone(),
+                                me_before: self.completed.me(),
                             })
                         }
                     }
@@ -344,11 +360,13 @@ impl Engine {
             }
             Command::BeginEvent { label } => {
                 self.labels.push(label.into());
+                self.labels_shared = self.labels.as_slice().into();
                 self.complete(site, op);
                 Step::Progressed
             }
             Command::EndEvent => {
                 self.labels.pop();
+                self.labels_shared = self.labels.as_slice().into();
                 self.complete(site, op);
                 Step::Progressed
             }
@@ -365,15 +383,17 @@ impl Engine {
     ) -> Step {
         let table: &[UserKernel] = list.map_or(&[], |l| &l.kernels);
         let Some(kernel) = Kernel::from_args(args, table) else {
-            return Step::Faulted(Fault::MalformedPacket {
+            let message = format!(
+                "dispatch of user kernel {args:?}: no such kernel in list `{}` ({} kernels)",
+                list.map_or("?", |l| &*l.name),
+                table.len()
+            );
+            let f = Fault::MalformedPacket {
                 site,
                 offset: 0,
-                message: format!(
-                    "dispatch of user kernel {args:?}: no such kernel in list `{}` ({} kernels)",
-                    list.map_or("?", |l| &*l.name),
-                    table.len()
-                ),
-            });
+                message,
+            };
+            return self.fault(Stage::Me, f);
         };
         if let Some((start, end)) = kernel.write_range(0..groups) {
             let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
@@ -388,8 +408,16 @@ impl Engine {
             });
             self.inflight.insert(index, groups);
             let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
-            self.inflight_sites
-                .insert(index, (site, op, self.labels.as_slice().into()));
+            self.inflight_sites.insert(
+                index,
+                InFlightSite {
+                    site,
+                    op,
+                    labels: self.labels_shared.clone(),
+                    ord: self.me_ord(),
+                    me_before: self.completed.me(),
+                },
+            );
             self.launches.push(Launch {
                 index,
                 op: self.me_site.as_ref().map_or("dispatch", |(_, n)| *n),

@@ -21,6 +21,7 @@
 //! [`Fault::MalformedPacket`]) and nothing about addresses (an access outside every live buffer,
 //! or a write to Upload memory, is [`Fault::PageFault`], M3). It panics on no input.
 
+mod completed;
 mod cp_memory;
 pub(crate) mod kernels;
 mod me;
@@ -32,7 +33,7 @@ pub(crate) mod tracing;
 use me::MeOp;
 use pfp::{Cursor, Packet, PacketOp};
 use retire::{Retire, RetireOp};
-pub(crate) use snapshot::{Pending, Snapshot};
+pub(crate) use snapshot::{FaultAt, Pending, Snapshot};
 
 use crate::clock::ticks;
 use crate::command::{
@@ -332,6 +333,19 @@ pub(crate) struct RangeRecord {
     pub(crate) ns: u64,
 }
 
+/// A dispatch in flight, as the ME launched it.
+#[derive(Debug, Clone)]
+pub(crate) struct InFlightSite {
+    pub(crate) site: Site,
+    pub(crate) op: &'static str,
+    /// The labels open at it (C10).
+    pub(crate) labels: Labels,
+    /// Its ordinal (D7).
+    pub(crate) ord: u64,
+    /// The ME's last completion when it launched it (see `completed`).
+    pub(crate) me_before: Option<completed::Entry>,
+}
+
 /// The per-queue state machine.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -347,18 +361,23 @@ pub(crate) struct Engine {
     me_op: Option<MeOp>,
     /// In-flight dispatches: index -> groups not finished.
     inflight: BTreeMap<u64, u32>,
-    /// In-flight dispatches: index -> where, what, and the labels open at the dispatch (for
-    /// `last_completed` when it finishes, and the breadcrumbs of a fault in it, D7).
-    inflight_sites: BTreeMap<u64, (Site, &'static str, Labels)>,
+    /// In-flight dispatches: index -> where, what, the labels open at the dispatch and its
+    /// ordinal (for `last_completed` when it finishes, and the breadcrumbs of a fault in it, D7).
+    inflight_sites: BTreeMap<u64, InFlightSite>,
     next_dispatch: u64,
     retire: VecDeque<Retire>,
     launches: Vec<Launch>,
     /// Open `begin_event` labels at the ME (exact breadcrumbs, C10).
     labels: Vec<Arc<str>>,
-    /// The last command the ME (or, for its own waits, the PFP) completed.
-    pub(crate) last_completed: Option<(Site, &'static str)>,
+    /// The same labels, shared by the dispatches and retirements that carry them.
+    labels_shared: Labels,
+    /// The commands completed (by the ME, the PFP for its own waits, dispatches, retirement),
+    /// by ordinal (D7's `last_completed`).
+    completed: completed::Completed,
     /// Where the ME is: the packet it is executing or blocked in.
     me_site: Option<(Site, &'static str)>,
+    /// Where the engine faulted, if it did (the report's breadcrumbs and `last_completed`).
+    fault_at: Option<FaultAt>,
     /// Where the PFP is blocked on an external condition, if it is.
     pfp_blocked: Option<(Site, &'static str, WaitCondition)>,
     /// Completed submissions (the queue's progress fence follows this).
@@ -406,8 +425,10 @@ impl Engine {
             retire: VecDeque::new(),
             launches: Vec::new(),
             labels: Vec::new(),
-            last_completed: None,
+            labels_shared: Arc::from([]),
+            completed: completed::Completed::default(),
             me_site: None,
+            fault_at: None,
             pfp_blocked: None,
             completed_submissions: 0,
             writes: HashMap::default(),
@@ -467,9 +488,17 @@ impl Engine {
                 *left = left.saturating_sub(n);
                 if *left == 0 {
                     self.inflight.remove(&index);
-                    if let Some((site, op, _)) = self.inflight_sites.remove(&index) {
-                        // A dispatch completes when its last group does (D7).
-                        self.last_completed = Some((site, op));
+                    if let Some(d) = self.inflight_sites.remove(&index) {
+                        // A dispatch completes when its last group does (D7); with no earlier
+                        // dispatch or retirement pending, everything before it has completed.
+                        let settled = self
+                            .inflight_sites
+                            .first_key_value()
+                            .is_none_or(|(i, _)| *i > index)
+                            && self.retire.front().is_none_or(|r| r.ord > d.ord);
+                        if self.completed.dispatch_done((d.ord, d.site, d.op), settled) {
+                            self.prune_completed();
+                        }
                     }
                     true
                 } else {
@@ -558,6 +587,90 @@ impl Engine {
         }
     }
 
+    /// A fault of `stage` at the command it is at: records the command's ordinal, the labels
+    /// open at it and the last command completed before it, as they are at the fault (D7), and
+    /// returns the step.
+    #[cold]
+    fn fault(&mut self, stage: Stage, f: Fault) -> Step {
+        let (ord, labels) = match stage {
+            // The PFP faults at the item it fetches: the waits it passed are before it.
+            Stage::Pfp => (self.pfp_ord(), self.pfp_labels().into()),
+            Stage::Me => (self.me_ord(), self.labels_shared.clone()),
+        };
+        self.fault_at = Some(FaultAt {
+            site: f.site(),
+            labels,
+            last_completed: self.completed.before(ord, None),
+            ord,
+        });
+        Step::Faulted(f)
+    }
+
+    #[cold]
+    fn prune_completed(&mut self) {
+        let pending = self.oldest_pending_ord();
+        self.completed.prune(pending);
+    }
+
+    /// Ordinals (queue order, D7's `last_completed`): packet `i` of the FIFO stream (the
+    /// `pushed` and `popped` counts) has ordinal `2i + 1`; the PFP's own waits passed between
+    /// packets `i - 1` and `i` have `2i` (the later of two such waits replaces the earlier).
+    /// The ordinal of the ME's packet.
+    #[inline]
+    fn me_ord(&self) -> u64 {
+        (2 * self.popped).saturating_sub(1)
+    }
+
+    /// The ordinal that bounds the PFP's position: its next item (a wait of its own or a
+    /// packet) and every wait it passed are below it.
+    fn pfp_ord(&self) -> u64 {
+        2 * self.pushed + 1
+    }
+
+    /// The ordinal of the oldest item not completed: every item ordered before it has.
+    fn oldest_pending_ord(&self) -> u64 {
+        // The PFP's next item.
+        let mut p = 2 * self.pushed;
+        if let Some(f) = &self.fault_at {
+            p = p.min(f.ord);
+        }
+        if !self.fifo.is_empty() {
+            p = p.min(2 * self.popped + 1);
+        }
+        if self.me_op.is_some() || self.me_site.is_some() {
+            p = p.min(self.me_ord());
+        }
+        if let Some((_, d)) = self.inflight_sites.first_key_value() {
+            p = p.min(d.ord);
+        }
+        if let Some(r) = self.retire.front() {
+            p = p.min(r.ord);
+        }
+        p
+    }
+
+    /// The labels open at the PFP's position: the ME's, plus the label commands it parsed and
+    /// the ME has not executed yet.
+    fn pfp_labels(&self) -> Vec<Arc<str>> {
+        let mut l = self.labels.clone();
+        for p in &self.fifo {
+            match &p.op {
+                PacketOp::Command {
+                    cmd: Command::BeginEvent { label },
+                    ..
+                } => l.push(label.as_str().into()),
+                PacketOp::Command {
+                    cmd: Command::EndEvent,
+                    ..
+                } => {
+                    l.pop();
+                }
+                _ => {}
+            }
+        }
+        l
+    }
+
     /// Runs a hazard-model hook when the device tracks hazards (a field test on plain devices).
     #[inline]
     fn hook(&self, ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {
@@ -566,9 +679,9 @@ impl Engine {
         }
     }
 
-    fn push_packet(&mut self, p: Packet) {
+    fn push_packet(&mut self, site: Site, op: PacketOp) {
         self.pushed += 1;
-        self.fifo.push_back(p);
+        self.fifo.push_back(Packet { site, op });
     }
 
     fn drained(&self) -> bool {

@@ -62,10 +62,7 @@ impl Engine {
                 self.pfp_blocked = None;
                 self.ring.pop_front();
                 // The wait completes its submission once everything before it has.
-                self.push_packet(Packet {
-                    site,
-                    op: PacketOp::SubmissionEnd,
-                });
+                self.push_packet(site, PacketOp::SubmissionEnd);
                 Step::Progressed
             }
             Submission::Signal { .. } => {
@@ -76,10 +73,7 @@ impl Engine {
                 self.hook(ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                 });
-                self.push_packet(Packet {
-                    site,
-                    op: PacketOp::Signal { fence, value },
-                });
+                self.push_packet(site, PacketOp::Signal { fence, value });
                 Step::Progressed
             }
             Submission::Execute(_) => {
@@ -128,10 +122,7 @@ impl Engine {
                 command: None,
             };
             self.cursor = None;
-            self.push_packet(Packet {
-                site,
-                op: PacketOp::SubmissionEnd,
-            });
+            self.push_packet(site, PacketOp::SubmissionEnd);
             return Step::Progressed;
         }
         let li = cur.list;
@@ -143,11 +134,12 @@ impl Engine {
         let (cmd, len) = match fetch_decode(cur, li) {
             Ok(x) => x,
             Err(e) => {
-                return Step::Faulted(Fault::MalformedPacket {
+                let f = Fault::MalformedPacket {
                     site,
                     offset: cur.word,
                     message: e.to_string(),
-                })
+                };
+                return self.fault(Stage::Pfp, f);
             }
         };
         let op = cmd.name();
@@ -163,15 +155,18 @@ impl Engine {
                     cond: *vc,
                 };
                 if vc.never_satisfiable() {
-                    return Step::Faulted(Fault::NeverSatisfiable {
-                        site,
-                        op,
-                        stage: Stage::Pfp,
-                        condition: cond,
-                    });
+                    return self.fault(
+                        Stage::Pfp,
+                        Fault::NeverSatisfiable {
+                            site,
+                            op,
+                            stage: Stage::Pfp,
+                            condition: cond,
+                        },
+                    );
                 }
                 match self.check_wait(ctx, &site, op, &cond) {
-                    Err(f) => return Step::Faulted(f),
+                    Err(f) => return self.fault(Stage::Pfp, f),
                     Ok(false) => {
                         if let Some(t) = self.trace.as_mut() {
                             t.blocked(true);
@@ -199,7 +194,19 @@ impl Engine {
                             c.word += len;
                             c.command += 1;
                         }
-                        self.last_completed = Some((site, op));
+                        // The PFP completes its own wait, before the next packet in queue order;
+                        // everything before it has completed once the ME has drained.
+                        let settled = self.fifo.is_empty()
+                            && self.me_op.is_none()
+                            && self.me_site.is_none()
+                            && self.inflight_sites.is_empty()
+                            && self.retire.is_empty();
+                        if self
+                            .completed
+                            .pfp_done((2 * self.pushed, site, op), settled)
+                        {
+                            self.prune_completed();
+                        }
                         self.commands_completed += 1;
                         return Step::Progressed;
                     }
@@ -212,7 +219,7 @@ impl Engine {
                 });
                 match self.read(ctx, *args, Width::W32, &site, op) {
                     Ok(n) => indirect_groups = Some(n as u32),
-                    Err(f) => return Step::Faulted(f),
+                    Err(f) => return self.fault(Stage::Pfp, f),
                 }
             }
             Command::FlushPipeline { .. } => self.flush_hold = true,
@@ -230,14 +237,14 @@ impl Engine {
             }
             _ => None,
         };
-        self.push_packet(Packet {
+        self.push_packet(
             site,
-            op: PacketOp::Command {
+            PacketOp::Command {
                 cmd,
                 indirect_groups,
                 list,
             },
-        });
+        );
         Step::Progressed
     }
 }

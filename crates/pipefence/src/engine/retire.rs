@@ -41,9 +41,17 @@ impl Engine {
                 });
                 let v = Self::source_value(ctx, value, source, width);
                 if let Err(f) = self.write(ctx, address, width, v, &r.site, op) {
+                    // The report names this write: the labels open at it, and what completed
+                    // before it, not where the ME is by now (D7).
+                    self.fault_at = Some(FaultAt {
+                        site: r.site,
+                        ord: r.ord,
+                        last_completed: self.completed.before(r.ord, r.me_before),
+                        labels: r.labels,
+                    });
                     return Step::Faulted(f);
                 }
-                self.last_completed = Some((r.site, op));
+                self.completed.retired((r.ord, r.site, op));
             }
             RetireOp::Signal { fence, value } => {
                 let mut release = None;
@@ -58,7 +66,7 @@ impl Engine {
                 }
                 // A signal to a fence the application released is discarded (F11).
                 fence.signal_with(value, w, now, release);
-                self.last_completed = Some((r.site, "signal"));
+                self.completed.retired((r.ord, r.site, "signal"));
                 self.finish_submission(r.site.submission);
             }
             RetireOp::SubmissionEnd => self.finish_submission(r.site.submission),
@@ -97,4 +105,9 @@ pub(super) struct Retire {
     pub(super) after: u64,
     pub(super) site: Site,
     pub(super) op: RetireOp,
+    /// The command's ordinal, the labels open at it, and the ME's last completion when it
+    /// handed it on (D7).
+    pub(super) ord: u64,
+    pub(super) labels: Labels,
+    pub(super) me_before: Option<completed::Entry>,
 }

@@ -83,34 +83,37 @@ impl Engine {
                 Submission::Wait { .. } => {}
             }
         }
+        let blocked = self
+            .blocked_on()
+            .map(|(stage, site, op, cond)| (stage, site, op, cond.clone()));
+        // The ordinal of the wait a stage is blocked in: the ME's packet, or the item the PFP
+        // has not taken yet.
+        let blocked_last = blocked.as_ref().and_then(|(stage, ..)| match stage {
+            Stage::Me => self.completed.before(self.me_ord(), None),
+            Stage::Pfp => self.completed.before(self.pfp_ord(), None),
+        });
         Snapshot {
             idle: self.is_idle(),
-            blocked: self
-                .blocked_on()
-                .map(|(stage, site, op, cond)| (stage, site, op, cond.clone())),
+            blocked,
+            blocked_last,
             me_at: self.me_site,
+            me_at_last: self
+                .me_site
+                .and_then(|_| self.completed.before(self.me_ord(), None)),
             labels: self.labels.clone(),
-            pfp_labels: {
-                let mut l = self.labels.clone();
-                for p in &self.fifo {
-                    match &p.op {
-                        PacketOp::Command {
-                            cmd: Command::BeginEvent { label },
-                            ..
-                        } => l.push(label.as_str().into()),
-                        PacketOp::Command {
-                            cmd: Command::EndEvent,
-                            ..
-                        } => {
-                            l.pop();
-                        }
-                        _ => {}
-                    }
-                }
-                l
-            },
-            dispatches: self.inflight_sites.values().cloned().collect(),
-            last_completed: self.last_completed,
+            pfp_labels: self.pfp_labels(),
+            dispatches: self
+                .inflight_sites
+                .values()
+                .map(|d| InFlight {
+                    site: d.site,
+                    op: d.op,
+                    labels: d.labels.clone(),
+                    last_completed: self.completed.before(d.ord, d.me_before),
+                })
+                .collect(),
+            last_completed: self.completed.last(),
+            fault_at: self.fault_at.clone(),
             pending,
             dispatches_in_flight: self.inflight.len() + self.launches.len(),
         }
@@ -154,20 +157,52 @@ impl Pending {
     }
 }
 
-/// What diagnosis needs from one engine.
+/// A dispatch in flight, for diagnosis.
+#[derive(Debug, Clone)]
+pub(crate) struct InFlight {
+    pub(crate) site: Site,
+    pub(crate) op: &'static str,
+    /// The labels open at it.
+    pub(crate) labels: Labels,
+    /// The last command completed before it in queue order.
+    pub(crate) last_completed: Option<(Site, &'static str)>,
+}
+
+/// Where an engine faulted (in an engine step or a retirement), as it was at the fault.
+#[derive(Debug, Clone)]
+pub(crate) struct FaultAt {
+    /// The faulting command.
+    pub(crate) site: Site,
+    /// Its ordinal.
+    pub(crate) ord: u64,
+    /// The labels open at it (C10).
+    pub(crate) labels: Labels,
+    /// The last command completed before it in queue order (D7).
+    pub(crate) last_completed: Option<(Site, &'static str)>,
+}
+
+/// What diagnosis needs from one engine. Each `last_completed` is the completed command latest
+/// in queue order before the position it belongs to (never one ordered after it).
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
     pub(crate) idle: bool,
     pub(crate) blocked: Option<(Stage, Site, &'static str, WaitCondition)>,
+    /// The last command completed before the blocked wait.
+    pub(crate) blocked_last: Option<(Site, &'static str)>,
     pub(crate) me_at: Option<(Site, &'static str)>,
+    /// The last command completed before the ME's command.
+    pub(crate) me_at_last: Option<(Site, &'static str)>,
     /// The labels open at the ME (at the command it executes or is blocked in).
     pub(crate) labels: Vec<Arc<str>>,
     /// The labels open at the PFP's position (the ME's, plus the label commands it parsed
     /// and the ME has not executed yet).
     pub(crate) pfp_labels: Vec<Arc<str>>,
-    /// Each dispatch in flight, oldest first: where, its operation, and the labels open at it.
-    pub(crate) dispatches: Vec<(Site, &'static str, Labels)>,
+    /// Each dispatch in flight, oldest first.
+    pub(crate) dispatches: Vec<InFlight>,
+    /// The completed command latest in queue order.
     pub(crate) last_completed: Option<(Site, &'static str)>,
+    /// Where the engine faulted, if it did.
+    pub(crate) fault_at: Option<FaultAt>,
     pub(crate) pending: Vec<Pending>,
     pub(crate) dispatches_in_flight: usize,
 }

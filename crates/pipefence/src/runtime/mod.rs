@@ -106,6 +106,15 @@ impl DeviceShared {
         self.remove_with_fault(reason, None)
     }
 
+    /// Removes the device as hung with no fault of its own (declared, H1, or a wait's
+    /// watchdog). A dispatch group running now that is an endless kernel (D6) is the fault, as
+    /// the engine's own watchdog reports it when it fires first: the report does not depend on
+    /// which side wins. Returns whether this call removed it.
+    pub(crate) fn remove_hung(&self) -> bool {
+        let fault = self.driver.endless_group(self);
+        self.remove_with_fault(RemovalReason::Hung, fault)
+    }
+
     /// Removes the device with the fault that caused it (the faulting queue's id and the
     /// fault). The report is built first, so it sees the values before removal.
     pub(crate) fn remove_with_fault(
