@@ -3,6 +3,7 @@
 //! writes and signals for retirement.
 
 use super::*;
+use crate::hazard::strict::LINE;
 
 impl Engine {
     pub(super) fn me_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
@@ -167,15 +168,38 @@ impl Engine {
         if !db.heap.gpu_writable() {
             return Err(fault(dst, Access::Write, "write to upload memory"));
         }
-        let n = bytes / 4;
+        // A copy moves at most COPY_CHUNK bytes at a time through a buffer of that size, so a
+        // copy of gigabytes needs no gigabyte-sized temporary. Overlapping ranges copy as
+        // memmove does: back to front when the destination is above the source.
+        let backwards = dst > src && dst < src + bytes;
         let strict_copy = match ctx.device.model() {
             Some(mut m) => {
                 let index = m.copy(self.queue_id, *site, dst, src, bytes);
                 if let Some(vis) = m.vis.as_mut() {
                     // D5: a copy is an engine task; its reads may be stale, its writes dirty.
-                    let mut vals = vec![0u32; n as usize];
-                    vis.task_read(ctx.device, self.queue_id, src, &mut vals);
-                    vis.task_write(ctx.device, self.queue_id, (true, index), dst, &vals);
+                    // Chunks end on source cache lines, so the lines read (and the choices
+                    // made for them) are those of one whole read; ranges that share lines are
+                    // read whole first, as before.
+                    let lines_overlap = src / LINE <= (dst + bytes - 1) / LINE
+                        && dst / LINE <= (src + bytes - 1) / LINE;
+                    let mut vals = Vec::new();
+                    if lines_overlap && vals.try_reserve_exact((bytes / 4) as usize).is_ok() {
+                        vals.resize((bytes / 4) as usize, 0u32);
+                        vis.task_read(ctx.device, self.queue_id, src, &mut vals);
+                        vis.task_write(ctx.device, self.queue_id, (true, index), dst, &vals);
+                    } else {
+                        for (off, len) in copy_chunks(src, bytes, backwards) {
+                            vals.resize((len / 4) as usize, 0u32);
+                            vis.task_read(ctx.device, self.queue_id, src + off, &mut vals);
+                            vis.task_write(
+                                ctx.device,
+                                self.queue_id,
+                                (true, index),
+                                dst + off,
+                                &vals,
+                            );
+                        }
+                    }
                     true
                 } else {
                     false
@@ -184,9 +208,13 @@ impl Engine {
             None => false,
         };
         if !strict_copy {
-            let vals: Vec<u32> = (0..n).map(|i| sb.load32(so + i * 4).unwrap_or(0)).collect();
-            for (i, v) in vals.into_iter().enumerate() {
-                db.store32(doff + i as u64 * 4, v);
+            let mut vals: Vec<u32> = Vec::new();
+            for (off, len) in copy_chunks(src, bytes, backwards) {
+                vals.clear();
+                vals.extend((0..len / 4).map(|i| sb.load32(so + off + i * 4).unwrap_or(0)));
+                for (i, v) in vals.iter().enumerate() {
+                    db.store32(doff + off + i as u64 * 4, *v);
+                }
             }
         }
         ctx.device.watches.notify_range(dst, dst + bytes);
@@ -456,3 +484,29 @@ pub(super) enum MeOp {
 
 /// Dispatch destination ranges kept per engine (the oldest are forgotten).
 pub(super) const RANGE_RECORDS: usize = 4096;
+
+/// Bytes a copy moves at a time (see [`Engine::copy`]).
+const COPY_CHUNK: u64 = 64 << 10;
+
+/// The (offset, length) pieces of a copy of `bytes` from `src`, in the order to move them:
+/// about [`COPY_CHUNK`] each, cut where the source address is on a cache line (so strict mode
+/// reads the same lines either way), front to back or, when `backwards`, back to front.
+fn copy_chunks(src: u64, bytes: u64, backwards: bool) -> Vec<(u64, u64)> {
+    let mut cuts = vec![0];
+    let mut off = 0;
+    while bytes - off > COPY_CHUNK {
+        // The next source line boundary at or after off + COPY_CHUNK.
+        let next = (src + off + COPY_CHUNK).next_multiple_of(LINE) - src;
+        if next >= bytes {
+            break;
+        }
+        cuts.push(next);
+        off = next;
+    }
+    cuts.push(bytes);
+    let mut pieces: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
+    if backwards {
+        pieces.reverse();
+    }
+    pieces
+}
