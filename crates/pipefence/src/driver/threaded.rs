@@ -10,6 +10,7 @@
 //! while a view exists (D8).
 
 use super::{Backend, Cond};
+use crate::clock::duration_ns;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
@@ -230,12 +231,12 @@ fn engine_main(q: &Arc<QueueShared>) {
     let mut backoff = Duration::from_micros(50);
     let mut conds: Vec<WaitCondition> = Vec::new();
     let mut watchdog = Watchdog::default();
-    let memory_ns = dev.desc.watchdog_timeout.as_nanos() as u64;
+    let memory_ns = duration_ns(dev.desc.watchdog_timeout);
     let tracing = dev.trace_sink().is_some();
     // Busy/blocked accounting: what the engine was doing since `since`.
     let mut state_since = std::time::Instant::now();
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
-    let fence_ns = dev.desc.fence_wait_timeout.map(|d| d.as_nanos() as u64);
+    let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
     loop {
         // Q8: after the last handle is gone the engine still runs what was submitted.
         if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
@@ -320,7 +321,7 @@ fn engine_main(q: &Arc<QueueShared>) {
             let new_state = (!e.is_idle()).then_some(blocked.is_some());
             if new_state != state {
                 let now = std::time::Instant::now();
-                let ns = now.duration_since(state_since).as_nanos() as u64;
+                let ns = duration_ns(now.duration_since(state_since));
                 match state {
                     Some(true) => q.blocked_ns.fetch_add(ns, Ordering::Relaxed),
                     Some(false) => q.busy_ns.fetch_add(ns, Ordering::Relaxed),
@@ -544,9 +545,10 @@ struct RealTime;
 impl SpinTime for RealTime {
     fn spin(&self, device: &crate::core::DeviceCore, ns: u64, groups: u32) {
         for _ in 0..groups {
-            let end = Instant::now() + Duration::from_nanos(ns);
+            // `None`: past what an `Instant` can hold, so until the device is removed.
+            let end = Instant::now().checked_add(Duration::from_nanos(ns));
             let mut i: u32 = 0;
-            while Instant::now() < end {
+            while end.is_none_or(|end| Instant::now() < end) {
                 std::hint::spin_loop();
                 i = i.wrapping_add(1);
                 // A removed device stops its workers (D7), even mid-group.
