@@ -408,6 +408,11 @@ struct Job {
     next: AtomicU32,
     done: AtomicU32,
     chunk: u32,
+    /// Whether a group may run longer than the watchdog timeout, so the endless-kernel
+    /// watchdog times each group (D6): a user kernel (its closure may never return) or a
+    /// built-in whose cost per group (D4) exceeds the timeout. The other built-ins' groups are
+    /// bound to complete, however long the OS keeps a worker off its core.
+    watched: bool,
 }
 
 /// The shader workers shared by every engine of a device (D3).
@@ -416,8 +421,10 @@ pub(crate) struct Pool {
     jobs: Mutex<VecDeque<Arc<Job>>>,
     cv: Condvar,
     workers: usize,
-    /// The group each worker is running, for the endless-kernel watchdog.
+    /// The watched group each worker is running, for the endless-kernel watchdog.
     running: Mutex<Vec<Option<RunningGroup>>>,
+    /// The watchdog timeout in nanoseconds (saturated).
+    watchdog_ns: u64,
 }
 
 /// A group a worker is running.
@@ -432,7 +439,7 @@ pub(crate) struct RunningGroup {
 }
 
 impl Pool {
-    /// The longest-running group of queue `queue`'s dispatches.
+    /// The longest-running watched group of queue `queue`'s dispatches.
     pub(crate) fn oldest_group(&self, queue: u32) -> Option<RunningGroup> {
         lock(&self.running)
             .iter()
@@ -460,6 +467,7 @@ impl Pool {
             cv: Condvar::new(),
             workers,
             running: Mutex::new(vec![None; workers]),
+            watchdog_ns: duration_ns(dev.desc.watchdog_timeout),
         });
         for i in 0..workers {
             let p = pool.clone();
@@ -483,12 +491,15 @@ impl Pool {
                 } else {
                     per
                 };
+                let watched = matches!(l.kernel, Kernel::User(_))
+                    || l.kernel.group_cost_ns() > self.watchdog_ns;
                 jobs.push_back(Arc::new(Job {
                     queue: q.clone(),
                     launch: l,
                     next: AtomicU32::new(0),
                     done: AtomicU32::new(0),
                     chunk,
+                    watched,
                 }));
             }
         }
@@ -612,15 +623,18 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         if devs.is_removed() {
             continue;
         }
-        if let Some(slot) = lock(&pool.running).get_mut(index) {
-            *slot = Some(RunningGroup {
-                queue: q.id,
-                site: job.launch.site,
-                op: job.launch.op,
-                kernel: job.launch.kernel.name().to_string(),
-                group: start,
-                start_ns: devs.now_ns(),
-            });
+        if job.watched {
+            if let Some(slot) = lock(&pool.running).get_mut(index) {
+                // Timed from here: the worker starts the group now (D6).
+                *slot = Some(RunningGroup {
+                    queue: q.id,
+                    site: job.launch.site,
+                    op: job.launch.op,
+                    kernel: job.launch.kernel.name().to_string(),
+                    group: start,
+                    start_ns: devs.now_ns(),
+                });
+            }
         }
         let t0 = devs.trace_sink().map(|_| devs.now_ns());
         let result = run_groups(
@@ -651,8 +665,10 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                 }
             }
         }
-        if let Some(slot) = lock(&pool.running).get_mut(index) {
-            *slot = None;
+        if job.watched {
+            if let Some(slot) = lock(&pool.running).get_mut(index) {
+                *slot = None;
+            }
         }
         if let Err(failure) = result {
             let f = failure.into_fault(job.launch.site, job.launch.op, &job.launch.kernel);

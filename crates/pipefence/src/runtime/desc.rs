@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct DeviceDesc {
     /// Watchdog timeout (TDR): an engine stalled in a memory-value wait, or one dispatch group
-    /// running, for longer than this hangs the device (D6). Default 2 s.
+    /// that can run this long running, for longer than this hangs the device (D6). Default 2 s.
     pub watchdog_timeout: Duration,
     /// Opt-in: also treat a queue stalled in a *fence* wait for longer than this as a hang
     /// (D6). Default `None` (in D3D12 a queue waiting on a fence is not a GPU hang).
