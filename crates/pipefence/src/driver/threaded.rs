@@ -15,7 +15,9 @@ use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
-use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
+use crate::sync::shim::{
+    condvar_wait_until, lock, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering,
+};
 use crate::sync::{wait_multiple, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -192,13 +194,26 @@ struct Watchdog {
     stuck: Option<(Site, bool, u64)>,
 }
 
+/// What the device did meanwhile, for the stall clock of a wait (D6).
+#[derive(Debug, Clone, Copy)]
+struct DeviceProgress {
+    /// When an engine last completed a command, a submission or a dispatch group.
+    last_ns: u64,
+    /// Whether a dispatch whose groups are bound to complete within the watchdog timeout is in
+    /// flight (the device is progressing through it).
+    bounded_in_flight: bool,
+}
+
 impl Watchdog {
     /// Updates the tracked wait; returns the nanoseconds left before it hangs the device, or
-    /// `None` when no timeout applies.
+    /// `None` when no timeout applies. The stall clock starts when the engine blocks in the wait,
+    /// restarts whenever the device progresses, and does not run while a dispatch bound to
+    /// complete is in flight (D6).
     fn update(
         &mut self,
         blocked: Option<(Site, bool)>,
         now: u64,
+        device: DeviceProgress,
         memory_ns: u64,
         fence_ns: Option<u64>,
     ) -> Option<u64> {
@@ -214,6 +229,10 @@ impl Watchdog {
                 now
             }
         };
+        if device.bounded_in_flight {
+            return Some(limit);
+        }
+        let since = since.max(device.last_ns);
         Some(limit.saturating_sub(now.saturating_sub(since)))
     }
 }
@@ -237,6 +256,8 @@ fn engine_main(q: &Arc<QueueShared>) {
     let mut state_since = std::time::Instant::now();
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
     let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
+    // This engine's completed commands and submissions, as last seen (device progress, D6).
+    let mut completed: u64 = 0;
     loop {
         // Q8: after the last handle is gone the engine still runs what was submitted.
         if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
@@ -249,6 +270,7 @@ fn engine_main(q: &Arc<QueueShared>) {
         let blocked;
         let in_flight;
         let trace_events;
+        let completed_now;
         conds.clear();
         ctx.refresh();
         {
@@ -313,6 +335,7 @@ fn engine_main(q: &Arc<QueueShared>) {
                 .blocked_on()
                 .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
             in_flight = e.dispatches_in_flight();
+            completed_now = e.commands_completed + e.completed_submissions;
             trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
             if !trace_events.is_empty() {
                 // Taken under the lock, handed to the sink after it: `flush_trace` waits.
@@ -346,16 +369,22 @@ fn engine_main(q: &Arc<QueueShared>) {
         if more {
             continue;
         }
-        // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck too long,
-        // or a dispatch group of this engine running too long.
+        // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck while the
+        // device does not progress, or a dispatch group of this engine running too long.
         let now = dev.now_ns();
-        let mut park_for: Option<u64> = watchdog.update(blocked, now, memory_ns, fence_ns);
+        let pool = dev.pool();
+        if completed_now != completed {
+            completed = completed_now;
+            pool.note_progress(now);
+        }
+        let mut park_for: Option<u64> =
+            watchdog.update(blocked, now, pool.progress(), memory_ns, fence_ns);
         if park_for == Some(0) {
             dev.remove(RemovalReason::Hung);
             break;
         }
         if in_flight > 0 {
-            if let Some(r) = dev.pool().oldest_group(q.id) {
+            if let Some(r) = pool.oldest_group(q.id) {
                 let ran = now.saturating_sub(r.start_ns);
                 if ran > memory_ns {
                     let f = Fault::EndlessKernel {
@@ -425,6 +454,11 @@ pub(crate) struct Pool {
     running: Mutex<Vec<Option<RunningGroup>>>,
     /// The watchdog timeout in nanoseconds (saturated).
     watchdog_ns: u64,
+    /// Clock nanoseconds of the latest progress of any engine of the device (a command, a
+    /// submission or a dispatch group completed), for the stall clock of waits (D6).
+    last_progress_ns: AtomicU64,
+    /// Dispatches in flight whose groups are bound to complete (jobs not `watched`).
+    bounded_jobs: AtomicUsize,
 }
 
 /// A group a worker is running.
@@ -439,6 +473,24 @@ pub(crate) struct RunningGroup {
 }
 
 impl Pool {
+    /// Records progress of an engine at clock nanoseconds `now`.
+    fn note_progress(&self, now: u64) {
+        self.last_progress_ns.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// What the device did meanwhile, for the stall clock of a wait.
+    fn progress(&self) -> DeviceProgress {
+        DeviceProgress {
+            last_ns: self.last_progress_ns.load(Ordering::Acquire),
+            bounded_in_flight: self.bounded_in_flight(),
+        }
+    }
+
+    /// Whether a dispatch whose groups are bound to complete is in flight (D6).
+    pub(crate) fn bounded_in_flight(&self) -> bool {
+        self.bounded_jobs.load(Ordering::Acquire) > 0
+    }
+
     /// The longest-running watched group of queue `queue`'s dispatches.
     pub(crate) fn oldest_group(&self, queue: u32) -> Option<RunningGroup> {
         lock(&self.running)
@@ -468,6 +520,8 @@ impl Pool {
             workers,
             running: Mutex::new(vec![None; workers]),
             watchdog_ns: duration_ns(dev.desc.watchdog_timeout),
+            last_progress_ns: AtomicU64::new(0),
+            bounded_jobs: AtomicUsize::new(0),
         });
         for i in 0..workers {
             let p = pool.clone();
@@ -493,6 +547,9 @@ impl Pool {
                 };
                 let watched = matches!(l.kernel, Kernel::User(_))
                     || l.kernel.group_cost_ns() > self.watchdog_ns;
+                if !watched {
+                    self.bounded_jobs.fetch_add(1, Ordering::AcqRel);
+                }
                 jobs.push_back(Arc::new(Job {
                     queue: q.clone(),
                     launch: l,
@@ -684,8 +741,12 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         let n = end - start;
         q.groups_completed
             .fetch_add(u64::from(n), Ordering::Relaxed);
+        pool.note_progress(devs.now_ns());
         let total = job.done.fetch_add(n, Ordering::AcqRel) + n;
         if total >= job.launch.groups {
+            if !job.watched {
+                pool.bounded_jobs.fetch_sub(1, Ordering::AcqRel);
+            }
             lock(&q.engine).groups_done(job.launch.index, job.launch.groups);
             q.waker.wake();
         }
