@@ -471,6 +471,8 @@ struct Graph<'a> {
     edges: &'a [BTreeSet<usize>],
     on_cycle: &'a [bool],
     fault_queue: Option<(u32, Classification)>,
+    /// Queues whose dispatch in flight a declared hang found endless (see `build_report`).
+    endless: &'a [bool],
 }
 
 impl Graph<'_> {
@@ -488,6 +490,8 @@ impl Graph<'_> {
         }
         let c = if let Some((_, c)) = self.fault_queue.filter(|(q, _)| *q == self.nodes[a].q.id) {
             c
+        } else if self.endless[a] {
+            Classification::EndlessKernel
         } else if self.blocked[a].is_none() {
             Classification::Running
         } else if self.on_cycle[a] || visiting[a] {
@@ -574,17 +578,42 @@ pub(crate) fn build_report(
     };
     let on_cycle: Vec<bool> = (0..n).map(|a| reaches(a, a)).collect();
     // Classes, resolved along the edges.
-    let graph = Graph {
-        nodes: &nodes,
-        blocked: &blocked,
-        edges: &edges,
-        on_cycle: &on_cycle,
-        fault_queue,
+    let resolve_all = |endless: &[bool]| {
+        let graph = Graph {
+            nodes: &nodes,
+            blocked: &blocked,
+            edges: &edges,
+            on_cycle: &on_cycle,
+            fault_queue,
+            endless,
+        };
+        let mut class: Vec<Option<Classification>> = vec![None; n];
+        let mut visiting = vec![false; n];
+        for a in 0..n {
+            graph.resolve(a, &mut class, &mut visiting);
+        }
+        class
     };
-    let mut class: Vec<Option<Classification>> = vec![None; n];
-    let mut visiting = vec![false; n];
-    for a in 0..n {
-        graph.resolve(a, &mut class, &mut visiting);
+    // The queues the report lists: those with work left, and the faulting one.
+    let listed: Vec<bool> = nodes
+        .iter()
+        .map(|nd| !nd.snap.idle || fault_queue.is_some_and(|(q, _)| q == nd.q.id))
+        .collect();
+    let mut endless = vec![false; n];
+    let mut class = resolve_all(&endless);
+    let classified = fault_queue.is_some()
+        || (0..n).any(|i| listed[i] && class[i].is_some_and(|c| c != Classification::Running));
+    if !classified && reason == RemovalReason::Hung && listed.contains(&true) {
+        // A hang (a watchdog, or one declared, H1) while no queue is stuck on anything but
+        // queues still running: those that run a dispatch made no progress for the watchdog
+        // timeout (not even one group completed): endless kernels. The queues whose waits lead
+        // to them take that class, as they would behind an endless-kernel fault. A hung report
+        // is never unclassified.
+        for i in 0..n {
+            endless[i] =
+                listed[i] && blocked[i].is_none() && nodes[i].snap.dispatches_in_flight > 0;
+        }
+        class = resolve_all(&endless);
     }
     // The cycle through the earliest-created queue on any cycle, by the shortest path.
     let mut cycle = Vec::new();
@@ -629,11 +658,9 @@ pub(crate) fn build_report(
     }
     // Queue reports.
     let mut queues = Vec::new();
-    // Per queue, its oldest dispatch in flight (where, and the labels open at it).
-    let mut oldest_dispatch = Vec::new();
     for (i, nd) in nodes.iter().enumerate() {
         let is_fault_queue = fault_queue.is_some_and(|(q, _)| q == nd.q.id);
-        if nd.snap.idle && !is_fault_queue {
+        if !listed[i] {
             continue;
         }
         let c = class[i].unwrap_or(Classification::Running);
@@ -677,17 +704,15 @@ pub(crate) fn build_report(
                 None,
             ),
         };
-        let at = match (is_fault_queue, fault) {
-            (true, Some((_, f))) => Some(site_report(dev, &nodes, nd.q.id, f.site(), f.op())),
+        // Like an endless-kernel fault, a dispatch a declared hang found endless is named with
+        // the labels open at it (D7), not the ME's position past it.
+        let oldest_dispatch = nd.snap.dispatches.first().filter(|_| endless[i]);
+        let at = match (is_fault_queue, fault, oldest_dispatch) {
+            (true, Some((_, f)), _) => Some(site_report(dev, &nodes, nd.q.id, f.site(), f.op())),
+            (_, _, Some((s, op, _))) => Some(site_report(dev, &nodes, nd.q.id, *s, op)),
             _ => at,
         };
         let target = cond.and_then(|c| cond_buffer(dev, c));
-        oldest_dispatch.push(nd.snap.dispatches.first().map(|(s, op, l)| {
-            (
-                site_report(dev, &nodes, nd.q.id, *s, op),
-                l.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-            )
-        }));
         queues.push(QueueReport {
             queue: nd.q.name.to_string(),
             queue_id: nd.q.id,
@@ -723,6 +748,8 @@ pub(crate) fn build_report(
                         .map(|(_, _, l)| l.to_vec()),
                     _ => None,
                 };
+                let at_dispatch =
+                    at_dispatch.or_else(|| oldest_dispatch.map(|(_, _, l)| l.to_vec()));
                 let labels = match (at_dispatch, stage) {
                     (Some(l), _) => l,
                     (None, Some("pfp")) => nd.snap.pfp_labels.clone(),
@@ -751,28 +778,9 @@ pub(crate) fn build_report(
         queues.iter().any(|q| q.class == *c) || fault_queue.is_some_and(|(_, f)| f == *c)
     });
     if classification.is_none() && reason == RemovalReason::Hung && !queues.is_empty() {
-        // A hang declared (H1) while no queue is stuck in a wait: the queues that still run a
-        // dispatch made no progress for the watchdog timeout (not even one group completed):
-        // endless kernels. A hung report is never unclassified.
-        // Like an endless-kernel fault, the report names the dispatch and the labels open at it
-        // (D7), not the ME's position past it.
-        for (q, oldest) in queues.iter_mut().zip(oldest_dispatch) {
-            if q.class == Classification::Running && q.dispatches_in_flight > 0 {
-                q.class = Classification::EndlessKernel;
-                if let Some((at, events)) = oldest {
-                    q.at = Some(at);
-                    q.events = events;
-                }
-            }
-        }
-        let endless = queues
-            .iter()
-            .any(|q| q.class == Classification::EndlessKernel);
-        classification = Some(if endless {
-            Classification::EndlessKernel
-        } else {
-            Classification::WaitingOnHost
-        });
+        // Hung with nothing stuck and nothing running a dispatch: the host still can release
+        // the queues.
+        classification = Some(Classification::WaitingOnHost);
     }
     let fault = fault.map(|(q, f)| fault_report(dev, &nodes, *q, f));
     RemovalReport {

@@ -208,6 +208,48 @@ fn d6_a_stuck_memory_wait_is_removed_once_the_device_stops_progressing() {
     }
 }
 
+/// D7: a hang with no fault while a queue runs an endless kernel and another waits on memory
+/// for a write behind that kernel (what the memory-value watchdog finds when it fires before
+/// the endless-kernel watchdog, or the scenario runner's `declare_hung`) classifies both as
+/// endless-kernel: the waiting queue's path leads to the endless one, as behind an
+/// endless-kernel fault. The waiting queue's entry was `running`.
+#[test]
+fn d7_a_wait_behind_a_kernel_found_endless_takes_that_class() {
+    let d = device(2, 60_000);
+    let s = shared(&d, "s", 64);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let r = queue(&d, QueueKind::Compute, "r");
+    let w = list(&d, QueueKind::Compute, "w", |l| {
+        l.dispatch(&Kernel::spin(30_000_000_000), 1)
+            .write_value32_top_of_pipe(s.address(0), 1, WriteSource::Value)
+            .write_value32_bottom_of_pipe(s.address(8), 1, Flush::L2_WRITEBACK, WriteSource::Value);
+    });
+    let x = list(&d, QueueKind::Compute, "x", |l| {
+        l.write_value32_top_of_pipe(s.address(4), 1, WriteSource::Value)
+            .wait_value32(s.address(8), Comparison::Equal, 1, u32::MAX, WaitEngine::Me);
+    });
+    q.execute_command_lists(&[&w]).unwrap();
+    r.execute_command_lists(&[&x]).unwrap();
+    // q's dispatch is in flight once the write after it landed; r's ME reaches its wait in the
+    // same batch of steps as the write before it, so once that write is seen, the report (which
+    // takes r's engine lock) finds r in its wait.
+    s.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
+    s.wait_u32(4, Comparison::Equal, 1, u32::MAX, T).unwrap();
+    let rep = d.tools().declare_hung();
+    assert_eq!(
+        rep.classification,
+        Some(Classification::EndlessKernel),
+        "{rep}"
+    );
+    let qe = entry(&rep, "q");
+    assert_eq!(qe.class, Classification::EndlessKernel, "{rep}");
+    assert_eq!(qe.at.as_ref().map(|a| a.op.as_str()), Some("dispatch"));
+    let re = entry(&rep, "r");
+    assert_eq!(re.class, Classification::EndlessKernel, "{rep}");
+    assert_eq!(re.waits_on, ["q"]);
+    assert_eq!(re.waiting_for.as_deref(), Some("s+8 (u32) == 1"));
+}
+
 /// D6, D4: a watchdog of `u64::MAX` ms saturates to `u64::MAX` ns instead of wrapping, so a
 /// group costing `u64::MAX` ns is within it and completes (it was removed as an endless kernel
 /// "longer than the watchdog timeout (18446744073709551.615s)"); the virtual clock saturates.
