@@ -218,7 +218,9 @@ fn schedules_per_sec(
     let report = check(sc, &opts, |_| {});
     let wall = t.elapsed();
     cpu.cpu_ns += process_cpu_ns()?.saturating_sub(cpu0);
-    cpu.wall_ns += wall.as_nanos() as u64;
+    cpu.wall_ns = cpu
+        .wall_ns
+        .saturating_add(u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX));
     Ok((schedules as f64 / wall.as_secs_f64(), report))
 }
 

@@ -434,6 +434,10 @@ fn run_command(
 }
 
 fn ms(ns: u64) -> String {
+    if ns == u64::MAX {
+        // A saturated virtual clock (D4): the time that passed is not known beyond that.
+        return "over 584 years (the virtual clock saturated)".to_string();
+    }
     format!("{:.1} ms", ns as f64 / 1e6)
 }
 

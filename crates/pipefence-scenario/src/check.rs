@@ -251,6 +251,6 @@ pub fn check_each(
         other_failing,
         other_seeds,
         interrupted: crate::run::interrupted(),
-        elapsed_ns: start.elapsed().as_nanos() as u64,
+        elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
     }
 }

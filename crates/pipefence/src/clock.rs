@@ -6,7 +6,7 @@
 //! are real time while timestamps read the injected clock (`DeviceDesc::clock`).
 
 use std::fmt::Debug;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Nanoseconds of the clock's epoch before the device was created: timestamps are never 0
 /// (C12), and the deterministic clock starts here (1 s).
@@ -41,8 +41,15 @@ impl Default for RealClock {
 
 impl Clock for RealClock {
     fn now_ns(&self) -> u64 {
-        CLOCK_EPOCH_NS.saturating_add(self.start.elapsed().as_nanos() as u64)
+        CLOCK_EPOCH_NS.saturating_add(duration_ns(self.start.elapsed()))
     }
+}
+
+/// A duration in nanoseconds, saturated at `u64::MAX` (about 584 years). `as_nanos() as u64`
+/// keeps only the low 64 bits of a longer one: a watchdog of `u64::MAX` ms came out below a
+/// group cost of `u64::MAX` ns, an endless kernel.
+pub(crate) fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Converts clock nanoseconds to ticks of `frequency` Hz, rounding down, never 0.

@@ -39,7 +39,7 @@ pub struct Schedule<T> {
     pub value: T,
     /// The removal report, if the device was removed (a hang is detected at once, D6).
     pub removal: Option<Arc<RemovalReport>>,
-    /// Virtual nanoseconds the schedule took.
+    /// Virtual nanoseconds the schedule took; `u64::MAX` when the virtual clock saturated (D4).
     pub virtual_ns: u64,
 }
 
@@ -74,7 +74,10 @@ pub fn explore<T>(
             seed,
             value,
             removal: device.removal_report(),
-            virtual_ns: device.shared.now_ns() - crate::clock::CLOCK_EPOCH_NS,
+            virtual_ns: match device.shared.now_ns() {
+                u64::MAX => u64::MAX,
+                now => now.saturating_sub(crate::clock::CLOCK_EPOCH_NS),
+            },
         });
     }
     Ok(out)

@@ -93,7 +93,7 @@ struct Ctx {
 
 /// Runs a validated scenario on the driver `opts` selects, in strict mode or with validation
 /// when `opts` asks. On the deterministic driver the run is a pure function of the scenario and
-/// the seed, and `elapsed_ns` is virtual time.
+/// the seed, and `elapsed_ns` is virtual time (`u64::MAX` once the virtual clock saturated, D4).
 pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     let start = Instant::now();
     let sc = Arc::new(sc.clone());
@@ -242,10 +242,11 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
         m.thread().unpark();
         let _ = m.join();
     }
-    let elapsed = if deterministic {
-        device.clock_ns().saturating_sub(1_000_000_000)
-    } else {
-        start.elapsed().as_nanos() as u64
+    let elapsed = match device.clock_ns() {
+        // The virtual clock saturated (D4): how much time passed is unknown beyond that.
+        u64::MAX if deterministic => u64::MAX,
+        now if deterministic => now.saturating_sub(1_000_000_000),
+        _ => u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
     };
     device.tools().flush_trace();
     let mut outcome = outcome::finish(&ctx, &list_index, elapsed);

@@ -1,7 +1,9 @@
 //! The hang monitor of the threaded driver (`docs/semantics.md` D6/H1) and the Ctrl-C
 //! interruption. Each host thread's state (running, blocked on the device, done) is kept in
 //! [`Ctx`]'s `states`; the monitor declares a hang when some engine has work left, every host
-//! thread has ended or is blocked, and no engine has progressed for the watchdog timeout.
+//! thread has ended or is blocked, and no engine has progressed for the watchdog timeout (a
+//! dispatch in flight whose groups are bound to complete counts as progressing, as for the
+//! engines' own watchdog).
 
 use super::Ctx;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,7 +62,11 @@ pub(super) fn monitor(ctx: &Ctx, finished: &AtomicBool) {
             .iter()
             .all(|s| s.load(Ordering::SeqCst) != RUNNING);
         let p = ctx.device.tools().progress();
-        if p != last.0 || !all_stuck || !ctx.device.tools().has_work() {
+        if p != last.0
+            || !all_stuck
+            || !ctx.device.tools().has_work()
+            || ctx.device.tools().finite_work_in_flight()
+        {
             last = (p, Instant::now());
             continue;
         }

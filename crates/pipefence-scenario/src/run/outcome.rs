@@ -232,7 +232,7 @@ pub(super) fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: St
         fences: BTreeMap::new(),
         hazards: Vec::new(),
         removed: None,
-        elapsed_ns: start.elapsed().as_nanos() as u64,
+        elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
         host_errors: vec![HostError {
             host: "main".into(),
             line: pos.line,

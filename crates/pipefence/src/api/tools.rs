@@ -79,6 +79,20 @@ impl DeviceTools<'_> {
             .sum()
     }
 
+    /// Whether the device is progressing through work that has not completed yet: a dispatch
+    /// whose groups are each bound to complete within the watchdog timeout (built-in kernels
+    /// whose cost, D4, is within it) is in flight. The threaded driver's watchdog treats that as
+    /// progress (D6), and so should a hang monitor: however long the OS keeps the workers off
+    /// the CPU, such a group is not a hang. Always `false` on the deterministic driver (where a
+    /// dispatch in flight is always enabled, so it never hangs).
+    pub fn finite_work_in_flight(&self) -> bool {
+        self.device
+            .shared
+            .pool
+            .get()
+            .is_some_and(|p| p.bounded_in_flight())
+    }
+
     /// Whether any queue has work left (submitted and not completed).
     pub fn has_work(&self) -> bool {
         self.device

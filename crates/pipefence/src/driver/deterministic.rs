@@ -21,7 +21,7 @@
 
 use super::groups::{Group, InFlight, Slot};
 use super::{Backend, Cond};
-use crate::clock::{Clock, CLOCK_EPOCH_NS};
+use crate::clock::{duration_ns, Clock, CLOCK_EPOCH_NS};
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
 use crate::error::RemovalReason;
@@ -615,8 +615,10 @@ impl Scheduler {
                             if stage == Stage::Me {
                                 match copy {
                                     Some(bytes) if !st.copy_ready.contains_key(&id) => {
-                                        let cost = bytes.div_ceil(1024) * COPY_NS_PER_KIB;
-                                        st.copy_ready.insert(id, self.clock.now_ns() + cost);
+                                        let cost =
+                                            bytes.div_ceil(1024).saturating_mul(COPY_NS_PER_KIB);
+                                        st.copy_ready
+                                            .insert(id, self.clock.now_ns().saturating_add(cost));
                                     }
                                     Some(_) => {}
                                     None => {
@@ -633,7 +635,7 @@ impl Scheduler {
                             dev.remove_with_fault(reason, Some((id, f)));
                         }
                     }
-                    let watchdog = dev.desc.watchdog_timeout.as_nanos() as u64;
+                    let watchdog = duration_ns(dev.desc.watchdog_timeout);
                     for l in launches {
                         if l.groups == 0 {
                             continue;
@@ -944,7 +946,7 @@ impl Backend for Scheduler {
     fn sleep(&self, dev: &DeviceShared, duration: Duration) {
         match self.current_host(dev) {
             Some(h) => {
-                self.schedule(dev, h, HostStep::Sleep(duration.as_nanos() as u64));
+                self.schedule(dev, h, HostStep::Sleep(duration_ns(duration)));
             }
             None => std::thread::sleep(duration),
         }

@@ -10,11 +10,14 @@
 //! while a view exists (D8).
 
 use super::{Backend, Cond};
+use crate::clock::duration_ns;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
-use crate::sync::shim::{condvar_wait_until, lock, AtomicU32, Condvar, Mutex, Ordering};
+use crate::sync::shim::{
+    condvar_wait_until, lock, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering,
+};
 use crate::sync::{wait_multiple, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -198,13 +201,26 @@ struct Watchdog {
     stuck: Option<(Site, bool, u64)>,
 }
 
+/// What the device did meanwhile, for the stall clock of a wait (D6).
+#[derive(Debug, Clone, Copy)]
+struct DeviceProgress {
+    /// When an engine last completed a command, a submission or a dispatch group.
+    last_ns: u64,
+    /// Whether a dispatch whose groups are bound to complete within the watchdog timeout is in
+    /// flight (the device is progressing through it).
+    bounded_in_flight: bool,
+}
+
 impl Watchdog {
     /// Updates the tracked wait; returns the nanoseconds left before it hangs the device, or
-    /// `None` when no timeout applies.
+    /// `None` when no timeout applies. The stall clock starts when the engine blocks in the wait,
+    /// restarts whenever the device progresses, and does not run while a dispatch bound to
+    /// complete is in flight (D6).
     fn update(
         &mut self,
         blocked: Option<(Site, bool)>,
         now: u64,
+        device: DeviceProgress,
         memory_ns: u64,
         fence_ns: Option<u64>,
     ) -> Option<u64> {
@@ -220,6 +236,10 @@ impl Watchdog {
                 now
             }
         };
+        if device.bounded_in_flight {
+            return Some(limit);
+        }
+        let since = since.max(device.last_ns);
         Some(limit.saturating_sub(now.saturating_sub(since)))
     }
 }
@@ -237,12 +257,14 @@ fn engine_main(q: &Arc<QueueShared>) {
     let mut backoff = Duration::from_micros(50);
     let mut conds: Vec<WaitCondition> = Vec::new();
     let mut watchdog = Watchdog::default();
-    let memory_ns = dev.desc.watchdog_timeout.as_nanos() as u64;
+    let memory_ns = duration_ns(dev.desc.watchdog_timeout);
     let tracing = dev.trace_sink().is_some();
     // Busy/blocked accounting: what the engine was doing since `since`.
     let mut state_since = std::time::Instant::now();
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
-    let fence_ns = dev.desc.fence_wait_timeout.map(|d| d.as_nanos() as u64);
+    let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
+    // This engine's completed commands and submissions, as last seen (device progress, D6).
+    let mut completed: u64 = 0;
     loop {
         // Q8: after the last handle is gone the engine still runs what was submitted.
         if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
@@ -255,6 +277,7 @@ fn engine_main(q: &Arc<QueueShared>) {
         let blocked;
         let in_flight;
         let trace_events;
+        let completed_now;
         conds.clear();
         ctx.refresh();
         {
@@ -319,6 +342,7 @@ fn engine_main(q: &Arc<QueueShared>) {
                 .blocked_on()
                 .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
             in_flight = e.dispatches_in_flight();
+            completed_now = e.commands_completed + e.completed_submissions;
             trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
             if !trace_events.is_empty() {
                 // Taken under the lock, handed to the sink after it: `flush_trace` waits.
@@ -327,7 +351,7 @@ fn engine_main(q: &Arc<QueueShared>) {
             let new_state = (!e.is_idle()).then_some(blocked.is_some());
             if new_state != state {
                 let now = std::time::Instant::now();
-                let ns = now.duration_since(state_since).as_nanos() as u64;
+                let ns = duration_ns(now.duration_since(state_since));
                 match state {
                     Some(true) => q.blocked_ns.fetch_add(ns, Ordering::Relaxed),
                     Some(false) => q.busy_ns.fetch_add(ns, Ordering::Relaxed),
@@ -352,17 +376,23 @@ fn engine_main(q: &Arc<QueueShared>) {
         if more {
             continue;
         }
-        // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck too long,
-        // or a dispatch group of this engine running too long.
+        // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck while the
+        // device does not progress, or a dispatch group of this engine running too long.
         let now = dev.now_ns();
-        let mut park_for: Option<u64> = watchdog.update(blocked, now, memory_ns, fence_ns);
+        let pool = dev.pool();
+        if completed_now != completed {
+            completed = completed_now;
+            pool.note_progress(now);
+        }
+        let mut park_for: Option<u64> =
+            watchdog.update(blocked, now, pool.progress(), memory_ns, fence_ns);
         if park_for == Some(0) {
             // An endless kernel running meanwhile is the fault, whichever watchdog fires first.
             dev.remove_hung();
             break;
         }
         if in_flight > 0 {
-            if let Some(r) = dev.pool().oldest_group(q.id) {
+            if let Some(r) = pool.oldest_group(q.id) {
                 let ran = now.saturating_sub(r.start_ns);
                 if ran > memory_ns {
                     dev.remove_with_fault(RemovalReason::Hung, Some((q.id, r.fault())));
@@ -409,6 +439,11 @@ struct Job {
     next: AtomicU32,
     done: AtomicU32,
     chunk: u32,
+    /// Whether a group may run longer than the watchdog timeout, so the endless-kernel
+    /// watchdog times each group (D6): a user kernel (its closure may never return) or a
+    /// built-in whose cost per group (D4) exceeds the timeout. The other built-ins' groups are
+    /// bound to complete, however long the OS keeps a worker off its core.
+    watched: bool,
 }
 
 /// The shader workers shared by every engine of a device (D3).
@@ -417,8 +452,15 @@ pub(crate) struct Pool {
     jobs: Mutex<VecDeque<Arc<Job>>>,
     cv: Condvar,
     workers: usize,
-    /// The group each worker is running, for the endless-kernel watchdog.
+    /// The watched group each worker is running, for the endless-kernel watchdog.
     running: Mutex<Vec<Option<RunningGroup>>>,
+    /// The watchdog timeout in nanoseconds (saturated).
+    watchdog_ns: u64,
+    /// Clock nanoseconds of the latest progress of any engine of the device (a command, a
+    /// submission or a dispatch group completed), for the stall clock of waits (D6).
+    last_progress_ns: AtomicU64,
+    /// Dispatches in flight whose groups are bound to complete (jobs not `watched`).
+    bounded_jobs: AtomicUsize,
 }
 
 /// A group a worker is running.
@@ -447,7 +489,25 @@ impl RunningGroup {
 }
 
 impl Pool {
-    /// The longest-running group of queue `queue`'s dispatches.
+    /// Records progress of an engine at clock nanoseconds `now`.
+    fn note_progress(&self, now: u64) {
+        self.last_progress_ns.fetch_max(now, Ordering::AcqRel);
+    }
+
+    /// What the device did meanwhile, for the stall clock of a wait.
+    fn progress(&self) -> DeviceProgress {
+        DeviceProgress {
+            last_ns: self.last_progress_ns.load(Ordering::Acquire),
+            bounded_in_flight: self.bounded_in_flight(),
+        }
+    }
+
+    /// Whether a dispatch whose groups are bound to complete is in flight (D6).
+    pub(crate) fn bounded_in_flight(&self) -> bool {
+        self.bounded_jobs.load(Ordering::Acquire) > 0
+    }
+
+    /// The longest-running watched group of queue `queue`'s dispatches.
     pub(crate) fn oldest_group(&self, queue: u32) -> Option<RunningGroup> {
         lock(&self.running)
             .iter()
@@ -486,6 +546,9 @@ impl Pool {
             cv: Condvar::new(),
             workers,
             running: Mutex::new(vec![None; workers]),
+            watchdog_ns: duration_ns(dev.desc.watchdog_timeout),
+            last_progress_ns: AtomicU64::new(0),
+            bounded_jobs: AtomicUsize::new(0),
         });
         for i in 0..workers {
             let p = pool.clone();
@@ -509,12 +572,18 @@ impl Pool {
                 } else {
                     per
                 };
+                let watched = matches!(l.kernel, Kernel::User(_))
+                    || l.kernel.group_cost_ns() > self.watchdog_ns;
+                if !watched {
+                    self.bounded_jobs.fetch_add(1, Ordering::AcqRel);
+                }
                 jobs.push_back(Arc::new(Job {
                     queue: q.clone(),
                     launch: l,
                     next: AtomicU32::new(0),
                     done: AtomicU32::new(0),
                     chunk,
+                    watched,
                 }));
             }
         }
@@ -571,9 +640,10 @@ struct RealTime;
 impl SpinTime for RealTime {
     fn spin(&self, device: &crate::core::DeviceCore, ns: u64, groups: u32) {
         for _ in 0..groups {
-            let end = Instant::now() + Duration::from_nanos(ns);
+            // `None`: past what an `Instant` can hold, so until the device is removed.
+            let end = Instant::now().checked_add(Duration::from_nanos(ns));
             let mut i: u32 = 0;
-            while Instant::now() < end {
+            while end.is_none_or(|end| Instant::now() < end) {
                 std::hint::spin_loop();
                 i = i.wrapping_add(1);
                 // A removed device stops its workers (D7), even mid-group.
@@ -637,16 +707,19 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         if devs.is_removed() {
             continue;
         }
-        if let Some(slot) = lock(&pool.running).get_mut(index) {
-            *slot = Some(RunningGroup {
-                queue: q.id,
-                site: job.launch.site,
-                op: job.launch.op,
-                kernel: job.launch.kernel.name().to_string(),
-                group: start,
-                start_ns: devs.now_ns(),
-                cost_ns: job.launch.kernel.group_cost_ns(),
-            });
+        if job.watched {
+            if let Some(slot) = lock(&pool.running).get_mut(index) {
+                // Timed from here: the worker starts the group now (D6).
+                *slot = Some(RunningGroup {
+                    queue: q.id,
+                    site: job.launch.site,
+                    op: job.launch.op,
+                    kernel: job.launch.kernel.name().to_string(),
+                    group: start,
+                    start_ns: devs.now_ns(),
+                    cost_ns: job.launch.kernel.group_cost_ns(),
+                });
+            }
         }
         let t0 = devs.trace_sink().map(|_| devs.now_ns());
         let result = run_groups(
@@ -677,8 +750,10 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
                 }
             }
         }
-        if let Some(slot) = lock(&pool.running).get_mut(index) {
-            *slot = None;
+        if job.watched {
+            if let Some(slot) = lock(&pool.running).get_mut(index) {
+                *slot = None;
+            }
         }
         if let Err(failure) = result {
             let f = failure.into_fault(job.launch.site, job.launch.op, &job.launch.kernel);
@@ -694,8 +769,12 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
         let n = end - start;
         q.groups_completed
             .fetch_add(u64::from(n), Ordering::Relaxed);
+        pool.note_progress(devs.now_ns());
         let total = job.done.fetch_add(n, Ordering::AcqRel) + n;
         if total >= job.launch.groups {
+            if !job.watched {
+                pool.bounded_jobs.fetch_sub(1, Ordering::AcqRel);
+            }
             lock(&q.engine).groups_done(job.launch.index, job.launch.groups);
             q.waker.wake();
         }

@@ -10,11 +10,13 @@ use std::time::Duration;
 /// How a [`Device`](crate::Device) is configured. `DeviceDesc::default()` gives the documented defaults.
 #[derive(Debug, Clone)]
 pub struct DeviceDesc {
-    /// Watchdog timeout (TDR): an engine stalled in a memory-value wait, or one dispatch group
-    /// running, for longer than this hangs the device (D6). Default 2 s.
+    /// Watchdog timeout (TDR): an engine stalled in a memory-value wait while no engine
+    /// progresses, or one dispatch group that can run this long running, for longer than this
+    /// hangs the device (D6). Default 2 s.
     pub watchdog_timeout: Duration,
-    /// Opt-in: also treat a queue stalled in a *fence* wait for longer than this as a hang
-    /// (D6). Default `None` (in D3D12 a queue waiting on a fence is not a GPU hang).
+    /// Opt-in: also treat a queue stalled in a *fence* wait, while no engine progresses, for
+    /// longer than this as a hang (D6). Default `None` (in D3D12 a queue waiting on a fence is
+    /// not a GPU hang).
     pub fence_wait_timeout: Option<Duration>,
     /// Shader worker threads shared by all engines; 0 means one per available core. Default 0.
     pub workers: usize,

@@ -126,7 +126,7 @@ pub(crate) fn spin_until(budget_ns: u64, mut done: impl FnMut() -> bool) -> bool
         }
         std::hint::spin_loop();
         i = i.wrapping_add(1);
-        if i.is_multiple_of(64) && start.elapsed().as_nanos() as u64 >= budget_ns {
+        if i.is_multiple_of(64) && crate::clock::duration_ns(start.elapsed()) >= budget_ns {
             return done();
         }
     }
