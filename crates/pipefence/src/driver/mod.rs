@@ -15,6 +15,7 @@
 
 pub(crate) mod deterministic;
 mod groups;
+mod listing;
 pub(crate) mod threaded;
 
 use crate::memory::BufferCore;
