@@ -165,6 +165,89 @@ fn d6_endless_kernel_removed_at_launch_plus_timeout() {
     }
 }
 
+/// D4: a failed try (an engine stage found blocked or idle) is a step that changes nothing but
+/// the disabled stages, so it never lists every host and queue again: the next step takes the
+/// failed stage out of the listing it was picked from. 200 queues each run one 1-group dispatch;
+/// under PCT every group completion re-enables the 200 blocked MEs, and those of higher priority
+/// than the dispatches are tried one by one. Before, each of those tries listed every queue
+/// again (O(queues^2) per completion, a cubic run: 512 queues took minutes); now a listing is
+/// made only after an action that changed something.
+#[test]
+fn d4_a_failed_try_never_lists_every_queue_again() {
+    const QUEUES: usize = 200;
+    for seed in [1, 2, 4] {
+        let d = Device::new(deterministic_desc(&DeviceDesc::default(), seed)).unwrap();
+        let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+        let mut l = d
+            .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+            .unwrap();
+        l.dispatch(&Kernel::spin(1), 1);
+        l.close().unwrap();
+        let queues: Vec<Queue> = (0..QUEUES)
+            .map(|i| {
+                d.create_queue(&QueueDesc::new(QueueKind::Compute, &format!("q{i}")))
+                    .unwrap()
+            })
+            .collect();
+        for (i, q) in queues.iter().enumerate() {
+            q.execute_command_lists(&[&l]).unwrap();
+            q.signal(&f, i as u64 + 1).unwrap();
+        }
+        d.wait_idle(T).unwrap();
+        let s = d
+            .tools()
+            .schedule_stats()
+            .expect("a deterministic device has stats");
+        // Every dispatch completed, and the seeds reach the case: many failed tries.
+        assert!(s.steps >= QUEUES as u64, "seed {seed}: {s:?}");
+        if seed != 4 {
+            assert!(s.failed_tries >= 10 * QUEUES as u64, "seed {seed}: {s:?}");
+        }
+        // At most one listing per action that changed something, none per failed try (before:
+        // one per step, failed tries included).
+        assert!(s.listings <= s.steps - s.failed_tries, "seed {seed}: {s:?}");
+    }
+}
+
+/// D4: a listing tests only the hosts that may run. A chain of 300 host threads (host i waits
+/// for the fence to reach i, then signals i + 1) keeps almost every host blocked on the fence
+/// for the whole run; a blocked host is tested again only once a ticket of its wait is
+/// satisfied. Before, every listing tested every host (hosts x listings: about quadratic), and
+/// every hand-off woke every host thread to find the turn was not its own.
+#[test]
+fn d4_a_listing_tests_only_hosts_that_may_run() {
+    const HOSTS: u64 = 300;
+    for seed in [1, 2, 4] {
+        let d = Device::new(deterministic_desc(&DeviceDesc::default(), seed)).unwrap();
+        let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+        let hosts: Vec<_> = (0..HOSTS)
+            .map(|i| {
+                let f = f.clone();
+                host::spawn(&d, &format!("h{i}"), move || -> Result<()> {
+                    f.wait(i, T)?;
+                    f.signal(i + 1)
+                })
+                .unwrap()
+            })
+            .collect();
+        f.wait(HOSTS, T).unwrap();
+        for h in hosts {
+            h.join().unwrap().unwrap();
+        }
+        let s = d
+            .tools()
+            .schedule_stats()
+            .expect("a deterministic device has stats");
+        assert!(s.listings >= 3 * HOSTS, "seed {seed}: {s:?}");
+        // A few tests per host wait (when it blocks, and when its ticket is satisfied) and per
+        // join, not one per host and listing.
+        assert!(
+            s.blocked_host_tests <= 4 * HOSTS + s.listings,
+            "seed {seed}: {s:?}"
+        );
+    }
+}
+
 /// D4: a step of the deterministic driver examines the hosts, engine stages and write-backs one
 /// by one, never every dispatch in flight (those are counted and chosen without a scan), so a
 /// schedule costs about linear time in the work done. Strict mode's maximal PFP run-ahead puts

@@ -17,9 +17,16 @@
 //! hangs at once with the usual report (D6).
 //!
 //! Blocked engine steps change nothing (the engine contract), so an engine stage is tried and,
-//! if it reports `Blocked`/`Idle`, marked disabled until something else progresses.
+//! if it reports `Blocked`/`Idle`, marked disabled until something else progresses. Such a
+//! failed try is a step, but the next step's listing would be the same less that stage: the
+//! scheduler keeps the listing and takes the stage out (`listing.rs`), so a run of failed tries
+//! costs O(log n) each, not a listing of every host and queue each. A listing tests only the
+//! hosts that may be enabled (a host blocked on fences is tested again once a ticket of its
+//! wait is satisfied), and each host thread waits for its turn on its own condition variable,
+//! so a hand-off wakes one thread, not all of them.
 
 use super::groups::{Group, InFlight, Slot};
+use super::listing::Left;
 use super::{Backend, Cond};
 use crate::clock::{duration_ns, Clock, CLOCK_EPOCH_NS};
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
@@ -124,6 +131,19 @@ struct Host {
     name: String,
     state: HostState,
     wake: Wake,
+    /// Its OS thread waits here for its turn (a hand-off wakes only the host picked).
+    cv: Arc<Condvar>,
+}
+
+impl Host {
+    fn new(name: &str, state: HostState) -> Self {
+        Host {
+            name: name.to_string(),
+            state,
+            wake: Wake::Ok,
+            cv: Arc::new(Condvar::new()),
+        }
+    }
 }
 
 /// Who performs an action (PCT gives priorities to actors).
@@ -158,6 +178,81 @@ pub struct ScheduleStats {
     /// write-backs and endless kernels. Dispatches in flight are not among them (they are
     /// counted and chosen without a scan), so a step costs O(log n) in the dispatches in flight.
     pub max_listed: u64,
+    /// Listings of the enabled hosts and every queue's stages made (each costs O(queues) plus
+    /// the hosts that may be enabled). A failed try makes none: the next step takes the failed
+    /// stage out of the listing it was picked from.
+    pub listings: u64,
+    /// Engine stage tries that found the stage blocked or idle (each is one of the steps).
+    pub failed_tries: u64,
+    /// Tests of a host by the listings that found it unable to run. A host blocked on fences
+    /// is tested again only once a ticket of its wait is satisfied, so this stays about linear
+    /// in the host actions, not hosts x listings.
+    pub blocked_host_tests: u64,
+}
+
+/// One enabled small actor of a [`Listing`].
+#[derive(Debug, Clone, Copy)]
+struct Listed {
+    actor: Actor,
+    /// When it is ready; `None`: now (the clock when it is picked).
+    ready: Option<u64>,
+    wake: Wake,
+    /// An engine action's queue, by index in the listing's queues.
+    queue: usize,
+}
+
+/// The enabled small actors in the scheduler's order: hosts, then per queue its PFP, ME and
+/// retirement, then (strict) the write-backs. Kept across failed tries (`listing.rs`).
+#[derive(Debug)]
+struct Listing {
+    entries: Vec<Listed>,
+    /// The live queues when it was made, in id order.
+    queues: Vec<Arc<QueueShared>>,
+    /// Some queue had work.
+    any_work: bool,
+    /// The device was removed when it was made.
+    removed: bool,
+    /// The entries still enabled, once one was taken out (all of them until then).
+    left: Option<Left>,
+}
+
+impl Listing {
+    /// Entries still enabled.
+    fn len(&self) -> usize {
+        self.left.as_ref().map_or(self.entries.len(), Left::len)
+    }
+
+    /// The position of the `k`-th entry still enabled (`k < len()`).
+    fn nth(&self, k: usize) -> usize {
+        self.left.as_ref().map_or(k, |l| l.nth(k))
+    }
+
+    /// The position of the first entry still enabled.
+    fn first(&mut self) -> Option<usize> {
+        match self.left.as_mut() {
+            Some(l) => l.first(),
+            None => (!self.entries.is_empty()).then_some(0),
+        }
+    }
+
+    /// Takes the entry at `pos` out (its try failed). `priority` gives the PCT priorities
+    /// given so far, for PCT only (`pct`).
+    fn take(&mut self, pos: usize, priority: impl Fn(Actor) -> Option<u64>, pct: bool) {
+        let entries = &self.entries;
+        let is_pfp = |i: usize| matches!(entries[i].actor, Actor::Pfp(_));
+        let left = self.left.get_or_insert_with(|| {
+            Left::new(entries.len(), is_pfp, |i| priority(entries[i].actor), pct)
+        });
+        left.take(pos, is_pfp(pos));
+    }
+
+    /// The queue with id `id` (the queues are in id order: an id is the queue's creation index).
+    fn queue(&self, id: u32) -> Option<&Arc<QueueShared>> {
+        self.queues
+            .binary_search_by_key(&id, |q| q.id)
+            .ok()
+            .map(|i| &self.queues[i])
+    }
 }
 
 /// Steps assumed for a run when placing PCT's priority change points.
@@ -171,6 +266,15 @@ struct State {
     change_points: Vec<u64>,
     next_low: u64,
     hosts: Vec<Host>,
+    /// Hosts in state `Done`.
+    hosts_done: usize,
+    /// Every host that may be enabled, and maybe others: the listing tests only these. A host
+    /// blocked on tickets leaves when a listing finds its wait unsatisfied and comes back when
+    /// a ticket of it is satisfied (`HostWaker`), since a ticket once satisfied stays so; every
+    /// host comes back once the device is removed.
+    candidates: BTreeSet<usize>,
+    /// A listing saw the device removed.
+    removal_seen: bool,
     turn: Option<usize>,
     groups: InFlight,
     endless: Vec<Endless>,
@@ -178,9 +282,14 @@ struct State {
     /// Per queue id: when the copy its ME started completes.
     copy_ready: BTreeMap<u32, u64>,
     disabled: BTreeSet<Actor>,
+    /// The listing left by a failed try, for the next step.
+    listing: Option<Listing>,
     steps: u64,
     max_dispatches_in_flight: u64,
     max_listed: u64,
+    listings: u64,
+    failed_tries: u64,
+    blocked_host_tests: u64,
     /// The last `Device` handle is being dropped (Q8): run what can run; when nothing can,
     /// engine work left is not a hang (it is dropped with the device).
     draining: bool,
@@ -192,7 +301,8 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     st: Mutex<State>,
-    cv: Condvar,
+    /// Hosts whose wait had a ticket satisfied since the last listing.
+    woken: Arc<Mutex<Vec<usize>>>,
     pub(crate) clock: Arc<VirtualClock>,
 }
 
@@ -223,11 +333,18 @@ pub(crate) fn unregister_current(device_id: u64) {
     REGISTERED.with(|r| r.borrow_mut().retain(|(d, _)| *d != device_id));
 }
 
-/// Wakes nothing: the scheduler reads a host wait's tickets when it collects enabled actions.
-struct NoWake;
+/// Notes that a ticket of a blocked host's wait was satisfied, so that the next listing looks
+/// at the host again (it reads the tickets then). Called where the signal happens, maybe under
+/// the scheduler's lock: it takes only the list's own.
+struct HostWaker {
+    host: usize,
+    woken: Arc<Mutex<Vec<usize>>>,
+}
 
-impl Notify for NoWake {
-    fn notify(&self) {}
+impl Notify for HostWaker {
+    fn notify(&self) {
+        lock(&self.woken).push(self.host);
+    }
 }
 
 /// What a blocked host of the schedule waits for: a [`Cond`] with its fence waits latched as
@@ -248,9 +365,10 @@ enum HostWait {
 }
 
 impl HostWait {
-    /// The wait for `cond`, its fence conditions latched as tickets now.
-    fn latch(cond: Cond) -> HostWait {
-        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, Arc::new(NoWake));
+    /// The wait for `cond`, its fence conditions latched as tickets now (`waker` is told when
+    /// one is satisfied).
+    fn latch(cond: Cond, waker: Arc<dyn Notify>) -> HostWait {
+        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, waker.clone());
         match cond {
             Cond::Fence(f, v) => HostWait::Tickets(vec![issue(f, v)], false),
             Cond::Multi(fs, any) => {
@@ -278,6 +396,24 @@ impl HostWait {
     }
 }
 
+impl State {
+    /// Sets host `h`'s state, keeping the count of finished hosts and the candidates.
+    fn set_host_state(&mut self, h: usize, state: HostState) {
+        let was_done = matches!(self.hosts[h].state, HostState::Done);
+        match state {
+            HostState::Done if !was_done => self.hosts_done += 1,
+            HostState::Done => {}
+            _ if was_done => self.hosts_done -= 1,
+            _ => {}
+        }
+        match state {
+            HostState::Running | HostState::Done => self.candidates.remove(&h),
+            _ => self.candidates.insert(h),
+        };
+        self.hosts[h].state = state;
+    }
+}
+
 impl Scheduler {
     /// A scheduler whose host 0 (`main`) is the calling thread, holding the turn.
     pub(crate) fn new(device_id: u64, seed: u64, strategy: Strategy) -> Self {
@@ -295,24 +431,27 @@ impl Scheduler {
                 priorities: BTreeMap::new(),
                 change_points,
                 next_low: 1 << 20,
-                hosts: vec![Host {
-                    name: "main".into(),
-                    state: HostState::Running,
-                    wake: Wake::Ok,
-                }],
+                hosts: vec![Host::new("main", HostState::Running)],
+                hosts_done: 0,
+                candidates: BTreeSet::new(),
+                removal_seen: false,
                 turn: Some(0),
                 groups: InFlight::default(),
                 endless: Vec::new(),
                 next_serial: 0,
                 copy_ready: BTreeMap::new(),
                 disabled: BTreeSet::new(),
+                listing: None,
                 steps: 0,
                 max_dispatches_in_flight: 0,
                 max_listed: 0,
+                listings: 0,
+                failed_tries: 0,
+                blocked_host_tests: 0,
                 draining: false,
                 trace: Vec::new(),
             }),
-            cv: Condvar::new(),
+            woken: Arc::new(Mutex::new(Vec::new())),
             clock: Arc::new(VirtualClock::new()),
         }
     }
@@ -325,12 +464,10 @@ impl Scheduler {
     /// Registers a new host thread (not yet running); returns its index.
     pub(crate) fn add_host(&self, name: &str) -> usize {
         let mut st = lock(&self.st);
-        st.hosts.push(Host {
-            name: name.to_string(),
-            state: HostState::Ready,
-            wake: Wake::Ok,
-        });
-        st.hosts.len() - 1
+        st.hosts.push(Host::new(name, HostState::Ready));
+        let h = st.hosts.len() - 1;
+        st.candidates.insert(h);
+        h
     }
 
     /// Called first thing by a spawned host thread: registers it and waits for its turn.
@@ -340,8 +477,11 @@ impl Scheduler {
             crate::host_names::set_current_name(&name);
         }
         let mut st = lock(&self.st);
+        let Some(cv) = st.hosts.get(me).map(|h| h.cv.clone()) else {
+            return;
+        };
         while st.turn != Some(me) {
-            st = condvar_wait_until(&self.cv, st, None);
+            st = condvar_wait_until(&cv, st, None);
         }
     }
 
@@ -371,12 +511,19 @@ impl Scheduler {
             return Wake::Ok;
         }
         let done = matches!(y, HostStep::Done);
-        st.hosts[me].state = match y {
+        let state = match y {
             HostStep::Yield => HostState::Ready,
-            HostStep::Block(c) => HostState::Blocked(HostWait::latch(c)),
+            HostStep::Block(c) => {
+                let waker = Arc::new(HostWaker {
+                    host: me,
+                    woken: self.woken.clone(),
+                });
+                HostState::Blocked(HostWait::latch(c, waker))
+            }
             HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
             HostStep::Done => HostState::Done,
         };
+        st.set_host_state(me, state);
         st.hosts[me].wake = Wake::Ok;
         loop {
             let picked = self.pick(dev, &mut st);
@@ -384,18 +531,19 @@ impl Scheduler {
             st = self.flush(dev, st);
             match picked {
                 Pick::Host(h) if h == me => {
-                    st.hosts[me].state = HostState::Running;
+                    st.set_host_state(me, HostState::Running);
                     return st.hosts[me].wake;
                 }
                 Pick::Host(h) => {
                     st.turn = Some(h);
-                    st.hosts[h].state = HostState::Running;
-                    self.cv.notify_all();
+                    st.set_host_state(h, HostState::Running);
+                    st.hosts[h].cv.notify_all();
                     if done {
                         return Wake::Ok;
                     }
+                    let cv = st.hosts[me].cv.clone();
                     while st.turn != Some(me) {
-                        st = condvar_wait_until(&self.cv, st, None);
+                        st = condvar_wait_until(&cv, st, None);
                     }
                     return st.hosts[me].wake;
                 }
@@ -403,7 +551,9 @@ impl Scheduler {
                 Pick::Nothing => {
                     // Every host is done: nothing will ever run again.
                     st.turn = None;
-                    self.cv.notify_all();
+                    for h in &st.hosts {
+                        h.cv.notify_all();
+                    }
                     return Wake::Ok;
                 }
             }
@@ -418,17 +568,24 @@ impl Scheduler {
         lock(&self.st).draining = false;
     }
 
-    fn host_enabled(&self, dev: &DeviceShared, st: &State, h: usize) -> Option<(u64, Wake)> {
-        let now = self.clock.now_ns();
+    /// Whether host `h` can run, with its ready time (`None`: now) and how it wakes. `all_idle`:
+    /// every queue is idle (read only while the device is not removed).
+    fn host_enabled(
+        &self,
+        dev: &DeviceShared,
+        st: &State,
+        h: usize,
+        all_idle: bool,
+    ) -> Option<(Option<u64>, Wake)> {
         match &st.hosts[h].state {
-            HostState::Ready => Some((now, st.hosts[h].wake)),
-            HostState::Sleeping(until) => Some((*until, Wake::Ok)),
+            HostState::Ready => Some((None, st.hosts[h].wake)),
+            HostState::Sleeping(until) => Some((Some(*until), Wake::Ok)),
             HostState::Blocked(c) => {
                 // Removal releases device waits, never a wait for another host thread: that
                 // thread is still in the schedule and must get its turns to end (a join that
                 // returned early would block its OS thread while holding the turn).
                 if dev.is_removed() && !c.is_host_wait() {
-                    return Some((now, Wake::Removed));
+                    return Some((None, Wake::Removed));
                 }
                 let holds = match c {
                     HostWait::Tickets(ts, true) => ts.iter().any(|t| t.is_satisfied()),
@@ -438,18 +595,14 @@ impl Scheduler {
                         offset,
                         cond,
                     } => cond.holds(buffer.load(*offset, cond.width).unwrap_or(0)),
-                    HostWait::Idle => dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()),
+                    HostWait::Idle => all_idle,
                     HostWait::HostDone(o) => matches!(
                         st.hosts.get(*o).map(|x| &x.state),
                         Some(HostState::Done) | None
                     ),
+                    // Every other host is done (`h` is blocked, so not among them).
                     HostWait::Settled => {
-                        st.hosts
-                            .iter()
-                            .enumerate()
-                            .all(|(i, x)| i == h || matches!(x.state, HostState::Done))
-                            && (dev.is_removed()
-                                || dev.live_queues().iter().all(|q| lock(&q.engine).is_idle()))
+                        st.hosts_done + 1 == st.hosts.len() && (dev.is_removed() || all_idle)
                     }
                 };
                 let wake = if dev.is_removed() {
@@ -457,16 +610,115 @@ impl Scheduler {
                 } else {
                     Wake::Ok
                 };
-                holds.then_some((now, wake))
+                holds.then_some((None, wake))
             }
             HostState::Running | HostState::Done => None,
+        }
+    }
+
+    /// Lists the enabled small actors: the hosts (testing only the candidates), every queue's
+    /// stages and retirement, the write-backs (O(candidates + queues), one engine lock per
+    /// queue).
+    fn list(&self, dev: &DeviceShared, st: &mut State) -> Listing {
+        st.listings += 1;
+        let queues = dev.live_queues();
+        let removed = dev.is_removed();
+        let mut stages = Vec::new();
+        let mut any_work = false;
+        if !removed {
+            for (i, q) in queues.iter().enumerate() {
+                let e = lock(&q.engine);
+                if e.is_idle() {
+                    continue;
+                }
+                any_work = true;
+                let id = q.id;
+                let entry = |actor, ready| Listed {
+                    actor,
+                    ready,
+                    wake: Wake::Ok,
+                    queue: i,
+                };
+                if q.kind.has_pfp() && !st.disabled.contains(&Actor::Pfp(id)) {
+                    stages.push(entry(Actor::Pfp(id), None));
+                }
+                if !st.disabled.contains(&Actor::Me(id)) {
+                    let ready = if e.copy_pending().is_some() {
+                        st.copy_ready.get(&id).copied()
+                    } else {
+                        None
+                    };
+                    stages.push(entry(Actor::Me(id), ready));
+                }
+                if e.retire_ready() {
+                    stages.push(entry(Actor::Retire(id), None));
+                }
+            }
+            if dev.strict() {
+                if let Some(vis) = dev.model().as_ref().and_then(|m| m.vis.as_ref()) {
+                    for (i, q) in queues.iter().enumerate() {
+                        if vis.has_dirty(q.id) {
+                            stages.push(Listed {
+                                actor: Actor::Writeback(q.id),
+                                ready: None,
+                                wake: Wake::Ok,
+                                queue: i,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // The enabled hosts are among the candidates: testing those in index order lists what
+        // testing every host would.
+        for h in lock(&self.woken).drain(..) {
+            st.candidates.insert(h);
+        }
+        if removed && !st.removal_seen {
+            st.removal_seen = true;
+            st.candidates.extend(0..st.hosts.len());
+        }
+        let mut entries = Vec::with_capacity(st.candidates.len() + stages.len());
+        let mut gone = Vec::new();
+        for &h in &st.candidates {
+            match self.host_enabled(dev, st, h, !any_work) {
+                Some((ready, wake)) => entries.push(Listed {
+                    actor: Actor::Host(h),
+                    ready,
+                    wake,
+                    queue: usize::MAX,
+                }),
+                // Its tickets will say when to look again.
+                None if matches!(
+                    st.hosts[h].state,
+                    HostState::Running
+                        | HostState::Done
+                        | HostState::Blocked(HostWait::Tickets(..))
+                ) =>
+                {
+                    gone.push(h)
+                }
+                None => {}
+            }
+        }
+        st.blocked_host_tests += (st.candidates.len() - entries.len()) as u64;
+        for h in gone {
+            st.candidates.remove(&h);
+        }
+        entries.extend(stages);
+        Listing {
+            entries,
+            queues,
+            any_work,
+            removed,
+            left: None,
         }
     }
 
     /// Collects the enabled actions, picks one, performs engine actions; returns what happened.
     fn pick(&self, dev: &DeviceShared, st: &mut MutexGuard<'_, State>) -> Pick {
         loop {
-            dev.reap_unmaps();
+            let reaped = dev.reap_unmaps();
             if !dev.is_removed()
                 && dev
                     .desc
@@ -476,48 +728,13 @@ impl Scheduler {
             {
                 dev.remove(RemovalReason::Requested);
             }
-            let mut enabled: Vec<(Actor, u64, Wake)> = Vec::new();
-            for h in 0..st.hosts.len() {
-                if let Some((ready, wake)) = self.host_enabled(dev, st, h) {
-                    enabled.push((Actor::Host(h), ready, wake));
-                }
-            }
-            let now = self.clock.now_ns();
-            let queues = dev.live_queues();
-            let mut any_work = false;
-            if !dev.is_removed() {
-                for q in &queues {
-                    let e = lock(&q.engine);
-                    if e.is_idle() {
-                        continue;
-                    }
-                    any_work = true;
-                    let id = q.id;
-                    if q.kind.has_pfp() && !st.disabled.contains(&Actor::Pfp(id)) {
-                        enabled.push((Actor::Pfp(id), now, Wake::Ok));
-                    }
-                    if !st.disabled.contains(&Actor::Me(id)) {
-                        let ready = if e.copy_pending().is_some() {
-                            st.copy_ready.get(&id).copied().unwrap_or(now)
-                        } else {
-                            now
-                        };
-                        enabled.push((Actor::Me(id), ready, Wake::Ok));
-                    }
-                    if e.retire_ready() {
-                        enabled.push((Actor::Retire(id), now, Wake::Ok));
-                    }
-                }
-                if dev.strict() {
-                    if let Some(vis) = dev.model().as_ref().and_then(|m| m.vis.as_ref()) {
-                        for q in &queues {
-                            if vis.has_dirty(q.id) {
-                                enabled.push((Actor::Writeback(q.id), now, Wake::Ok));
-                            }
-                        }
-                    }
-                }
-            }
+            // A failed try changed nothing but the disabled stages: the listing it left is the
+            // one listing again would give. When it has nothing left, list again (a hang is
+            // decided on a new listing).
+            let mut listing = match st.listing.take() {
+                Some(l) if !reaped && l.removed == dev.is_removed() && l.len() > 0 => l,
+                _ => self.list(dev, st),
+            };
             // After the small actors come the dispatches in flight (counted, not listed: one
             // action each, in launch order), then the endless kernels.
             let (n_groups, tail) = if dev.is_removed() {
@@ -530,21 +747,21 @@ impl Scheduler {
                     .collect();
                 (st.groups.len(), tail)
             };
-            st.max_listed = st.max_listed.max((enabled.len() + tail.len()) as u64);
+            st.max_listed = st.max_listed.max((listing.len() + tail.len()) as u64);
             st.max_dispatches_in_flight = st.max_dispatches_in_flight.max(n_groups as u64);
-            if enabled.is_empty() && n_groups == 0 && tail.is_empty() {
-                if any_work && !dev.is_removed() && !st.draining {
+            if listing.len() == 0 && n_groups == 0 && tail.is_empty() {
+                if listing.any_work && !dev.is_removed() && !st.draining {
                     // D6: nothing can run while an engine has work: a hang, at once.
                     dev.remove(RemovalReason::Hung);
                     continue;
                 }
                 let mut released = false;
-                for h in st.hosts.iter_mut() {
+                for h in 0..st.hosts.len() {
                     // Device waits fail as timed out; a wait for other host threads goes on
                     // (they are released too and will end).
-                    if matches!(&h.state, HostState::Blocked(c) if !c.is_host_wait()) {
-                        h.state = HostState::Ready;
-                        h.wake = if dev.is_removed() {
+                    if matches!(&st.hosts[h].state, HostState::Blocked(c) if !c.is_host_wait()) {
+                        st.set_host_state(h, HostState::Ready);
+                        st.hosts[h].wake = if dev.is_removed() {
                             Wake::Removed
                         } else {
                             Wake::TimedOut
@@ -557,27 +774,35 @@ impl Scheduler {
                 }
                 return Pick::Nothing;
             }
-            let pfps: Vec<usize> = if dev.strict() {
-                (0..enabled.len())
-                    .filter(|i| matches!(enabled[*i].0, Actor::Pfp(_)))
-                    .collect()
-            } else {
-                Vec::new()
-            };
             // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
-            let choice = if pfps.is_empty() {
-                self.choose(st, &enabled, n_groups, &tail)
+            let pfp = if !dev.strict() {
+                None
+            } else if let Some(left) = listing.left.as_ref() {
+                let n = left.pfps() as u64;
+                (n > 0).then(|| Choice::Listed(left.nth_pfp(st.rng.below(n) as usize)))
             } else {
-                Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize])
+                let pfps: Vec<usize> = (0..listing.entries.len())
+                    .filter(|i| matches!(listing.entries[*i].actor, Actor::Pfp(_)))
+                    .collect();
+                (!pfps.is_empty())
+                    .then(|| Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize]))
             };
-            let (actor, ready, wake) = match choice {
-                Choice::Listed(i) => enabled[i],
-                Choice::Tail(i) => tail[i],
+            let choice = match pfp {
+                Some(c) => c,
+                None => self.choose(st, &mut listing, n_groups, &tail),
+            };
+            let (pos, actor, ready, wake) = match choice {
+                Choice::Listed(i) => {
+                    let e = listing.entries[i];
+                    let ready = e.ready.unwrap_or_else(|| self.clock.now_ns());
+                    (i, e.actor, ready, e.wake)
+                }
+                Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
                 Choice::Group(slot) => {
                     st.steps += 1;
                     let ready = st.groups.get(slot).map_or(0, |g| g.ready);
                     self.clock.advance_to(ready);
-                    if let Some(p) = self.complete_groups(dev, st, &queues, slot) {
+                    if let Some(p) = self.complete_groups(dev, st, &listing, slot) {
                         return p;
                     }
                     continue;
@@ -597,18 +822,20 @@ impl Scheduler {
                     } else {
                         Stage::Me
                     };
-                    let Some(q) = queues.iter().find(|q| q.id == id) else {
-                        continue;
-                    };
+                    let q = listing.queues[listing.entries[pos].queue].clone();
                     let ctx = EngineCtx::new(dev);
-                    let (step, launches, copy) = {
+                    let (step, launches, copy, moved) = {
                         let mut e = lock(&q.engine);
+                        let before = e.packets_moved();
                         let step = e.step(stage, &ctx);
                         if let Some(t) = e.trace.as_mut() {
                             st.trace.extend(t.drain());
                         }
-                        (step, e.take_launches(), e.copy_pending())
+                        let moved = e.packets_moved() != before;
+                        (step, e.take_launches(), e.copy_pending(), moved)
                     };
+                    // The try only looked: the listing less this stage is the next one.
+                    let mut keep = false;
                     match step {
                         Step::Progressed => {
                             st.disabled.clear();
@@ -629,6 +856,8 @@ impl Scheduler {
                         }
                         Step::Blocked(_) | Step::Idle => {
                             st.disabled.insert(actor);
+                            st.failed_tries += 1;
+                            keep = !moved && launches.is_empty();
                         }
                         Step::Faulted(f) => {
                             let reason = f.removal_reason();
@@ -668,10 +897,16 @@ impl Scheduler {
                             l.op,
                         ));
                     }
+                    if keep {
+                        let pct = matches!(st.strategy, Strategy::Pct { .. });
+                        let priorities = &st.priorities;
+                        listing.take(pos, |a| priorities.get(&a).copied(), pct);
+                        st.listing = Some(listing);
+                    }
                     return Pick::Progressed;
                 }
                 Actor::Retire(id) => {
-                    if let Some(q) = queues.iter().find(|q| q.id == id) {
+                    if let Some(q) = listing.queue(id) {
                         let ctx = EngineCtx::new(dev);
                         let step = {
                             let mut e = lock(&q.engine);
@@ -714,7 +949,7 @@ impl Scheduler {
         &self,
         dev: &DeviceShared,
         st: &mut MutexGuard<'_, State>,
-        queues: &[Arc<QueueShared>],
+        listing: &Listing,
         slot: Slot,
     ) -> Option<Pick> {
         let g = st.groups.get(slot)?;
@@ -765,7 +1000,7 @@ impl Scheduler {
                     Some((s, e)) => dev.watches.notify_range(s, e),
                     None => dev.watches.notify_all(),
                 }
-                if let Some(q) = queues.iter().find(|q| q.id == g.queue) {
+                if let Some(q) = listing.queue(g.queue) {
                     let n = g.groups.end - g.groups.start;
                     q.groups_completed
                         .fetch_add(u64::from(n), Ordering::Relaxed);
@@ -782,25 +1017,26 @@ impl Scheduler {
         Some(Pick::Progressed)
     }
 
-    /// Picks one of the enabled actions: the listed ones (`enabled`), then the `n_groups`
-    /// dispatches in flight in launch order, then `tail`, as if they were one list.
+    /// Picks one of the enabled actions: the listed ones still enabled (`listing`), then the
+    /// `n_groups` dispatches in flight in launch order, then `tail`, as if they were one list.
     fn choose(
         &self,
         st: &mut MutexGuard<'_, State>,
-        enabled: &[(Actor, u64, Wake)],
+        listing: &mut Listing,
         n_groups: usize,
         tail: &[(Actor, u64, Wake)],
     ) -> Choice {
         match st.strategy {
             Strategy::Random => {
-                let total = enabled.len() + n_groups + tail.len();
+                let listed = listing.len();
+                let total = listed + n_groups + tail.len();
                 let k = st.rng.below(total as u64) as usize;
-                if k < enabled.len() {
-                    Choice::Listed(k)
-                } else if k < enabled.len() + n_groups {
-                    Choice::Group(st.groups.nth(k - enabled.len()))
+                if k < listed {
+                    Choice::Listed(listing.nth(k))
+                } else if k < listed + n_groups {
+                    Choice::Group(st.groups.nth(k - listed))
                 } else {
-                    Choice::Tail(k - enabled.len() - n_groups)
+                    Choice::Tail(k - listed - n_groups)
                 }
             }
             Strategy::Pct { .. } => {
@@ -815,11 +1051,26 @@ impl Scheduler {
                 };
                 let mut best = None;
                 let mut best_p = 0;
-                for (i, (a, _, _)) in enabled.iter().enumerate() {
-                    let p = priority(&mut state.rng, *a);
-                    if p > best_p {
-                        best_p = p;
-                        best = Some(Choice::Listed(i));
+                match listing.left.as_mut() {
+                    None => {
+                        for (i, e) in listing.entries.iter().enumerate() {
+                            let p = priority(&mut state.rng, e.actor);
+                            if p > best_p {
+                                best_p = p;
+                                best = Some(Choice::Listed(i));
+                            }
+                        }
+                    }
+                    Some(left) => {
+                        // New actors get their priorities in listing order, as in the scan.
+                        for i in left.take_unprioritized() {
+                            let p = priority(&mut state.rng, listing.entries[i].actor);
+                            left.set_priority(i, p);
+                        }
+                        if let Some((i, p)) = left.best() {
+                            best_p = p;
+                            best = Some(Choice::Listed(i));
+                        }
                     }
                 }
                 if n_groups > 0 {
@@ -840,8 +1091,8 @@ impl Scheduler {
                 }
                 // No priority above zero: the first action, as a scan would keep it.
                 let best = best.unwrap_or_else(|| {
-                    if !enabled.is_empty() {
-                        Choice::Listed(0)
+                    if let Some(i) = listing.first() {
+                        Choice::Listed(i)
                     } else if n_groups > 0 {
                         Choice::Group(state.groups.nth(0))
                     } else {
@@ -853,7 +1104,10 @@ impl Scheduler {
                     state.next_low = state.next_low.saturating_sub(1);
                     match best {
                         Choice::Listed(i) => {
-                            state.priorities.insert(enabled[i].0, low);
+                            state.priorities.insert(listing.entries[i].actor, low);
+                            if let Some(left) = listing.left.as_mut() {
+                                left.set_priority(i, low);
+                            }
                         }
                         Choice::Tail(i) => {
                             state.priorities.insert(tail[i].0, low);
@@ -980,6 +1234,9 @@ impl Backend for Scheduler {
             steps: st.steps,
             max_dispatches_in_flight: st.max_dispatches_in_flight,
             max_listed: st.max_listed,
+            listings: st.listings,
+            failed_tries: st.failed_tries,
+            blocked_host_tests: st.blocked_host_tests,
         })
     }
 

@@ -96,9 +96,9 @@ impl Group {
 }
 
 /// Counts over a growing array of 0/1 cells: prefix sums, updates and "the k-th one" in
-/// O(log n).
+/// O(log n) (also the listing's, see `listing.rs`).
 #[derive(Debug, Default)]
-struct Fenwick {
+pub(super) struct Fenwick {
     /// 1-based: `tree[i - 1]` holds the sum of cells `(i - lowbit(i), i]`.
     tree: Vec<u32>,
 }
@@ -119,6 +119,18 @@ impl Fenwick {
         s
     }
 
+    /// Cells holding `cells`, built in O(n).
+    pub(super) fn from_cells(cells: &[u32]) -> Self {
+        let mut tree = cells.to_vec();
+        for i in 1..=tree.len() {
+            let up = i + lowbit(i);
+            if up <= tree.len() {
+                tree[up - 1] += tree[i - 1];
+            }
+        }
+        Fenwick { tree }
+    }
+
     /// Appends a cell holding `v`.
     fn push(&mut self, v: u32) {
         let i = self.tree.len() + 1;
@@ -127,7 +139,7 @@ impl Fenwick {
     }
 
     /// Subtracts one from cell `cell` (0-based), which holds one.
-    fn clear(&mut self, cell: usize) {
+    pub(super) fn clear(&mut self, cell: usize) {
         let mut i = cell + 1;
         while i <= self.tree.len() {
             self.tree[i - 1] -= 1;
@@ -136,7 +148,7 @@ impl Fenwick {
     }
 
     /// The 0-based cell of the `k`-th one (0-based `k`); `k` must be below the total.
-    fn kth(&self, k: u32) -> usize {
+    pub(super) fn kth(&self, k: u32) -> usize {
         let n = self.tree.len();
         let mut pos = 0;
         let mut rem = k + 1;
@@ -275,6 +287,8 @@ mod tests {
                 assert_eq!(f.kth(k as u32), c);
             }
             assert_eq!(f.prefix(cells.len()) as usize, live.len());
+            let built: Vec<u32> = cells.iter().map(|&c| u32::from(c)).collect();
+            assert_eq!(Fenwick::from_cells(&built).tree, f.tree);
         }
     }
 }

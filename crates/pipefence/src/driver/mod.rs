@@ -16,6 +16,7 @@
 
 pub(crate) mod deterministic;
 mod groups;
+mod listing;
 pub(crate) mod threaded;
 
 use crate::engine::Fault;

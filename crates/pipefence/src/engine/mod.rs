@@ -471,6 +471,14 @@ impl Engine {
         }
     }
 
+    /// Packets pushed into the FIFO and popped from it so far. A step that returns `Blocked` or
+    /// `Idle` with these unchanged only looked: it changed nothing another stage, a host or the
+    /// scheduler's listing could see (a Copy engine's ME may fetch a packet, or an ME pop one,
+    /// and then block on it).
+    pub(crate) fn packets_moved(&self) -> (u64, u64) {
+        (self.pushed, self.popped)
+    }
+
     /// Takes the dispatches launched since the last call.
     pub(crate) fn take_launches(&mut self) -> Vec<Launch> {
         std::mem::take(&mut self.launches)

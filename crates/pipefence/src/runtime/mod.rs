@@ -304,16 +304,14 @@ impl DeviceShared {
     }
 
     /// Unmaps the released buffers whose earlier work has completed (called by the drivers
-    /// after engine progress, with no engine lock held).
+    /// after engine progress, with no engine lock held). Returns whether it unmapped any.
     #[inline]
-    pub(crate) fn reap_unmaps(&self) {
-        if self.deferred_count.load(Ordering::Acquire) > 0 {
-            self.reap_unmaps_slow();
-        }
+    pub(crate) fn reap_unmaps(&self) -> bool {
+        self.deferred_count.load(Ordering::Acquire) > 0 && self.reap_unmaps_slow()
     }
 
     #[cold]
-    fn reap_unmaps_slow(&self) {
+    fn reap_unmaps_slow(&self) -> bool {
         let done: Vec<u64> = {
             let mut d = lock(&self.deferred_unmaps);
             let removed = self.is_removed();
@@ -328,9 +326,11 @@ impl DeviceShared {
             self.deferred_count.store(d.len(), Ordering::Release);
             done
         };
+        let any = !done.is_empty();
         for base in done {
             self.memory.unmap(base);
         }
+        any
     }
 
     /// An engine thread ended: the last one lets the workers end too (after shutdown).
