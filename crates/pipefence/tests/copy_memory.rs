@@ -2,17 +2,13 @@
 //! as the copy, and overlapping ranges copy as memmove does. In a file of its own: it reads the
 //! process's peak resident set, which other tests running beside it would disturb.
 
+mod common;
+
+use common::status_kib;
 use pipefence::*;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(60);
-
-/// The peak resident set of this process, in KiB (Linux: `VmHWM` of `/proc/self/status`).
-fn peak_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
 
 /// A 256 MiB copy from a lazily initialized buffer: before, the engine collected the whole
 /// copy into a vector (256 MiB more at its peak; a 2 GiB copy aborted under a 6 GB address
@@ -36,13 +32,13 @@ fn c7_a_copy_needs_no_temporary_as_large_as_the_copy() {
         .unwrap();
     l.copy_buffer_region(dst.gpu_address(), src.gpu_address(), SIZE);
     l.close().unwrap();
-    let Some(before) = peak_kib() else {
+    let Some(before) = status_kib("VmHWM:") else {
         eprintln!("no /proc/self/status: skipped");
         return;
     };
     q.execute_command_lists(&[&l]).unwrap();
     d.wait_idle(T).unwrap();
-    let after = peak_kib().unwrap();
+    let after = status_kib("VmHWM:").unwrap();
     let grown = after.saturating_sub(before);
     // The destination's 256 MiB are written (resident); a whole-copy temporary would add as
     // much again.

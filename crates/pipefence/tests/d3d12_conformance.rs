@@ -10,13 +10,13 @@
 //! neither real time nor OS threads of its own, an `_explore` twin runs the same body under many
 //! schedules of the deterministic driver.
 
+mod common;
+
+use common::{buffer, fence, list, queue};
 use pipefence::explore::explore;
-use pipefence::CommandListDesc;
-use pipefence::FenceDesc;
 use pipefence::{
-    host, Buffer, BufferDesc, CommandList, Device, DeviceDesc, Driver, Error, Event, Fence,
-    FenceWait, Flush, Heap, Kernel, MultipleFenceWaitFlags, Queue, QueueDesc, QueueKind,
-    UserKernel,
+    host, Buffer, CommandList, Device, DeviceDesc, Driver, Error, Event, Fence, FenceWait, Flush,
+    Heap, Kernel, MultipleFenceWaitFlags, Queue, QueueKind, UserKernel,
 };
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -42,29 +42,6 @@ fn device() -> Device {
 
 fn is_deterministic(d: &Device) -> bool {
     matches!(d.desc().driver, Driver::Deterministic { .. })
-}
-
-fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
-    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
-}
-
-fn fence(d: &Device, name: &str, initial: u64) -> Fence {
-    d.create_fence(&FenceDesc::new(initial).named(name))
-        .unwrap()
-}
-
-fn buffer(d: &Device, name: &str, size: u64, heap: Heap) -> Buffer {
-    d.create_buffer(&BufferDesc::new(size, heap).named(name))
-        .unwrap()
-}
-
-fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(kind, name))
-        .unwrap();
-    f(&mut l);
-    l.close().unwrap();
-    l
 }
 
 fn execute(q: &Queue, l: &CommandList) {

@@ -1,5 +1,8 @@
 //! Engine conformance: Q1-Q7, M3, C1-C12, D1-D4, D8 (`docs/semantics.md`), one or more tests per rule.
 
+mod common;
+
+use common::{list, queue, shared};
 use pipefence::Fault;
 use pipefence::*;
 use std::thread;
@@ -22,24 +25,6 @@ fn device_fifo(fifo_depth: usize) -> Device {
         ..DeviceDesc::default()
     })
     .unwrap()
-}
-
-fn shared(d: &Device, name: &str, size: u64) -> Buffer {
-    d.create_buffer(&BufferDesc::new(size, Heap::Shared).named(name))
-        .unwrap()
-}
-
-fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
-    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
-}
-
-fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(kind, name))
-        .unwrap();
-    f(&mut l);
-    l.close().unwrap();
-    l
 }
 
 fn wait_u32(b: &Buffer, off: u64, v: u32) {

@@ -1,5 +1,8 @@
 //! Hang detection and removal reports: D6, D7, H1, E4 (`docs/semantics.md`).
 
+mod common;
+
+use common::{list, queue, shared, wait_removed};
 use pipefence::diagnose::{Classification, WriterReport};
 use pipefence::*;
 use std::sync::Arc;
@@ -15,36 +18,6 @@ fn device_tdr(ms: u64) -> Device {
         ..DeviceDesc::default()
     })
     .unwrap()
-}
-
-fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
-    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
-}
-
-fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(kind, name))
-        .unwrap();
-    f(&mut l);
-    l.close().unwrap();
-    l
-}
-
-fn shared(d: &Device, name: &str, size: u64) -> Buffer {
-    d.create_buffer(&BufferDesc::new(size, Heap::Shared).named(name))
-        .unwrap()
-}
-
-fn wait_removed(d: &Device, within: Duration) -> Arc<RemovalReport> {
-    let start = Instant::now();
-    while !d.is_removed() {
-        assert!(
-            start.elapsed() < within,
-            "device not removed within {within:?}"
-        );
-        thread::sleep(Duration::from_millis(2));
-    }
-    d.removal_report().expect("report")
 }
 
 /// Waits until every queue has reached the condition it blocks on (nothing progresses).

@@ -3,6 +3,9 @@
 //! plain model tracks nothing, strict values (a flag without l2-writeback can overtake its data;
 //! with it, never), and the strict statistics.
 
+mod common;
+
+use common::{buffer, list, queue};
 use pipefence::*;
 use std::time::Duration;
 
@@ -21,24 +24,6 @@ fn desc(model: MemoryModel, seed: u64) -> DeviceDesc {
 
 fn strict(seed: u64) -> Device {
     Device::new(desc(MemoryModel::Strict, seed)).unwrap()
-}
-
-fn buffer(d: &Device, name: &str, size: u64, heap: Heap) -> Buffer {
-    d.create_buffer(&BufferDesc::new(size, heap).named(name))
-        .unwrap()
-}
-
-fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
-    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
-}
-
-fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(kind, name))
-        .unwrap();
-    f(&mut l);
-    l.close().unwrap();
-    l
 }
 
 /// The queue name, stage and kernel of an access.

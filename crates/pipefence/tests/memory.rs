@@ -1,5 +1,8 @@
 //! Memory rules M1, M2, M4, host helpers H3/H4, and the error rules E1-E3 for CPU access.
 
+mod common;
+
+use common::status_kib;
 use pipefence::{
     Buffer, BufferDesc, CommandListDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap,
     Kernel, QueueDesc, QueueKind, UserKernel, WaitEngine, WriteSource,
@@ -326,13 +329,6 @@ fn e3_random_cpu_accesses_never_panic() {
     });
 }
 
-/// The resident set of this process, in KiB (Linux: `VmRSS` of `/proc/self/status`).
-fn resident_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// Whether a 64 GiB buffer (the maximum) cannot be backed here: the machine has less memory and
 /// swap than that, and the kernel refuses what it cannot back (overcommit modes 0 and 2).
 fn cannot_back_64_gib() -> bool {
@@ -358,11 +354,11 @@ fn cannot_back_64_gib() -> bool {
 #[test]
 fn m1_large_zero_buffers_are_backed_lazily_and_unbackable_ones_fail() {
     let d = device();
-    let before = resident_kib();
+    let before = status_kib("VmRSS:");
     let b = d
         .create_buffer(&BufferDesc::new(4 << 30, Heap::Shared))
         .unwrap();
-    if let (Some(before), Some(after)) = (before, resident_kib()) {
+    if let (Some(before), Some(after)) = (before, status_kib("VmRSS:")) {
         assert!(
             after.saturating_sub(before) < 256 << 10,
             "creating 4 GiB grew the resident set by {} KiB",
@@ -400,8 +396,8 @@ fn m1_large_init_buffers_are_backed_lazily_and_read_as_their_init() {
     })
     .unwrap();
     let grown_kib = {
-        let before = resident_kib();
-        move || Some(resident_kib()?.saturating_sub(before?))
+        let before = status_kib("VmRSS:");
+        move || Some(status_kib("VmRSS:")?.saturating_sub(before?))
     };
     let b = d
         .create_buffer(&BufferDesc::new(GIB, Heap::Shared).named("big").with_init(7))

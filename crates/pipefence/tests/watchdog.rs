@@ -7,6 +7,9 @@
 //! wait nothing satisfies or a group that never ends, and the runs they expect to pass rest on
 //! rules (a group's declared cost, a dispatch in flight), not on how fast the workers run.
 
+mod common;
+
+use common::{list, queue, shared, wait_removed};
 use pipefence::diagnose::Classification;
 use pipefence::explore::explore;
 use pipefence::*;
@@ -25,33 +28,6 @@ fn device(workers: usize, tdr_ms: u64) -> Device {
         ..DeviceDesc::default()
     })
     .unwrap()
-}
-
-fn queue(d: &Device, kind: QueueKind, name: &str) -> Queue {
-    d.create_queue(&QueueDesc::new(kind, name)).unwrap()
-}
-
-fn list(d: &Device, kind: QueueKind, name: &str, f: impl FnOnce(&mut CommandList)) -> CommandList {
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(kind, name))
-        .unwrap();
-    f(&mut l);
-    l.close().unwrap();
-    l
-}
-
-fn shared(d: &Device, name: &str, size: u64) -> Buffer {
-    d.create_buffer(&BufferDesc::new(size, Heap::Shared).named(name))
-        .unwrap()
-}
-
-fn wait_removed(d: &Device) -> Arc<RemovalReport> {
-    let start = Instant::now();
-    while !d.is_removed() {
-        assert!(start.elapsed() < T, "device not removed within {T:?}");
-        thread::sleep(Duration::from_millis(2));
-    }
-    d.removal_report().expect("report")
 }
 
 fn entry<'a>(r: &'a RemovalReport, name: &str) -> &'a diagnose::QueueReport {
@@ -106,7 +82,7 @@ fn d6_a_user_kernel_that_never_returns_is_still_an_endless_kernel() {
         );
     });
     q.execute_command_lists(&[&l]).unwrap();
-    let r = wait_removed(&d);
+    let r = wait_removed(&d, T);
     stop.store(true, Ordering::SeqCst);
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
     let f = r.fault.as_ref().expect("fault");
@@ -192,7 +168,7 @@ fn d6_a_stuck_memory_wait_is_removed_once_the_device_stops_progressing() {
     });
     q.execute_command_lists(&[&w]).unwrap();
     r.execute_command_lists(&[&x]).unwrap();
-    let rep = wait_removed(&d);
+    let rep = wait_removed(&d, T);
     assert_eq!(rep.reason, RemovalReason::Hung);
     assert_eq!(
         rep.classification,
@@ -323,6 +299,6 @@ fn d6_finite_work_in_flight_is_a_dispatch_bound_to_complete() {
     q.execute_command_lists(&[&endless]).unwrap();
     let _ = s.wait_u32(0, Comparison::Equal, 1, u32::MAX, T);
     assert!(!d.tools().finite_work_in_flight());
-    let r = wait_removed(&d);
+    let r = wait_removed(&d, T);
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
 }

@@ -1,0 +1,610 @@
+//! Choosing the next action: listing the enabled actors, picking one by the strategy, and
+//! completing dispatch groups.
+
+use super::*;
+
+/// `spin` in virtual time: its cost is the group's ready time (D4), so running it does nothing.
+pub(super) struct VirtualTime;
+
+impl SpinTime for VirtualTime {
+    fn spin(&self, _: &crate::core::DeviceCore, _: u64, _: u32) {}
+}
+
+/// One enabled small actor of a [`Listing`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Listed {
+    pub(super) actor: Actor,
+    /// When it is ready; `None`: now (the clock when it is picked).
+    pub(super) ready: Option<u64>,
+    pub(super) wake: Wake,
+    /// An engine action's queue, by index in the listing's queues.
+    pub(super) queue: usize,
+}
+
+/// The enabled small actors in the scheduler's order: hosts, then per queue its PFP, ME and
+/// retirement, then (strict) the write-backs. Kept across failed tries (`listing.rs`).
+#[derive(Debug)]
+pub(super) struct Listing {
+    pub(super) entries: Vec<Listed>,
+    /// The live queues when it was made, in id order.
+    pub(super) queues: Vec<Arc<QueueShared>>,
+    /// Some queue had work.
+    pub(super) any_work: bool,
+    /// The device was removed when it was made.
+    pub(super) removed: bool,
+    /// The entries still enabled, once one was taken out (all of them until then).
+    pub(super) left: Option<Left>,
+}
+
+impl Listing {
+    /// Entries still enabled.
+    pub(super) fn len(&self) -> usize {
+        self.left.as_ref().map_or(self.entries.len(), Left::len)
+    }
+
+    /// The position of the `k`-th entry still enabled (`k < len()`).
+    pub(super) fn nth(&self, k: usize) -> usize {
+        self.left.as_ref().map_or(k, |l| l.nth(k))
+    }
+
+    /// The position of the first entry still enabled.
+    pub(super) fn first(&mut self) -> Option<usize> {
+        match self.left.as_mut() {
+            Some(l) => l.first(),
+            None => (!self.entries.is_empty()).then_some(0),
+        }
+    }
+
+    /// Takes the entry at `pos` out (its try failed). `priority` gives the PCT priorities
+    /// given so far, for PCT only (`pct`).
+    pub(super) fn take(&mut self, pos: usize, priority: impl Fn(Actor) -> Option<u64>, pct: bool) {
+        let entries = &self.entries;
+        let is_pfp = |i: usize| matches!(entries[i].actor, Actor::Pfp(_));
+        let left = self.left.get_or_insert_with(|| {
+            Left::new(entries.len(), is_pfp, |i| priority(entries[i].actor), pct)
+        });
+        left.take(pos, is_pfp(pos));
+    }
+
+    /// The queue with id `id` (the queues are in id order: an id is the queue's creation index).
+    pub(super) fn queue(&self, id: u32) -> Option<&Arc<QueueShared>> {
+        self.queues
+            .binary_search_by_key(&id, |q| q.id)
+            .ok()
+            .map(|i| &self.queues[i])
+    }
+}
+
+impl Scheduler {
+    /// Lists the enabled small actors: the hosts (testing only the candidates), every queue's
+    /// stages and retirement, the write-backs (O(candidates + queues), one engine lock per
+    /// queue).
+    pub(super) fn list(&self, dev: &DeviceShared, st: &mut State) -> Listing {
+        st.listings += 1;
+        let queues = dev.live_queues();
+        let removed = dev.is_removed();
+        let mut stages = Vec::new();
+        let mut any_work = false;
+        if !removed {
+            for (i, q) in queues.iter().enumerate() {
+                let e = lock(&q.engine);
+                if e.is_idle() {
+                    continue;
+                }
+                any_work = true;
+                let id = q.id;
+                let entry = |actor, ready| Listed {
+                    actor,
+                    ready,
+                    wake: Wake::Ok,
+                    queue: i,
+                };
+                if q.kind.has_pfp() && !st.disabled.contains(&Actor::Pfp(id)) {
+                    stages.push(entry(Actor::Pfp(id), None));
+                }
+                if !st.disabled.contains(&Actor::Me(id)) {
+                    let ready = if e.copy_pending().is_some() {
+                        st.copy_ready.get(&id).copied()
+                    } else {
+                        None
+                    };
+                    stages.push(entry(Actor::Me(id), ready));
+                }
+                if e.retire_ready() {
+                    stages.push(entry(Actor::Retire(id), None));
+                }
+            }
+            if dev.strict() {
+                if let Some(vis) = dev.model().as_ref().and_then(|m| m.vis.as_ref()) {
+                    for (i, q) in queues.iter().enumerate() {
+                        if vis.has_dirty(q.id) {
+                            stages.push(Listed {
+                                actor: Actor::Writeback(q.id),
+                                ready: None,
+                                wake: Wake::Ok,
+                                queue: i,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        // The enabled hosts are among the candidates: testing those in index order lists what
+        // testing every host would.
+        for h in lock(&self.woken).drain(..) {
+            st.candidates.insert(h);
+        }
+        if removed && !st.removal_seen {
+            st.removal_seen = true;
+            st.candidates.extend(0..st.hosts.len());
+        }
+        let mut entries = Vec::with_capacity(st.candidates.len() + stages.len());
+        let mut gone = Vec::new();
+        for &h in &st.candidates {
+            match self.host_enabled(dev, st, h, !any_work) {
+                Some((ready, wake)) => entries.push(Listed {
+                    actor: Actor::Host(h),
+                    ready,
+                    wake,
+                    queue: usize::MAX,
+                }),
+                // Its tickets will say when to look again.
+                None if matches!(
+                    st.hosts[h].state,
+                    HostState::Running
+                        | HostState::Done
+                        | HostState::Blocked(HostWait::Tickets(..))
+                ) =>
+                {
+                    gone.push(h)
+                }
+                None => {}
+            }
+        }
+        st.blocked_host_tests += (st.candidates.len() - entries.len()) as u64;
+        for h in gone {
+            st.candidates.remove(&h);
+        }
+        entries.extend(stages);
+        Listing {
+            entries,
+            queues,
+            any_work,
+            removed,
+            left: None,
+        }
+    }
+
+    /// Collects the enabled actions, picks one, performs engine actions; returns what happened.
+    pub(super) fn pick(&self, dev: &DeviceShared, st: &mut MutexGuard<'_, State>) -> Pick {
+        loop {
+            let reaped = dev.reap_unmaps();
+            if !dev.is_removed()
+                && dev
+                    .desc
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                dev.remove(RemovalReason::Requested);
+            }
+            // A failed try changed nothing but the disabled stages: the listing it left is the
+            // one listing again would give. When it has nothing left, list again (a hang is
+            // decided on a new listing).
+            let mut listing = match st.listing.take() {
+                Some(l) if !reaped && l.removed == dev.is_removed() && l.len() > 0 => l,
+                _ => self.list(dev, st),
+            };
+            // After the small actors come the dispatches in flight (counted, not listed: one
+            // action each, in launch order), then the endless kernels.
+            let (n_groups, tail) = if dev.is_removed() {
+                (0, Vec::new())
+            } else {
+                let tail: Vec<(Actor, u64, Wake)> = st
+                    .endless
+                    .iter()
+                    .map(|x| (Actor::Endless(x.serial), x.ready, Wake::Ok))
+                    .collect();
+                (st.groups.len(), tail)
+            };
+            st.max_listed = st.max_listed.max((listing.len() + tail.len()) as u64);
+            st.max_dispatches_in_flight = st.max_dispatches_in_flight.max(n_groups as u64);
+            if listing.len() == 0 && n_groups == 0 && tail.is_empty() {
+                if listing.any_work && !dev.is_removed() && !st.draining {
+                    // D6: nothing can run while an engine has work: a hang, at once.
+                    dev.remove(RemovalReason::Hung);
+                    continue;
+                }
+                let mut released = false;
+                for h in 0..st.hosts.len() {
+                    // Device waits fail as timed out; a wait for other host threads goes on
+                    // (they are released too and will end).
+                    if matches!(&st.hosts[h].state, HostState::Blocked(c) if !c.is_host_wait()) {
+                        st.set_host_state(h, HostState::Ready);
+                        st.hosts[h].wake = if dev.is_removed() {
+                            Wake::Removed
+                        } else {
+                            Wake::TimedOut
+                        };
+                        released = true;
+                    }
+                }
+                if released {
+                    continue;
+                }
+                return Pick::Nothing;
+            }
+            // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
+            let pfp = if !dev.strict() {
+                None
+            } else if let Some(left) = listing.left.as_ref() {
+                let n = left.pfps() as u64;
+                (n > 0).then(|| Choice::Listed(left.nth_pfp(st.rng.below(n) as usize)))
+            } else {
+                let pfps: Vec<usize> = (0..listing.entries.len())
+                    .filter(|i| matches!(listing.entries[*i].actor, Actor::Pfp(_)))
+                    .collect();
+                (!pfps.is_empty())
+                    .then(|| Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize]))
+            };
+            let choice = match pfp {
+                Some(c) => c,
+                None => self.choose(st, &mut listing, n_groups, &tail),
+            };
+            let (pos, actor, ready, wake) = match choice {
+                Choice::Listed(i) => {
+                    let e = listing.entries[i];
+                    let ready = e.ready.unwrap_or_else(|| self.clock.now_ns());
+                    (i, e.actor, ready, e.wake)
+                }
+                Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
+                Choice::Group(slot) => {
+                    st.steps += 1;
+                    let ready = st.groups.get(slot).map_or(0, |g| g.ready);
+                    self.clock.advance_to(ready);
+                    if let Some(p) = self.complete_groups(dev, st, &listing, slot) {
+                        return p;
+                    }
+                    continue;
+                }
+            };
+            st.steps += 1;
+            self.clock.advance_to(ready);
+            match actor {
+                Actor::Host(h) => {
+                    st.hosts[h].wake = wake;
+                    st.disabled.clear();
+                    return Pick::Host(h);
+                }
+                Actor::Pfp(id) | Actor::Me(id) => {
+                    let stage = if matches!(actor, Actor::Pfp(_)) {
+                        Stage::Pfp
+                    } else {
+                        Stage::Me
+                    };
+                    let q = listing.queues[listing.entries[pos].queue].clone();
+                    let ctx = EngineCtx::new(dev);
+                    let (step, launches, copy, moved) = {
+                        let mut e = lock(&q.engine);
+                        let before = e.packets_moved();
+                        let step = e.step(stage, &ctx);
+                        if let Some(t) = e.trace.as_mut() {
+                            st.trace.extend(t.drain());
+                        }
+                        let moved = e.packets_moved() != before;
+                        (step, e.take_launches(), e.copy_pending(), moved)
+                    };
+                    // The try only looked: the listing less this stage is the next one.
+                    let mut keep = false;
+                    match step {
+                        Step::Progressed => {
+                            st.disabled.clear();
+                            if stage == Stage::Me {
+                                match copy {
+                                    Some(bytes) if !st.copy_ready.contains_key(&id) => {
+                                        let cost =
+                                            bytes.div_ceil(1024).saturating_mul(COPY_NS_PER_KIB);
+                                        st.copy_ready
+                                            .insert(id, self.clock.now_ns().saturating_add(cost));
+                                    }
+                                    Some(_) => {}
+                                    None => {
+                                        st.copy_ready.remove(&id);
+                                    }
+                                }
+                            }
+                        }
+                        Step::Blocked(_) | Step::Idle => {
+                            st.disabled.insert(actor);
+                            st.failed_tries += 1;
+                            keep = !moved && launches.is_empty();
+                        }
+                        Step::Faulted(f) => {
+                            let reason = f.removal_reason();
+                            dev.remove_with_fault(reason, Some((id, f)));
+                        }
+                    }
+                    let watchdog = duration_ns(dev.desc.watchdog_timeout);
+                    for l in launches {
+                        if l.groups == 0 {
+                            continue;
+                        }
+                        let cost = l.kernel.group_cost_ns();
+                        let serial = st.next_serial;
+                        st.next_serial += 1;
+                        if cost > watchdog {
+                            // D6: an endless kernel; its removal is ready at launch + timeout.
+                            st.endless.push(Endless {
+                                serial,
+                                queue: id,
+                                ready: self.clock.now_ns().saturating_add(watchdog),
+                                fault: Fault::EndlessKernel {
+                                    site: l.site,
+                                    op: l.op,
+                                    kernel: l.kernel.name().to_string(),
+                                    group: 0,
+                                },
+                            });
+                            continue;
+                        }
+                        st.groups.push(Group::new(
+                            id,
+                            l.index,
+                            l.kernel.clone(),
+                            l.groups,
+                            self.clock.now_ns().saturating_add(cost),
+                            l.site,
+                            l.op,
+                        ));
+                    }
+                    if keep {
+                        let pct = matches!(st.strategy, Strategy::Pct { .. });
+                        let priorities = &st.priorities;
+                        listing.take(pos, |a| priorities.get(&a).copied(), pct);
+                        st.listing = Some(listing);
+                    }
+                    return Pick::Progressed;
+                }
+                Actor::Retire(id) => {
+                    if let Some(q) = listing.queue(id) {
+                        let ctx = EngineCtx::new(dev);
+                        let step = {
+                            let mut e = lock(&q.engine);
+                            let step = e.retire(&ctx);
+                            if let Some(t) = e.trace.as_mut() {
+                                st.trace.extend(t.drain());
+                            }
+                            step
+                        };
+                        if let Step::Faulted(f) = step {
+                            let reason = f.removal_reason();
+                            dev.remove_with_fault(reason, Some((id, f)));
+                        }
+                        st.disabled.clear();
+                    }
+                    return Pick::Progressed;
+                }
+                Actor::Writeback(id) => {
+                    if let Some(vis) = dev.model().as_mut().and_then(|m| m.vis.as_mut()) {
+                        vis.write_back_random_line(id);
+                    }
+                    st.disabled.clear();
+                    return Pick::Progressed;
+                }
+                Actor::Endless(serial) => {
+                    if let Some(pos) = st.endless.iter().position(|x| x.serial == serial) {
+                        let x = st.endless.remove(pos);
+                        dev.remove_with_fault(RemovalReason::Hung, Some((x.queue, x.fault)));
+                    }
+                    st.disabled.clear();
+                    return Pick::Progressed;
+                }
+            }
+        }
+    }
+
+    /// Completes some groups of the dispatch in flight at `slot` (one action, D4); `None` when
+    /// there is nothing left to complete there.
+    pub(super) fn complete_groups(
+        &self,
+        dev: &DeviceShared,
+        st: &mut MutexGuard<'_, State>,
+        listing: &Listing,
+        slot: Slot,
+    ) -> Option<Pick> {
+        let g = st.groups.get(slot)?;
+        let (kernel, queue, index, site, op) = (g.kernel.clone(), g.queue, g.index, g.site, g.op);
+        let state = &mut **st;
+        let (first, last) = state.groups.take(slot, &mut state.rng)?;
+        let g = GroupRun {
+            kernel,
+            queue,
+            index,
+            groups: first..last,
+            site,
+            op,
+        };
+        if dev.trace_sink().is_some() {
+            let now = self.clock.now_ns();
+            st.trace.push(crate::trace::TraceEvent::Slice {
+                track: crate::trace::Track::Worker { index: 0 },
+                name: if g.groups.len() == 1 {
+                    format!("{} group {}", g.kernel.name(), g.groups.start)
+                } else {
+                    format!(
+                        "{} groups {}..{}",
+                        g.kernel.name(),
+                        g.groups.start,
+                        g.groups.end
+                    )
+                },
+                kind: crate::trace::SliceKind::Kernel,
+                start_ns: now.saturating_sub(g.kernel.group_cost_ns()),
+                end_ns: now,
+                site: None,
+            });
+        }
+        let result = if matches!(g.kernel, Kernel::Spin { .. }) {
+            // No memory accesses, and its cost is virtual time here: nothing to
+            // run for any number of groups.
+            Ok(())
+        } else if let Some(mut mem) = StrictMemory::new(dev, g.queue, g.index) {
+            run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
+        } else {
+            let mut mem = PlainMemory::new(dev, (g.queue, g.index));
+            run_groups(&g.kernel, &mut mem, &VirtualTime, g.groups.clone())
+        };
+        match result {
+            Ok(()) => {
+                match g.kernel.write_range(g.groups.clone()) {
+                    Some((s, e)) => dev.watches.notify_range(s, e),
+                    None => dev.watches.notify_all(),
+                }
+                if let Some(q) = listing.queue(g.queue) {
+                    let n = g.groups.end - g.groups.start;
+                    q.groups_completed
+                        .fetch_add(u64::from(n), Ordering::Relaxed);
+                    lock(&q.engine).groups_done(g.index, n);
+                }
+            }
+            Err(failure) => {
+                let f = failure.into_fault(g.site, g.op, &g.kernel);
+                let reason = f.removal_reason();
+                dev.remove_with_fault(reason, Some((g.queue, f)));
+            }
+        }
+        st.disabled.clear();
+        Some(Pick::Progressed)
+    }
+
+    /// Picks one of the enabled actions: the listed ones still enabled (`listing`), then the
+    /// `n_groups` dispatches in flight in launch order, then `tail`, as if they were one list.
+    pub(super) fn choose(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        listing: &mut Listing,
+        n_groups: usize,
+        tail: &[(Actor, u64, Wake)],
+    ) -> Choice {
+        match st.strategy {
+            Strategy::Random => {
+                let listed = listing.len();
+                let total = listed + n_groups + tail.len();
+                let k = st.rng.below(total as u64) as usize;
+                if k < listed {
+                    Choice::Listed(listing.nth(k))
+                } else if k < listed + n_groups {
+                    Choice::Group(st.groups.nth(k - listed))
+                } else {
+                    Choice::Tail(k - listed - n_groups)
+                }
+            }
+            Strategy::Pct { .. } => {
+                let state = &mut **st;
+                let mut priority = |rng: &mut Rng, a: Actor| match state.priorities.get(&a) {
+                    Some(p) => *p,
+                    None => {
+                        let p = (1 << 21) + rng.below(1 << 40);
+                        state.priorities.insert(a, p);
+                        p
+                    }
+                };
+                let mut best = None;
+                let mut best_p = 0;
+                match listing.left.as_mut() {
+                    None => {
+                        for (i, e) in listing.entries.iter().enumerate() {
+                            let p = priority(&mut state.rng, e.actor);
+                            if p > best_p {
+                                best_p = p;
+                                best = Some(Choice::Listed(i));
+                            }
+                        }
+                    }
+                    Some(left) => {
+                        // New actors get their priorities in listing order, as in the scan.
+                        for i in left.take_unprioritized() {
+                            let p = priority(&mut state.rng, listing.entries[i].actor);
+                            left.set_priority(i, p);
+                        }
+                        if let Some((i, p)) = left.best() {
+                            best_p = p;
+                            best = Some(Choice::Listed(i));
+                        }
+                    }
+                }
+                if n_groups > 0 {
+                    let rng = &mut state.rng;
+                    if let Some((slot, p)) = state.groups.best(|| (1 << 21) + rng.below(1 << 40)) {
+                        if p > best_p {
+                            best_p = p;
+                            best = Some(Choice::Group(slot));
+                        }
+                    }
+                }
+                for (i, (a, _, _)) in tail.iter().enumerate() {
+                    let p = priority(&mut state.rng, *a);
+                    if p > best_p {
+                        best_p = p;
+                        best = Some(Choice::Tail(i));
+                    }
+                }
+                // No priority above zero: the first action, as a scan would keep it.
+                let best = best.unwrap_or_else(|| {
+                    if let Some(i) = listing.first() {
+                        Choice::Listed(i)
+                    } else if n_groups > 0 {
+                        Choice::Group(state.groups.nth(0))
+                    } else {
+                        Choice::Tail(0)
+                    }
+                });
+                if state.change_points.contains(&state.steps) {
+                    let low = state.next_low;
+                    state.next_low = state.next_low.saturating_sub(1);
+                    match best {
+                        Choice::Listed(i) => {
+                            state.priorities.insert(listing.entries[i].actor, low);
+                            if let Some(left) = listing.left.as_mut() {
+                                left.set_priority(i, low);
+                            }
+                        }
+                        Choice::Tail(i) => {
+                            state.priorities.insert(tail[i].0, low);
+                        }
+                        Choice::Group(slot) => state.groups.set_priority(slot, low),
+                    }
+                }
+                best
+            }
+        }
+    }
+}
+
+/// What [`Scheduler::choose`] picked.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Choice {
+    /// The action at this index of the listed actions.
+    Listed(usize),
+    /// Completing groups of the dispatch in flight at this slot.
+    Group(Slot),
+    /// The action at this index of the actions after the dispatches.
+    Tail(usize),
+}
+
+/// The groups of one dispatch the scheduler completes in one action.
+pub(super) struct GroupRun {
+    pub(super) kernel: Kernel,
+    pub(super) queue: u32,
+    pub(super) index: u64,
+    pub(super) groups: std::ops::Range<u32>,
+    pub(super) site: Site,
+    pub(super) op: &'static str,
+}
+
+#[derive(Debug)]
+pub(super) enum Pick {
+    Host(usize),
+    Progressed,
+    Nothing,
+}
