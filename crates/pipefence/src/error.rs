@@ -84,15 +84,17 @@ impl fmt::Display for RemovalReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An argument is invalid (`E_INVALIDARG`).
+    /// An argument is invalid (`E_INVALIDARG`): the object and the value ([`Misuse`]).
     #[error("invalid argument: {0}")]
-    InvalidArg(String),
-    /// The call is not valid in the object's current state (`DXGI_ERROR_INVALID_CALL`).
+    InvalidArg(Box<Misuse>),
+    /// The call is not valid in the object's current state (`DXGI_ERROR_INVALID_CALL`): the
+    /// object and the value ([`Misuse`]).
     #[error("invalid call: {0}")]
-    InvalidCall(String),
-    /// An allocation could not be satisfied (`E_OUTOFMEMORY`).
+    InvalidCall(Box<Misuse>),
+    /// An allocation could not be satisfied (`E_OUTOFMEMORY`): the object and the size
+    /// ([`Misuse`]).
     #[error("out of memory: {0}")]
-    OutOfMemory(String),
+    OutOfMemory(Box<Misuse>),
     /// The feature is not implemented (`E_NOTIMPL`).
     #[error("not implemented: {0}")]
     NotImplemented(String),
@@ -111,6 +113,58 @@ pub enum Error {
     /// and what it saw ([`WaitTimeout`]).
     #[error("timed out: {0}")]
     Timeout(Box<WaitTimeout>),
+}
+
+/// What an [`Error::InvalidArg`], [`Error::InvalidCall`] or [`Error::OutOfMemory`] is about:
+/// the object, the offending value where it is one number, and the message (its `Display`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Misuse {
+    /// The object the call was made on or about.
+    pub object: Object,
+    /// The offending value where it is one number: an offset, a size, a count, flags, a
+    /// descriptor field; `None` where it is not (a list of another kind, an unclosed list).
+    pub value: Option<u64>,
+    message: String,
+}
+
+/// The object of a [`Misuse`], by kind and name (the name given at creation; empty if none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Object {
+    /// The device, or its [`DeviceDesc`](crate::DeviceDesc).
+    Device,
+    /// A queue.
+    Queue(String),
+    /// A fence.
+    Fence(String),
+    /// A buffer.
+    Buffer(String),
+    /// A command list.
+    CommandList(String),
+}
+
+impl Misuse {
+    /// A misuse of `object` with the offending `value`, described by `message` (which names
+    /// both).
+    pub fn new(object: Object, value: Option<u64>, message: impl Into<String>) -> Self {
+        Misuse {
+            object,
+            value,
+            message: message.into(),
+        }
+    }
+
+    /// The error message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Misuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// A wait that timed out ([`Error::Timeout`]): the object, the condition, and what the wait saw
@@ -219,6 +273,15 @@ impl Error {
         }))
     }
 
+    /// What a misuse error ([`Error::InvalidArg`], [`Error::InvalidCall`],
+    /// [`Error::OutOfMemory`]) is about; `None` for other errors.
+    pub fn misuse(&self) -> Option<&Misuse> {
+        match self {
+            Error::InvalidArg(m) | Error::InvalidCall(m) | Error::OutOfMemory(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// True for [`Error::Timeout`].
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout(_))
@@ -229,12 +292,23 @@ impl Error {
         matches!(self, Error::DeviceRemoved { .. })
     }
 
-    pub(crate) fn invalid_arg(msg: impl Into<String>) -> Self {
-        Error::InvalidArg(msg.into())
+    /// [`Error::InvalidArg`] about `object` and `value`.
+    pub(crate) fn invalid_arg(object: Object, value: Option<u64>, msg: impl Into<String>) -> Self {
+        Error::InvalidArg(Box::new(Misuse::new(object, value, msg)))
     }
 
-    pub(crate) fn invalid_call(msg: impl Into<String>) -> Self {
-        Error::InvalidCall(msg.into())
+    /// [`Error::InvalidCall`] about `object` and `value`.
+    pub(crate) fn invalid_call(object: Object, value: Option<u64>, msg: impl Into<String>) -> Self {
+        Error::InvalidCall(Box::new(Misuse::new(object, value, msg)))
+    }
+
+    /// [`Error::OutOfMemory`] about `object` and the size `value`.
+    pub(crate) fn out_of_memory(
+        object: Object,
+        value: Option<u64>,
+        msg: impl Into<String>,
+    ) -> Self {
+        Error::OutOfMemory(Box::new(Misuse::new(object, value, msg)))
     }
 }
 

@@ -86,7 +86,7 @@ pub use engine::{
     Fault, Kernel, KernelContext, KernelFault, UserKernel, WaitCondition,
     SYSTEM_TIMESTAMP_FREQUENCY,
 };
-pub use error::{Error, RemovalReason, Result, WaitTimeout, Waited};
+pub use error::{Error, Misuse, Object, RemovalReason, Result, WaitTimeout, Waited};
 pub use hazard::{
     set_source_line, AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel,
     Missing,

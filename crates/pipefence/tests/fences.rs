@@ -599,7 +599,13 @@ fn e2_a_timeout_says_what_it_waited_for_and_what_it_saw() {
             }
         );
         assert_eq!(t.after, after);
-        assert!(Error::InvalidArg(String::new()).wait_timeout().is_none());
+        assert!(Error::InvalidArg(Box::new(pipefence::Misuse::new(
+            pipefence::Object::Device,
+            None,
+            ""
+        )))
+        .wait_timeout()
+        .is_none());
         g.signal(1).unwrap();
         q.wait_idle(T).unwrap();
     }

@@ -195,7 +195,8 @@ fn d5_strict_needs_the_deterministic_driver() {
     })
     .unwrap_err();
     match &err {
-        Error::InvalidArg(msg) => {
+        Error::InvalidArg(m) => {
+            let msg = m.message();
             assert!(msg.contains("Strict"), "{msg}");
             assert!(msg.contains("deterministic"), "{msg}");
             assert!(

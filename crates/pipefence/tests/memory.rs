@@ -5,7 +5,7 @@ mod common;
 use common::status_kib;
 use pipefence::{
     Buffer, BufferDesc, CommandListDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap,
-    Kernel, QueueDesc, QueueKind, UserKernel, WaitEngine, WriteSource,
+    Kernel, Misuse, Object, QueueDesc, QueueKind, UserKernel, WaitEngine, WriteSource,
 };
 use std::thread;
 use std::time::Duration;
@@ -250,9 +250,10 @@ fn h4_debug_access_ignores_heap_rules() {
 
 #[test]
 fn e1_every_error_maps_to_its_hresult() {
-    assert_eq!(Error::InvalidArg(String::new()).hresult(), 0x8007_0057);
-    assert_eq!(Error::InvalidCall(String::new()).hresult(), 0x887A_0001);
-    assert_eq!(Error::OutOfMemory(String::new()).hresult(), 0x8007_000E);
+    let misuse = || Box::new(Misuse::new(Object::Device, None, ""));
+    assert_eq!(Error::InvalidArg(misuse()).hresult(), 0x8007_0057);
+    assert_eq!(Error::InvalidCall(misuse()).hresult(), 0x887A_0001);
+    assert_eq!(Error::OutOfMemory(misuse()).hresult(), 0x8007_000E);
     assert_eq!(Error::NotImplemented(String::new()).hresult(), 0x8000_4001);
     assert_eq!(Error::Fail(String::new()).hresult(), 0x8000_4005);
     let d = Device::new(DeviceDesc::default()).unwrap();
@@ -281,6 +282,84 @@ fn e2_messages_name_object_and_value() {
     .unwrap_err()
     .to_string();
     assert!(msg.contains("fifo_depth 0"), "{msg}");
+}
+
+/// E2: a misuse error carries its object and the offending value as data, not only in its
+/// message, for each kind of object (and `Error::misuse` reads them).
+#[test]
+fn e2_misuse_errors_carry_the_object_and_the_value() {
+    let d = device();
+    let object_value = |e: &Error| {
+        let m = e.misuse().unwrap_or_else(|| panic!("not a misuse: {e}"));
+        assert!(e.to_string().ends_with(m.message()), "{e}");
+        (m.object.clone(), m.value)
+    };
+    let up = d
+        .create_buffer(&BufferDesc::new(16, Heap::Upload).named("up"))
+        .unwrap();
+    assert_eq!(
+        object_value(&up.write_u64(12, 0).unwrap_err()),
+        (Object::Buffer("up".into()), Some(12))
+    );
+    assert_eq!(
+        object_value(&up.read_u32(40).unwrap_err()),
+        (Object::Buffer("up".into()), Some(40))
+    );
+    let e = Device::new(DeviceDesc {
+        fifo_depth: 0,
+        ..DeviceDesc::default()
+    })
+    .unwrap_err();
+    assert_eq!(object_value(&e), (Object::Device, Some(0)));
+    let e = d
+        .create_buffer(&BufferDesc::new(6, Heap::Shared).named("odd"))
+        .unwrap_err();
+    assert_eq!(object_value(&e), (Object::Buffer("odd".into()), Some(6)));
+    let q = d
+        .create_queue(&pipefence::QueueDesc::new(
+            pipefence::QueueKind::Compute,
+            "cq",
+        ))
+        .unwrap();
+    let open = d
+        .create_command_list(&pipefence::CommandListDesc::new(
+            pipefence::QueueKind::Compute,
+            "open",
+        ))
+        .unwrap();
+    let e = q.execute_command_lists(&[&open]).unwrap_err();
+    assert!(matches!(e, Error::InvalidCall(_)), "{e}");
+    assert_eq!(
+        object_value(&e),
+        (Object::CommandList("open".into()), Some(0))
+    );
+    let e = q.execute_command_lists(&[]).unwrap_err();
+    assert_eq!(object_value(&e), (Object::Queue("cq".into()), Some(0)));
+    let mut bad = d
+        .create_command_list(&pipefence::CommandListDesc::new(
+            pipefence::QueueKind::Compute,
+            "bad",
+        ))
+        .unwrap();
+    bad.flush_pipeline(pipefence::Flush::NONE);
+    bad.end_event();
+    let e = bad.close().unwrap_err();
+    assert_eq!(
+        object_value(&e),
+        (Object::CommandList("bad".into()), Some(1))
+    );
+    let f = d
+        .create_fence(&pipefence::FenceDesc::new(0).named("f"))
+        .unwrap();
+    let e = d
+        .wait_multiple(&[&f], &[], pipefence::MultipleFenceWaitFlags::ALL, T)
+        .unwrap_err();
+    assert_eq!(object_value(&e), (Object::Device, Some(0)));
+    assert!(f
+        .wait(1, Duration::from_millis(1))
+        .unwrap_err()
+        .misuse()
+        .is_none());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use crate::command::{Comparison, Width};
 use crate::driver::Cond;
-use crate::error::{Error, Result, Waited};
+use crate::error::{Error, Object, Result, Waited};
 use crate::memory::{BufferCore, Heap};
 use crate::runtime::DeviceShared;
 use crate::sync::shim::{AtomicU64, Ordering};
@@ -117,15 +117,19 @@ impl Buffer {
             Access::Write => core.heap.cpu_writable(),
         };
         if !allowed {
-            return Err(Error::invalid_call(format!(
-                "buffer `{}`: {what} at offset {offset:#x}: the CPU may not {} {} memory",
-                core.name,
-                match access {
-                    Access::Read => "read",
-                    Access::Write => "write",
-                },
-                core.heap
-            )));
+            return Err(Error::invalid_call(
+                Object::Buffer(core.name.to_string()),
+                Some(offset),
+                format!(
+                    "buffer `{}`: {what} at offset {offset:#x}: the CPU may not {} {} memory",
+                    core.name,
+                    match access {
+                        Access::Read => "read",
+                        Access::Write => "write",
+                    },
+                    core.heap
+                ),
+            ));
         }
         self.check_range(what, offset, width)
     }
@@ -145,14 +149,21 @@ impl Buffer {
     pub(super) fn check_range(&self, what: &str, offset: u64, width: Width) -> Result<()> {
         let core = &self.inner.core;
         if !offset.is_multiple_of(width.bytes()) {
-            return Err(Error::invalid_arg(format!(
-                "buffer `{}`: {what}: offset {offset:#x} is not {}-byte aligned",
-                core.name,
-                width.bytes()
-            )));
+            return Err(Error::invalid_arg(
+                Object::Buffer(core.name.to_string()),
+                Some(offset),
+                format!(
+                    "buffer `{}`: {what}: offset {offset:#x} is not {}-byte aligned",
+                    core.name,
+                    width.bytes()
+                ),
+            ));
         }
         if !core.contains(offset, width.bytes()) {
-            return Err(Error::invalid_arg(format!(
+            return Err(Error::invalid_arg(
+                Object::Buffer(core.name.to_string()),
+                Some(offset),
+                format!(
                 "buffer `{}`: {what}: offset {offset:#x} + {} bytes is outside the buffer ({} bytes)",
                 core.name,
                 width.bytes(),
@@ -352,10 +363,11 @@ impl Buffer {
             )
         };
         if cmp == Comparison::None {
-            return Err(Error::invalid_arg(format!(
-                "wait_{}: comparison none is invalid",
-                width.type_name()
-            )));
+            return Err(Error::invalid_arg(
+                Object::Buffer(core.name.to_string()),
+                None,
+                format!("wait_{}: comparison none is invalid", width.type_name()),
+            ));
         }
         let o = dev.block(
             Cond::Memory {

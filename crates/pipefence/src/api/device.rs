@@ -11,7 +11,7 @@ use crate::driver::deterministic::Scheduler;
 use crate::driver::threaded::Threaded;
 use crate::driver::{Backend, Cond, EngineWaker};
 use crate::engine::{Engine, Fault};
-use crate::error::{Error, RemovalReason, Result, Waited};
+use crate::error::{Error, Object, RemovalReason, Result, Waited};
 use crate::hazard::{Hazard, MemoryModel, Model};
 use crate::memory::{AllocError, MAX_BUFFER_SIZE};
 use crate::runtime::{DeviceCore, DeviceShared, QueueShared};
@@ -71,34 +71,50 @@ impl Device {
     pub fn new(desc: DeviceDesc) -> Result<Device> {
         if desc.watchdog_timeout.is_zero() {
             return Err(Error::invalid_arg(
+                Object::Device,
+                Some(0),
                 "DeviceDesc: watchdog_timeout 0 s is invalid (must be positive)",
             ));
         }
         if desc.fence_wait_timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::invalid_arg(
+                Object::Device,
+                Some(0),
                 "DeviceDesc: fence_wait_timeout Some(0 s) is invalid (use None to disable)",
             ));
         }
         if desc.fifo_depth == 0 || desc.fifo_depth > MAX_FIFO_DEPTH {
-            return Err(Error::invalid_arg(format!(
-                "DeviceDesc: fifo_depth {} is out of range 1..={MAX_FIFO_DEPTH}",
-                desc.fifo_depth
-            )));
+            return Err(Error::invalid_arg(
+                Object::Device,
+                Some(desc.fifo_depth as u64),
+                format!(
+                    "DeviceDesc: fifo_depth {} is out of range 1..={MAX_FIFO_DEPTH}",
+                    desc.fifo_depth
+                ),
+            ));
         }
         if desc.workers > MAX_WORKERS {
-            return Err(Error::invalid_arg(format!(
-                "DeviceDesc: workers {} is above the maximum {MAX_WORKERS}",
-                desc.workers
-            )));
+            return Err(Error::invalid_arg(
+                Object::Device,
+                Some(desc.workers as u64),
+                format!(
+                    "DeviceDesc: workers {} is above the maximum {MAX_WORKERS}",
+                    desc.workers
+                ),
+            ));
         }
         if desc.memory_model == MemoryModel::Strict && desc.driver == Driver::Threaded {
             return Err(Error::invalid_arg(
+                Object::Device,
+                None,
                 "DeviceDesc: memory_model Strict needs the deterministic driver \
                  (Driver::Deterministic); use MemoryModel::Validate on the threaded driver",
             ));
         }
         if desc.timestamp_frequency == 0 {
             return Err(Error::invalid_arg(
+                Object::Device,
+                Some(0),
                 "DeviceDesc: timestamp_frequency 0 Hz is invalid (must be at least 1)",
             ));
         }
@@ -201,9 +217,11 @@ impl Device {
             groups_completed: AtomicU64::new(0),
         });
         sh.driver.start_queue(sh, &q).map_err(|e| {
-            Error::OutOfMemory(format!(
-                "create_queue `{name}`: cannot start its engine thread: {e}"
-            ))
+            Error::out_of_memory(
+                Object::Queue(name.to_string()),
+                None,
+                format!("create_queue `{name}`: cannot start its engine thread: {e}"),
+            )
         })?;
         queues.push(Arc::downgrade(&q));
         Ok(Queue::new(q, self.clone()))
@@ -371,10 +389,14 @@ impl Device {
             format!("buffer `{}`", desc.name)
         };
         if desc.size == 0 || !desc.size.is_multiple_of(4) {
-            return Err(Error::invalid_arg(format!(
-                "create_buffer: {label} size {} is not a positive multiple of 4",
-                desc.size
-            )));
+            return Err(Error::invalid_arg(
+                Object::Buffer(desc.name.clone()),
+                Some(desc.size),
+                format!(
+                    "create_buffer: {label} size {} is not a positive multiple of 4",
+                    desc.size
+                ),
+            ));
         }
         self.shared
             .check_live(|| format!("create_buffer {label}"))?;
@@ -383,14 +405,22 @@ impl Device {
             .memory
             .allocate(Some(&desc.name), desc.heap, desc.size, desc.init)
             .map_err(|e| match e {
-                AllocError::TooLarge => Error::OutOfMemory(format!(
-                    "create_buffer: {label} size {} is above the maximum {MAX_BUFFER_SIZE}",
-                    desc.size
-                )),
-                AllocError::OutOfMemory => Error::OutOfMemory(format!(
-                    "create_buffer: {label} of {} bytes could not be allocated",
-                    desc.size
-                )),
+                AllocError::TooLarge => Error::out_of_memory(
+                    Object::Buffer(desc.name.clone()),
+                    Some(desc.size),
+                    format!(
+                        "create_buffer: {label} size {} is above the maximum {MAX_BUFFER_SIZE}",
+                        desc.size
+                    ),
+                ),
+                AllocError::OutOfMemory => Error::out_of_memory(
+                    Object::Buffer(desc.name.clone()),
+                    Some(desc.size),
+                    format!(
+                        "create_buffer: {label} of {} bytes could not be allocated",
+                        desc.size
+                    ),
+                ),
             })?;
         Ok(Buffer::new(core, self.shared.clone()))
     }
@@ -424,27 +454,43 @@ impl Device {
         flags: MultipleFenceWaitFlags,
     ) -> Result<(FencePairs, bool)> {
         if fences.is_empty() {
-            return Err(Error::invalid_arg(format!("{what}: no fences (count 0)")));
+            return Err(Error::invalid_arg(
+                Object::Device,
+                Some(0),
+                format!("{what}: no fences (count 0)"),
+            ));
         }
         if fences.len() != values.len() {
-            return Err(Error::invalid_arg(format!(
-                "{what}: {} fences but {} values",
-                fences.len(),
-                values.len()
-            )));
+            return Err(Error::invalid_arg(
+                Object::Device,
+                Some(values.len() as u64),
+                format!(
+                    "{what}: {} fences but {} values",
+                    fences.len(),
+                    values.len()
+                ),
+            ));
         }
         let any = flags.is_any().ok_or_else(|| {
-            Error::invalid_arg(format!(
-                "{what}: unknown flags {:#x} (expected 0 = ALL or 1 = ANY)",
-                flags.0
-            ))
+            Error::invalid_arg(
+                Object::Device,
+                Some(u64::from(flags.0)),
+                format!(
+                    "{what}: unknown flags {:#x} (expected 0 = ALL or 1 = ANY)",
+                    flags.0
+                ),
+            )
         })?;
         for (i, f) in fences.iter().enumerate() {
             if !Arc::ptr_eq(&f.device_shared(), &self.shared) {
-                return Err(Error::invalid_arg(format!(
-                    "{what}: fence {i} (`{}`) belongs to another device",
-                    f.name()
-                )));
+                return Err(Error::invalid_arg(
+                    Object::Fence(f.name().to_string()),
+                    Some(i as u64),
+                    format!(
+                        "{what}: fence {i} (`{}`) belongs to another device",
+                        f.name()
+                    ),
+                ));
             }
         }
         Ok((

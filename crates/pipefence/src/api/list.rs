@@ -6,7 +6,7 @@ use crate::command::{
     WaitEngine, Width, WriteSource,
 };
 use crate::engine::{ClosedList, Kernel, UserKernel};
-use crate::error::{Error, Result};
+use crate::error::{Error, Object, Result};
 use crate::memory::Heap;
 use crate::runtime::DeviceShared;
 use std::sync::Arc;
@@ -304,24 +304,29 @@ impl CommandList {
     #[doc(alias = "Close")]
     pub fn close(&mut self) -> Result<()> {
         if self.closed.is_some() {
-            return Err(Error::invalid_call(format!(
-                "command list `{}`: close() on a closed list{}",
-                self.name,
-                if self.recorded_while_closed > 0 {
-                    format!(
+            return Err(Error::invalid_call(
+                Object::CommandList(self.name.to_string()),
+                None,
+                format!(
+                    "command list `{}`: close() on a closed list{}",
+                    self.name,
+                    if self.recorded_while_closed > 0 {
+                        format!(
                         " ({} commands were recorded after close and dropped; call reset() first)",
                         self.recorded_while_closed
                     )
-                } else {
-                    String::new()
-                }
-            )));
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
         }
         if let Some(e) = self.validation_errors().into_iter().next() {
-            return Err(Error::invalid_arg(format!(
-                "command list `{}`: {e}",
-                self.name
-            )));
+            return Err(Error::invalid_arg(
+                Object::CommandList(self.name.to_string()),
+                Some(e.index as u64),
+                format!("command list `{}`: {e}", self.name),
+            ));
         }
         self.device
             .check_live(|| format!("command list `{}`: close", self.name))?;
@@ -337,10 +342,14 @@ impl CommandList {
                 0,
             )
             .map_err(|_| {
-                Error::OutOfMemory(format!(
-                    "command list `{}`: {} bytes of command stream",
-                    self.name, bytes
-                ))
+                Error::out_of_memory(
+                    Object::CommandList(self.name.to_string()),
+                    Some(bytes),
+                    format!(
+                        "command list `{}`: {} bytes of command stream",
+                        self.name, bytes
+                    ),
+                )
             })?;
         for (i, w) in words.iter().enumerate() {
             stream.store32(i as u64 * 4, *w);

@@ -7,7 +7,7 @@ use crate::clock::ticks;
 use crate::command::QueueKind;
 use crate::driver::Cond;
 use crate::engine::{Submission, SYSTEM_TIMESTAMP_FREQUENCY};
-use crate::error::{Error, Result, Waited};
+use crate::error::{Error, Object, Result, Waited};
 use crate::runtime::QueueShared;
 use crate::sync::shim::{lock, Ordering};
 use crate::sync::{Ticket, WaitOutcome};
@@ -130,37 +130,53 @@ impl Queue {
     #[doc(alias = "ExecuteCommandLists")]
     pub fn execute_command_lists(&self, lists: &[&CommandList]) -> Result<u64> {
         if lists.is_empty() {
-            return Err(Error::invalid_arg(format!(
-                "queue `{}`: execute_command_lists with no command lists",
-                self.shared.name
-            )));
+            return Err(Error::invalid_arg(
+                Object::Queue(self.shared.name.to_string()),
+                Some(0),
+                format!(
+                    "queue `{}`: execute_command_lists with no command lists",
+                    self.shared.name
+                ),
+            ));
         }
         let mut closed = Vec::with_capacity(lists.len());
         for (i, l) in lists.iter().enumerate() {
             if !Arc::ptr_eq(l.device_shared(), &self.shared.device) {
-                return Err(Error::invalid_arg(format!(
-                    "queue `{}`: command list {i} (`{}`) belongs to another device",
-                    self.shared.name,
-                    l.name()
-                )));
+                return Err(Error::invalid_arg(
+                    Object::CommandList(l.name().to_string()),
+                    Some(i as u64),
+                    format!(
+                        "queue `{}`: command list {i} (`{}`) belongs to another device",
+                        self.shared.name,
+                        l.name()
+                    ),
+                ));
             }
             if l.kind() != self.shared.kind {
-                return Err(Error::invalid_arg(format!(
-                    "queue `{}` ({}): command list {i} (`{}`) is a {} list",
-                    self.shared.name,
-                    self.shared.kind,
-                    l.name(),
-                    l.kind()
-                )));
+                return Err(Error::invalid_arg(
+                    Object::CommandList(l.name().to_string()),
+                    Some(i as u64),
+                    format!(
+                        "queue `{}` ({}): command list {i} (`{}`) is a {} list",
+                        self.shared.name,
+                        self.shared.kind,
+                        l.name(),
+                        l.kind()
+                    ),
+                ));
             }
             match l.closed() {
                 Some(c) => closed.push(c.clone()),
                 None => {
-                    return Err(Error::invalid_call(format!(
-                        "queue `{}`: command list {i} (`{}`) is not closed",
-                        self.shared.name,
-                        l.name()
-                    )))
+                    return Err(Error::invalid_call(
+                        Object::CommandList(l.name().to_string()),
+                        Some(i as u64),
+                        format!(
+                            "queue `{}`: command list {i} (`{}`) is not closed",
+                            self.shared.name,
+                            l.name()
+                        ),
+                    ))
                 }
             }
         }
@@ -172,11 +188,15 @@ impl Queue {
 
     fn check_fence(&self, what: &str, fence: &Fence) -> Result<()> {
         if !Arc::ptr_eq(&fence.device_shared(), &self.shared.device) {
-            return Err(Error::invalid_arg(format!(
-                "queue `{}`: {what} on fence `{}` of another device",
-                self.shared.name,
-                fence.name()
-            )));
+            return Err(Error::invalid_arg(
+                Object::Fence(fence.name().to_string()),
+                None,
+                format!(
+                    "queue `{}`: {what} on fence `{}` of another device",
+                    self.shared.name,
+                    fence.name()
+                ),
+            ));
         }
         Ok(())
     }
