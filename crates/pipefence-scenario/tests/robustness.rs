@@ -466,3 +466,56 @@ fn check_report_keeps_only_expectations_that_did_not_pass() {
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.len() < 8192, "{} bytes", json.len());
 }
+
+/// E2 and class 8 of the robustness work: `expect count=` reads its elements in chunks, not
+/// one call each, and still names the first element that fails, wherever it lies (here in the
+/// third chunk, after lazily initialized and written chunks), for both widths and every driver.
+#[test]
+fn e2_expect_over_many_elements_names_the_first_that_fails() {
+    use pipefence_scenario::run::{run, DriverKind, RunOptions};
+    let text = r#"
+device
+buffer big size=1048576 init=5
+buffer wide size=1048576
+queue q kind=compute
+fence f
+list l kind=compute {
+    dispatch fill dst="big+524288" groups=1 value=5
+    dispatch fill dst="big+600000" groups=1 value=9
+    dispatch fill dst="wide+800000" groups=1 value=3
+}
+execute q l
+signal q f 1
+cpu-wait f 1
+expect big count=262144 equals=5
+expect wide count=131072 width=64 equals=0
+expect "big+524288" count=64 equals=5
+"#;
+    let sc = source("many.kdl", text);
+    for driver in [DriverKind::Threaded, DriverKind::Deterministic] {
+        let o = run(
+            &sc,
+            &RunOptions {
+                driver,
+                seed: 1,
+                strict: false,
+                validate: false,
+                trace: false,
+            },
+        );
+        let detail = |line: usize| {
+            let e = o.expectations.iter().find(|e| e.line == line).unwrap();
+            (e.passed, e.detail.clone())
+        };
+        let (passed, d) = detail(15);
+        assert_eq!(passed, Some(false), "{d}");
+        assert!(d.contains("element 150000 (big+600000) is 9"), "{d}");
+        let (passed, d) = detail(16);
+        assert_eq!(passed, Some(false), "{d}");
+        assert!(
+            d.contains("element 100000 (wide+800000) is 12884901891"),
+            "{d}"
+        );
+        assert_eq!(detail(17).0, Some(true), "{:?}", detail(17));
+    }
+}

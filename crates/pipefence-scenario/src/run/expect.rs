@@ -2,7 +2,7 @@
 //! their evaluation when the host program reaches them (and `expect-removed` at the end), and
 //! the value reads they need.
 
-use super::{lock, Ctx, ExpectationResult};
+use super::{lock, monitor, Ctx, ExpectationResult};
 use crate::plan::{ActionKind, Addr, Check, Scenario};
 use pipefence::{Buffer, RemovalReason, Width};
 use std::collections::BTreeMap;
@@ -115,7 +115,10 @@ pub(super) fn collect_expectations(sc: &Scenario) -> BTreeMap<usize, Expectation
     m
 }
 
-fn read(b: &Buffer, off: u64, w: Width) -> u64 {
+/// Elements an `expect count=` reads at a time (512 KiB of u64s).
+const EXPECT_CHUNK: u64 = 1 << 16;
+
+fn read_one(b: &Buffer, off: u64, w: Width) -> u64 {
     match w {
         Width::W32 => b.tools().debug_read_u32(off).map(u64::from).unwrap_or(0),
         Width::W64 => b.tools().debug_read_u64(off).unwrap_or(0),
@@ -163,12 +166,51 @@ pub(super) fn expect_memory(
 ) {
     let sc = &*ctx.sc;
     let b = &ctx.buffers[addr.buffer];
-    let other = |o: Addr| read(&ctx.buffers[o.buffer], o.offset, width);
+    let other = |o: Addr| read_one(&ctx.buffers[o.buffer], o.offset, width);
     let mut failure = None;
-    for i in 0..count {
-        let off = addr.offset + i * width.bytes();
-        let v = read(b, off, width);
-        if !eval(check, v, width, other) {
+    // Read in chunks (one pass over the buffer's storage each), checking for Ctrl-C between
+    // them: a count of 2^29 elements is one call, not 2^29.
+    let mut values: Vec<u64> = Vec::new();
+    let mut halves: Vec<u32> = Vec::new();
+    let mut first = 0u64;
+    while first < count {
+        if first > 0 && monitor::interrupted() {
+            failure = Some(format!("interrupted after {first} of {count} elements"));
+            break;
+        }
+        let n = (count - first).min(EXPECT_CHUNK);
+        let start = addr.offset + first * width.bytes();
+        let ok = |v: u64| eval(check, v, width, other);
+        let read = match width {
+            Width::W32 => {
+                halves.clear();
+                b.tools()
+                    .debug_read_u32s(start, n as usize, &mut halves)
+                    .map(|()| {
+                        halves
+                            .iter()
+                            .position(|&v| !ok(u64::from(v)))
+                            .map(|k| (k, u64::from(halves[k])))
+                    })
+            }
+            Width::W64 => {
+                values.clear();
+                b.tools()
+                    .debug_read_u64s(start, n as usize, &mut values)
+                    .map(|()| values.iter().position(|&v| !ok(v)).map(|k| (k, values[k])))
+            }
+        };
+        // Past the end (the parser keeps expectations inside their buffer): read as the
+        // element-wise reads did, 0 for each.
+        let bad = read.unwrap_or_else(|_| {
+            (0..n)
+                .map(|i| read_one(b, start + i * width.bytes(), width))
+                .enumerate()
+                .find(|&(_, v)| !ok(v))
+        });
+        if let Some((k, v)) = bad {
+            let i = first + k as u64;
+            let off = addr.offset + i * width.bytes();
             let extra = match check {
                 Check::CompareAt { other: o, .. } => {
                     format!(" ({} is {})", addr_text(sc, *o), other(*o))
@@ -191,6 +233,7 @@ pub(super) fn expect_memory(
             });
             break;
         }
+        first += n;
     }
     set_expectation(ctx, line, failure);
 }

@@ -193,6 +193,47 @@ impl BufferTools<'_> {
         Ok(self.buffer.core().load64(offset).unwrap_or(0))
     }
 
+    /// Reads `n` u32 elements from `offset` whatever the heap, appending them to `out`: what
+    /// `n` calls of [`debug_read_u32`](Self::debug_read_u32) read, in one pass (the
+    /// scenario's `expect count=`). Errors: InvalidArg for a misaligned offset or a range past
+    /// the end, reading nothing.
+    pub fn debug_read_u32s(&self, offset: u64, n: usize, out: &mut Vec<u32>) -> Result<()> {
+        self.check_elements("debug_read_u32s", offset, n, Width::W32)?;
+        self.buffer
+            .core()
+            .read_words32((offset / 4) as usize, n, out);
+        Ok(())
+    }
+
+    /// Reads `n` u64 elements from `offset` (8-byte aligned) whatever the heap, appending them
+    /// to `out`, as [`debug_read_u32s`](Self::debug_read_u32s) does for u32s.
+    pub fn debug_read_u64s(&self, offset: u64, n: usize, out: &mut Vec<u64>) -> Result<()> {
+        self.check_elements("debug_read_u64s", offset, n, Width::W64)?;
+        let mut halves = Vec::with_capacity(n.saturating_mul(2));
+        self.buffer
+            .core()
+            .read_words32((offset / 4) as usize, n * 2, &mut halves);
+        out.extend(
+            halves
+                .chunks_exact(2)
+                .map(|p| u64::from(p[0]) | (u64::from(p[1]) << 32)),
+        );
+        Ok(())
+    }
+
+    /// Checks that `n` elements of `width` from `offset` are aligned and inside the buffer.
+    fn check_elements(&self, what: &str, offset: u64, n: usize, width: Width) -> Result<()> {
+        self.buffer.check_range(what, offset, width)?;
+        if n > 1 {
+            let last = (n as u64 - 1)
+                .checked_mul(width.bytes())
+                .and_then(|d| offset.checked_add(d))
+                .unwrap_or(!(width.bytes() - 1));
+            self.buffer.check_range(what, last, width)?;
+        }
+        Ok(())
+    }
+
     /// Writes the u32 at `offset` whatever the heap and wakes the waiters on it (H4).
     pub fn debug_write_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.buffer
