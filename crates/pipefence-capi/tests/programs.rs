@@ -91,11 +91,18 @@ fn build(source: &Path) -> PathBuf {
     if is_c {
         cmd.arg("-pedantic");
     }
-    let (status, log) = run(&mut cmd, &dir.join(format!("{name}.build.log")), BUILD_TIMEOUT);
+    let (status, log) = run(
+        &mut cmd,
+        &dir.join(format!("{name}.build.log")),
+        BUILD_TIMEOUT,
+    );
     match status {
         Some(s) if s.success() => exe,
         Some(s) => panic!("building {} failed ({s}): {cmd:?}\n{log}", source.display()),
-        None => panic!("building {} took over {BUILD_TIMEOUT:?}\n{log}", source.display()),
+        None => panic!(
+            "building {} took over {BUILD_TIMEOUT:?}\n{log}",
+            source.display()
+        ),
     }
 }
 
@@ -135,7 +142,10 @@ fn cross_queue_memory_value_handshake() {
 #[test]
 fn unsatisfied_wait_hangs_the_device() {
     let out = build_and_run("tests/programs/hang.cpp");
-    assert!(out.contains("hang: ok") && out.contains("waiting for flag"), "{out}");
+    assert!(
+        out.contains("hang: ok") && out.contains("waiting for flag"),
+        "{out}"
+    );
 }
 
 #[test]
