@@ -163,3 +163,10 @@ fn exploration_finds_the_racy_submission() {
 fn header_next_to_win32_macros() {
     assert!(build_and_run("tests/programs/macros_first.cpp").contains("macros_first: ok"));
 }
+
+#[test]
+fn engine_example_runs_on_both_drivers() {
+    let out = build_and_run("examples/cpp/engine.cpp");
+    assert!(out.contains("threaded driver: 8 frames checked"), "{out}");
+    assert!(out.contains("20 schedules, 0 failing"), "{out}");
+}
