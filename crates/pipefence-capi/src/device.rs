@@ -3,7 +3,7 @@
 use crate::buffer::BufferObj;
 use crate::handle::*;
 use crate::list::ListObj;
-use crate::queue::{EventObj, FenceObj, QueueObj};
+use crate::queue::{EventObj, FenceObj, QueueObj, Registration};
 use crate::types::*;
 use pipefence::{
     BufferDesc, CommandListDesc, Device, DeviceDesc, Driver, FenceDesc, Heap, MemoryModel,
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn pipefence_device_create_fence(
         let name = unsafe { c_str(name) }.unwrap_or_default();
         let f = d.create_fence(&FenceDesc::new(initial_value).named(&name))?;
         // SAFETY: checked by clear_out.
-        unsafe { hand_out(FenceObj(f), fence, what) }
+        unsafe { hand_out(FenceObj(f, d), fence, what) }
     })
 }
 
@@ -316,6 +316,14 @@ pub unsafe extern "C" fn pipefence_device_set_event_on_multiple_fence_completion
             MultipleFenceWaitFlags(flags),
             ev.as_ref().map(|e| &e.event),
         )?;
+        if let Some(e) = &ev {
+            e.scheduled_on(&d, || Registration::Fences {
+                device: d.clone(),
+                fences: refs.iter().map(|f| (*f).clone()).collect(),
+                values: vs.to_vec(),
+                any: flags == PIPEFENCE_MULTIPLE_FENCE_WAIT_FLAG_ANY,
+            });
+        }
         Ok(PIPEFENCE_S_OK)
     })
 }

@@ -5,8 +5,8 @@ use crate::buffer::BufferObj;
 use crate::handle::*;
 use crate::types::*;
 use pipefence::{
-    CommandList, Comparison, Device, Flush, ImmediateMode, ImmediateWrite, Kernel, WaitEngine,
-    WriteSource,
+    CommandList, Comparison, Device, Flush, ImmediateMode, ImmediateWrite, Kernel, UserKernel,
+    WaitEngine, WriteSource,
 };
 use std::ffi::c_char;
 use std::sync::{PoisonError, RwLock};
@@ -43,6 +43,16 @@ impl ListObj {
 
 impl Object for ListObj {
     const KIND: Kind = Kind::CommandList;
+}
+
+/// The kernel of a `Dispatch` with no kernel set: an empty shader named `dispatch`.
+fn empty_kernel() -> Kernel {
+    static EMPTY: std::sync::OnceLock<UserKernel> = std::sync::OnceLock::new();
+    Kernel::User(
+        EMPTY
+            .get_or_init(|| UserKernel::new("dispatch", |_| {}))
+            .clone(),
+    )
 }
 
 /// Records through `f`; an `Err` from it is kept for `Close` (D3D12's deferred validation).
@@ -322,7 +332,8 @@ pub unsafe extern "C" fn pipefence_list_set_kernel(
 
 /// `Dispatch`: launches `x * y * z` groups of the kernel set with
 /// `pipefence_list_set_kernel` on the shader workers; the micro engine does not wait for
-/// them.
+/// them. With no kernel set, each group is an empty shader (no memory access, the default
+/// cost of a group).
 #[no_mangle]
 pub extern "C" fn pipefence_list_dispatch(
     list: *mut PipefenceCommandList,
@@ -334,10 +345,7 @@ pub extern "C" fn pipefence_list_dispatch(
         let groups = u64::from(x) * u64::from(y) * u64::from(z);
         let groups = u32::try_from(groups)
             .map_err(|_| format!("{x} x {y} x {z} groups is more than 2^32 - 1"))?;
-        let k = s
-            .kernel
-            .clone()
-            .ok_or("no kernel is set (pipefence_list_set_kernel / SetKernelX)")?;
+        let k = s.kernel.clone().unwrap_or_else(empty_kernel);
         s.list.dispatch(&k, groups);
         Ok(())
     })

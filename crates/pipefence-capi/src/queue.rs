@@ -4,8 +4,8 @@ use crate::device::timeout;
 use crate::handle::*;
 use crate::list::ListObj;
 use crate::types::*;
-use pipefence::{Event, Fence, Queue};
-use std::sync::{Arc, PoisonError};
+use pipefence::{Device, Driver, Event, Fence, MultipleFenceWaitFlags, Queue};
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub(crate) struct QueueObj(pub(crate) Queue);
 
@@ -13,7 +13,10 @@ impl Object for QueueObj {
     const KIND: Kind = Kind::Queue;
 }
 
-pub(crate) struct FenceObj(pub(crate) Fence);
+/// A fence and the device it was created on: like a D3D12 device child it keeps the device
+/// alive, and once the device is removed it reads `UINT64_MAX` through this API even while
+/// the removal is still marking the device's fences one by one.
+pub(crate) struct FenceObj(pub(crate) Fence, pub(crate) pipefence::Device);
 
 impl Object for FenceObj {
     const KIND: Kind = Kind::Fence;
@@ -22,6 +25,85 @@ impl Object for FenceObj {
 pub(crate) struct EventObj {
     pub(crate) event: Event,
     manual_reset: bool,
+    /// What was registered to set it on deterministic devices: there the engines run only
+    /// at host scheduling points, so `pipefence_event_wait` waits for these through the
+    /// scheduler instead of sleeping on the event.
+    scheduled: Mutex<Vec<Registration>>,
+}
+
+/// A registration of an event on a deterministic device.
+pub(crate) enum Registration {
+    /// `SetEventOnCompletion(value, event)`.
+    Fence(Fence, u64),
+    /// `SetEventOnMultipleFenceCompletion`.
+    Fences {
+        device: Device,
+        fences: Vec<Fence>,
+        values: Vec<u64>,
+        any: bool,
+    },
+}
+
+impl Registration {
+    fn satisfied(&self) -> bool {
+        match self {
+            Registration::Fence(f, v) => f.completed_value() >= *v,
+            Registration::Fences {
+                device,
+                fences,
+                values,
+                any,
+            } => {
+                let mut reached = fences
+                    .iter()
+                    .zip(values)
+                    .map(|(f, v)| f.completed_value() >= *v);
+                device.is_removed()
+                    || if *any {
+                        reached.any(|r| r)
+                    } else {
+                        reached.all(|r| r)
+                    }
+            }
+        }
+    }
+
+    /// Waits through the scheduler (until it holds, or nothing can run).
+    fn wait(&self, timeout: std::time::Duration) {
+        match self {
+            Registration::Fence(f, v) => {
+                let _ = f.wait(*v, timeout);
+            }
+            Registration::Fences {
+                device,
+                fences,
+                values,
+                any,
+            } => {
+                let refs: Vec<&Fence> = fences.iter().collect();
+                let flags = if *any {
+                    MultipleFenceWaitFlags::ANY
+                } else {
+                    MultipleFenceWaitFlags::ALL
+                };
+                let _ = device.wait_multiple(&refs, values, flags, timeout);
+            }
+        }
+    }
+}
+
+impl EventObj {
+    /// Remembers `r` if `device` is deterministic.
+    pub(crate) fn scheduled_on(&self, device: &Device, r: impl FnOnce() -> Registration) {
+        if matches!(device.desc().driver, Driver::Deterministic { .. }) {
+            let mut s = self
+                .scheduled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            s.retain(|r| !r.satisfied());
+            s.push(r());
+        }
+    }
 }
 
 impl Object for EventObj {
@@ -171,8 +253,10 @@ pub unsafe extern "C" fn pipefence_queue_get_clock_calibration(
     })
 }
 
-fn fence(handle: *const PipefenceFence, what: &str) -> Res<Arc<FenceObj>> {
-    get::<FenceObj, _>(handle, what)
+fn fence(ctx: &mut Ctx, handle: *const PipefenceFence, what: &str) -> Res<Arc<FenceObj>> {
+    let f = get::<FenceObj, _>(handle, what)?;
+    ctx.involve(&f.1);
+    Ok(f)
 }
 
 /// Adds a reference to a fence; returns the new count (0 for a bad handle).
@@ -195,8 +279,8 @@ pub extern "C" fn pipefence_fence_signal(
     value: u64,
 ) -> PIPEFENCE_HRESULT {
     let what = "pipefence_fence_signal";
-    call(what, |_| {
-        self::fence(fence, what)?.0.signal(value)?;
+    call(what, |ctx| {
+        self::fence(ctx, fence, what)?.0.signal(value)?;
         Ok(PIPEFENCE_S_OK)
     })
 }
@@ -206,14 +290,19 @@ pub extern "C" fn pipefence_fence_signal(
 #[no_mangle]
 pub extern "C" fn pipefence_fence_get_completed_value(fence: *mut PipefenceFence) -> u64 {
     let what = "pipefence_fence_get_completed_value";
-    call_value(what, u64::MAX, |_| {
-        Ok(self::fence(fence, what)?.0.completed_value())
+    call_value(what, u64::MAX, |ctx| {
+        let f = self::fence(ctx, fence, what)?;
+        Ok(if f.1.is_removed() {
+            u64::MAX
+        } else {
+            f.0.completed_value()
+        })
     })
 }
 
 /// `SetEventOnCompletion`: sets `event` when the fence reaches `value` (at once if it has, or
-/// once the device is removed). A null `event` blocks the caller until then; on the
-/// deterministic driver that wait is a scheduling point (use it there, not an event wait).
+/// once the device is removed). A null `event` blocks the caller until then (on the
+/// deterministic driver, a scheduling point).
 #[no_mangle]
 pub extern "C" fn pipefence_fence_set_event_on_completion(
     fence: *mut PipefenceFence,
@@ -221,13 +310,14 @@ pub extern "C" fn pipefence_fence_set_event_on_completion(
     event: *mut PipefenceEvent,
 ) -> PIPEFENCE_HRESULT {
     let what = "pipefence_fence_set_event_on_completion";
-    call(what, |_| {
-        let f = self::fence(fence, what)?;
+    call(what, |ctx| {
+        let f = self::fence(ctx, fence, what)?;
         if event.is_null() {
             f.0.set_event_on_completion(value, None)?;
         } else {
             let e = get::<EventObj, _>(event, what)?;
             f.0.set_event_on_completion(value, Some(&e.event))?;
+            e.scheduled_on(&f.1, || Registration::Fence(f.0.clone(), value));
         }
         Ok(PIPEFENCE_S_OK)
     })
@@ -243,8 +333,8 @@ pub extern "C" fn pipefence_fence_wait(
     timeout_ms: u32,
 ) -> PIPEFENCE_HRESULT {
     let what = "pipefence_fence_wait";
-    call(what, |_| {
-        let f = self::fence(fence, what)?;
+    call(what, |ctx| {
+        let f = self::fence(ctx, fence, what)?;
         if timeout_ms == PIPEFENCE_INFINITE {
             f.0.wait_forever(value)?;
         } else {
@@ -276,6 +366,7 @@ pub unsafe extern "C" fn pipefence_event_create(
         let obj = EventObj {
             event: e,
             manual_reset: manual_reset != 0,
+            scheduled: Mutex::new(Vec::new()),
         };
         // SAFETY: checked by clear_out.
         unsafe { crate::device::hand_out(obj, event, what) }
@@ -316,14 +407,44 @@ pub extern "C" fn pipefence_event_reset(event: *mut PipefenceEvent) -> PIPEFENCE
 
 /// `WaitForSingleObject`: `PIPEFENCE_WAIT_OBJECT_0` once the event is set (an auto-reset
 /// event is reset by it), `PIPEFENCE_WAIT_TIMEOUT` after `timeout_ms` (`INFINITE` allowed),
-/// `PIPEFENCE_WAIT_FAILED` for a bad handle. A real-time wait: on the deterministic driver
-/// the engines do not run while a host thread waits here, so wait with
-/// `pipefence_fence_wait` or a null event instead.
+/// `PIPEFENCE_WAIT_FAILED` for a bad handle. On the deterministic driver, where the engines
+/// run only at host scheduling points, it waits through the scheduler for the fences the
+/// event was registered on (so it returns `PIPEFENCE_WAIT_TIMEOUT` at once when nothing can
+/// run); events set only by `pipefence_event_set` from another thread are real-time waits.
 #[no_mangle]
 pub extern "C" fn pipefence_event_wait(event: *mut PipefenceEvent, timeout_ms: u32) -> u32 {
     let what = "pipefence_event_wait";
     call_value(what, PIPEFENCE_WAIT_FAILED, |_| {
         let e = get::<EventObj, _>(event, what)?;
+        // On a deterministic device the host must wait through the scheduler for the engines
+        // to run: wait for what was registered to set the event, then look at the event.
+        let scheduled: Vec<Registration> =
+            std::mem::take(&mut *e.scheduled.lock().unwrap_or_else(PoisonError::into_inner));
+        if !scheduled.is_empty() && !e.event.is_set() {
+            for r in &scheduled {
+                if !r.satisfied() {
+                    r.wait(timeout(timeout_ms));
+                }
+                if e.event.is_set() {
+                    break;
+                }
+            }
+            let left: Vec<Registration> =
+                scheduled.into_iter().filter(|r| !r.satisfied()).collect();
+            e.scheduled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(left);
+            let set = e.event.try_wait();
+            if set && e.manual_reset {
+                e.event.set();
+            }
+            return Ok(if set {
+                PIPEFENCE_WAIT_OBJECT_0
+            } else {
+                PIPEFENCE_WAIT_TIMEOUT
+            });
+        }
         let set = if timeout_ms == PIPEFENCE_INFINITE {
             e.event.wait_forever();
             true

@@ -170,3 +170,14 @@ fn engine_example_runs_on_both_drivers() {
     assert!(out.contains("threaded driver: 8 frames checked"), "{out}");
     assert!(out.contains("20 schedules, 0 failing"), "{out}");
 }
+
+#[test]
+fn d3d12_sample_idioms_compile_as_written() {
+    assert!(build_and_run("tests/programs/d3d12_idioms.cpp").contains("d3d12_idioms: ok"));
+}
+
+#[test]
+fn win32_events_on_the_deterministic_driver() {
+    let out = build_and_run("tests/programs/deterministic_events.cpp");
+    assert!(out.contains("deterministic_events: ok"), "{out}");
+}

@@ -790,6 +790,8 @@ public:
      * empty while the device works. */
     std::string GetRemovalReportText() { return report(PIPEFENCE_REPORT_FORMAT_TEXT); }
     std::string GetRemovalReportJson() { return report(PIPEFENCE_REPORT_FORMAT_JSON); }
+    std::string GetRemovalReport() { return report(PIPEFENCE_REPORT_FORMAT_TEXT); }
+    std::string GetRemovalReport(UINT Format) { return report(Format); }
     /* The same through a buffer: Format PIPEFENCE_REPORT_FORMAT_TEXT or _JSON. */
     HRESULT GetRemovalReport(UINT Format, char* pBuffer, SIZE_T BufferSize, SIZE_T* pRequired) {
         return pipefence_device_get_removal_report(h_, Format, pBuffer, BufferSize, pRequired);
@@ -850,6 +852,55 @@ inline HRESULT CreateDevice(const PIPEFENCE_DEVICE_DESC* pDesc, ID3D12Device** p
     *ppDevice = d;
     return S_OK;
 }
+
+/* ---- COM helpers ------------------------------------------------------------------------ */
+
+/* A minimal Microsoft::WRL::ComPtr: holds one reference. */
+template <class T>
+class ComPtr {
+public:
+    ComPtr() = default;
+    ComPtr(std::nullptr_t) {}
+    ComPtr(T* p) : p_(p) {
+        if (p_) p_->AddRef();
+    }
+    ComPtr(const ComPtr& o) : ComPtr(o.p_) {}
+    ComPtr(ComPtr&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+    ~ComPtr() { Reset(); }
+    ComPtr& operator=(ComPtr o) noexcept {
+        std::swap(p_, o.p_);
+        return *this;
+    }
+    T* Get() const { return p_; }
+    T* operator->() const { return p_; }
+    explicit operator bool() const { return p_ != nullptr; }
+    /* The address of the pointer, for a Create method's out-parameter (releases first). */
+    T** ReleaseAndGetAddressOf() {
+        Reset();
+        return &p_;
+    }
+    T** GetAddressOf() { return &p_; }
+    T* const* GetAddressOf() const { return &p_; }
+    T** operator&() { return ReleaseAndGetAddressOf(); }
+    ULONG Reset() {
+        T* p = p_;
+        p_ = nullptr;
+        return p ? p->Release() : 0;
+    }
+    /* Gives up the reference without releasing it. */
+    T* Detach() {
+        T* p = p_;
+        p_ = nullptr;
+        return p;
+    }
+    void Attach(T* p) {
+        Reset();
+        p_ = p;
+    }
+
+private:
+    T* p_ = nullptr;
+};
 
 /* ---- Win32 events ----------------------------------------------------------------------- */
 
@@ -978,11 +1029,10 @@ HRESULT host_trampoline(void* context) {
  * or WaitX (scheduling points), and start threads with CreateHostThread. */
 template <class F>
 HRESULT Explore(const PIPEFENCE_EXPLORE_DESC* pDesc, F&& Body, ExploreResult* pResult) {
-    using Fn = std::remove_reference_t<F>;
     if (pResult == nullptr) return E_POINTER;
+    auto call = [&Body](ID3D12Device* d) -> HRESULT { return Body(d); };
     PipefenceExploreResult* r = nullptr;
-    HRESULT hr = pipefence_explore(pDesc, &detail::schedule_trampoline<Fn>,
-                                   const_cast<void*>(static_cast<const void*>(&Body)), &r);
+    HRESULT hr = pipefence_explore(pDesc, &detail::schedule_trampoline<decltype(call)>, &call, &r);
     return detail::collect(hr, r, pResult);
 }
 
@@ -990,11 +1040,11 @@ HRESULT Explore(const PIPEFENCE_EXPLORE_DESC* pDesc, F&& Body, ExploreResult* pR
 template <class F>
 HRESULT ReplaySchedule(const PIPEFENCE_EXPLORE_DESC* pDesc, const char* Replay, F&& Body,
                        ExploreResult* pResult) {
-    using Fn = std::remove_reference_t<F>;
     if (pResult == nullptr) return E_POINTER;
+    auto call = [&Body](ID3D12Device* d) -> HRESULT { return Body(d); };
     PipefenceExploreResult* r = nullptr;
-    HRESULT hr = pipefence_explore_replay(pDesc, Replay, &detail::schedule_trampoline<Fn>,
-                                          const_cast<void*>(static_cast<const void*>(&Body)), &r);
+    HRESULT hr = pipefence_explore_replay(pDesc, Replay,
+                                          &detail::schedule_trampoline<decltype(call)>, &call, &r);
     return detail::collect(hr, r, pResult);
 }
 
@@ -1052,6 +1102,15 @@ inline HRESULT HostSleep(ID3D12Device* pDevice, DWORD Milliseconds) {
 
 }  // namespace d3d12
 }  // namespace pipefence
+
+/* D3D12 code passes out-parameters through IID_PPV_ARGS: here the Create methods take the
+ * typed pointer itself, so it is that pointer. And MSVC's _countof. */
+#ifndef IID_PPV_ARGS
+#define IID_PPV_ARGS(ppType) (ppType)
+#endif
+#ifndef _countof
+#define _countof(array) (sizeof(array) / sizeof((array)[0]))
+#endif
 
 #ifdef PIPEFENCE_D3D12_GLOBAL_NAMES
 using namespace pipefence::d3d12;

@@ -20,7 +20,8 @@
  *   in its out-parameter with ONE reference owned by the caller; *_add_ref adds one, *_release
  *   drops one and destroys the object with the last. Both return the new count.
  * - Functions that take a handle borrow it for the call; they never consume a reference.
- *   Objects keep alive what they need: a queue keeps its device; submitted work keeps its
+ *   Objects keep alive what they need: a queue, fence or command list keeps its device
+ *   (as D3D12's device children do); submitted work keeps its
  *   lists, fences and buffers until it retires. Releasing a device while its queues, fences
  *   or buffers are held is allowed.
  * - A handle is checked before use: null is PIPEFENCE_E_POINTER; a released handle, a pointer
@@ -906,7 +907,8 @@ PIPEFENCE_HRESULT pipefence_list_set_kernel(struct PipefenceCommandList *list, c
 /**
  * `Dispatch`: launches `x * y * z` groups of the kernel set with
  * `pipefence_list_set_kernel` on the shader workers; the micro engine does not wait for
- * them.
+ * them. With no kernel set, each group is an empty shader (no memory access, the default
+ * cost of a group).
  */
 PIPEFENCE_HRESULT pipefence_list_dispatch(struct PipefenceCommandList *list, uint32_t x, uint32_t y, uint32_t z);
 
@@ -1047,8 +1049,8 @@ uint64_t pipefence_fence_get_completed_value(struct PipefenceFence *fence);
 
 /**
  * `SetEventOnCompletion`: sets `event` when the fence reaches `value` (at once if it has, or
- * once the device is removed). A null `event` blocks the caller until then; on the
- * deterministic driver that wait is a scheduling point (use it there, not an event wait).
+ * once the device is removed). A null `event` blocks the caller until then (on the
+ * deterministic driver, a scheduling point).
  */
 PIPEFENCE_HRESULT pipefence_fence_set_event_on_completion(struct PipefenceFence *fence, uint64_t value, struct PipefenceEvent *event);
 
@@ -1091,9 +1093,10 @@ PIPEFENCE_HRESULT pipefence_event_reset(struct PipefenceEvent *event);
 /**
  * `WaitForSingleObject`: `PIPEFENCE_WAIT_OBJECT_0` once the event is set (an auto-reset
  * event is reset by it), `PIPEFENCE_WAIT_TIMEOUT` after `timeout_ms` (`INFINITE` allowed),
- * `PIPEFENCE_WAIT_FAILED` for a bad handle. A real-time wait: on the deterministic driver
- * the engines do not run while a host thread waits here, so wait with
- * `pipefence_fence_wait` or a null event instead.
+ * `PIPEFENCE_WAIT_FAILED` for a bad handle. On the deterministic driver, where the engines
+ * run only at host scheduling points, it waits through the scheduler for the fences the
+ * event was registered on (so it returns `PIPEFENCE_WAIT_TIMEOUT` at once when nothing can
+ * run); events set only by `pipefence_event_set` from another thread are real-time waits.
  */
 uint32_t pipefence_event_wait(struct PipefenceEvent *event, uint32_t timeout_ms);
 
