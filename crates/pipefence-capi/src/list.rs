@@ -5,8 +5,8 @@ use crate::buffer::BufferObj;
 use crate::handle::*;
 use crate::types::*;
 use pipefence::{
-    CommandList, Comparison, Device, Flush, ImmediateMode, ImmediateWrite, Kernel, UserKernel,
-    WaitEngine, WriteSource,
+    CommandList, Comparison, Device, Flush, ImmediateMode, ImmediateWrite, Kernel, KernelContext,
+    UserKernel, WaitEngine, WriteSource,
 };
 use std::ffi::c_char;
 use std::sync::{PoisonError, RwLock};
@@ -109,10 +109,150 @@ fn kernel(k: &PIPEFENCE_KERNEL) -> Result<Kernel, String> {
         PIPEFENCE_KERNEL_ADD => Ok(Kernel::add(k.Dst, k.Src, k.Value)),
         PIPEFENCE_KERNEL_SUM => Ok(Kernel::sum(k.Dst, k.Src)),
         PIPEFENCE_KERNEL_SPIN => Ok(Kernel::spin(k.Ns)),
+        PIPEFENCE_KERNEL_CALLBACK => {
+            let f = k
+                .Callback
+                .ok_or("a PIPEFENCE_KERNEL_CALLBACK kernel with a null Callback")?;
+            let context = KernelData(k.Context);
+            let user = UserKernel::new("callback", move |ctx: &mut KernelContext<'_>| {
+                let group = (ctx as *mut KernelContext<'_>).cast::<PipefenceKernelContext>();
+                // SAFETY: the recorder promised the callback and its context may be called
+                // from the shader workers while the list may execute; `group` is valid for
+                // the call, as the kernel functions require.
+                unsafe { f(group, context.get()) }
+            });
+            Ok(Kernel::User(if k.Ns == 0 {
+                user
+            } else {
+                user.with_cost_ns(k.Ns)
+            }))
+        }
         other => Err(format!(
-            "kernel type {other} is not FILL (1), ADD (2), SUM (3) or SPIN (4)"
+            "kernel type {other} is not FILL (1), ADD (2), SUM (3), SPIN (4) or CALLBACK (5)"
         )),
     }
+}
+
+/// A callback kernel's context, shared by the groups that run it.
+struct KernelData(*mut std::ffi::c_void);
+
+// SAFETY: PIPEFENCE_KERNEL documents that a callback kernel's context must be safe to use
+// from several threads at once; pipefence only passes it on.
+unsafe impl Send for KernelData {}
+// SAFETY: as above.
+unsafe impl Sync for KernelData {}
+
+impl KernelData {
+    fn get(&self) -> *mut std::ffi::c_void {
+        self.0
+    }
+}
+
+/// The group behind `ctx`, or `None` for null.
+///
+/// # Safety
+/// `ctx` is null or the context a callback kernel was given, during that call.
+unsafe fn group<'a>(ctx: *mut PipefenceKernelContext) -> Option<&'a mut KernelContext<'a>> {
+    // SAFETY: by the caller's promise, a non-null ctx is the KernelContext of the running
+    // group, borrowed by nothing else during the callback.
+    unsafe { ctx.cast::<KernelContext<'a>>().as_mut() }
+}
+
+/// The group id of a callback kernel's call (`0..groups`; 0 for null).
+///
+/// # Safety
+/// `ctx` is null or the context the callback was given, during that call.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_group(ctx: *mut PipefenceKernelContext) -> u32 {
+    // SAFETY: the caller's promise.
+    unsafe { group(ctx) }.map_or(0, |g| g.group())
+}
+
+/// Reads the u32 at `address` (4-byte aligned). An invalid access is a page fault (reported
+/// when the group returns) and reads 0.
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_read_u32(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+) -> u32 {
+    // SAFETY: the caller's promise.
+    unsafe { group(ctx) }.map_or(0, |g| g.read_u32(address))
+}
+
+/// Reads the u64 at `address` (8-byte aligned).
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_read_u64(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+) -> u64 {
+    // SAFETY: the caller's promise.
+    unsafe { group(ctx) }.map_or(0, |g| g.read_u64(address))
+}
+
+/// Writes the u32 at `address` (an invalid access is a page fault and writes nothing).
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_write_u32(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+    value: u32,
+) {
+    // SAFETY: the caller's promise.
+    if let Some(g) = unsafe { group(ctx) } {
+        g.write_u32(address, value);
+    }
+}
+
+/// Writes the u64 at `address`.
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_write_u64(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+    value: u64,
+) {
+    // SAFETY: the caller's promise.
+    if let Some(g) = unsafe { group(ctx) } {
+        g.write_u64(address, value);
+    }
+}
+
+/// Atomically adds `value` to the u32 at `address`; returns the old value.
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_atomic_add_u32(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+    value: u32,
+) -> u32 {
+    // SAFETY: the caller's promise.
+    unsafe { group(ctx) }.map_or(0, |g| g.atomic_add_u32(address, value))
+}
+
+/// Atomically adds `value` to the u64 at `address`; returns the old value.
+///
+/// # Safety
+/// As `pipefence_kernel_group`.
+#[no_mangle]
+pub unsafe extern "C" fn pipefence_kernel_atomic_add_u64(
+    ctx: *mut PipefenceKernelContext,
+    address: u64,
+    value: u64,
+) -> u64 {
+    // SAFETY: the caller's promise.
+    unsafe { group(ctx) }.map_or(0, |g| g.atomic_add_u64(address, value))
 }
 
 /// The kernel at `k` (`Err` for null).

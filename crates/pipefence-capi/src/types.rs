@@ -144,6 +144,10 @@ pub const PIPEFENCE_KERNEL_ADD: u32 = 2;
 pub const PIPEFENCE_KERNEL_SUM: u32 = 3;
 /// Built-in kernel: each group is busy for `Ns` nanoseconds.
 pub const PIPEFENCE_KERNEL_SPIN: u32 = 4;
+/// A kernel of your own: `Callback(context, Context)` runs once per group, on the shader
+/// workers (several groups at once), and reaches memory through the `pipefence_kernel_*`
+/// functions. `Ns` is its declared cost per group (0: the default).
+pub const PIPEFENCE_KERNEL_CALLBACK: u32 = 5;
 
 /// Explore: a schedule fails when the callback fails or the device ends removed.
 pub const PIPEFENCE_EXPLORE_FLAG_NONE: u32 = 0;
@@ -179,9 +183,9 @@ pub struct PIPEFENCE_DEVICE_DESC {
 }
 
 /// A kernel for a dispatch (`PIPEFENCE_KERNEL_FILL`, ...); fields a kernel does not use are
-/// ignored.
+/// ignored. Zero-initialise it.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct PIPEFENCE_KERNEL {
     /// `PIPEFENCE_KERNEL_FILL`, `_ADD`, `_SUM` or `_SPIN`.
     pub Type: u32,
@@ -191,8 +195,13 @@ pub struct PIPEFENCE_KERNEL {
     pub Dst: u64,
     /// Source GPU address (add, sum; 4-byte aligned).
     pub Src: u64,
-    /// Nanoseconds per group (spin).
+    /// Nanoseconds per group (spin), or the declared cost of a group (callback).
     pub Ns: u64,
+    /// The function of a `PIPEFENCE_KERNEL_CALLBACK` kernel.
+    pub Callback: PIPEFENCE_KERNEL_FN,
+    /// Its context: it must stay valid, and be safe to use from several threads at once,
+    /// for as long as a list recording it may execute.
+    pub Context: *mut c_void,
 }
 
 /// One write of `pipefence_list_write_buffer_immediate`
@@ -292,6 +301,17 @@ pub struct PipefenceHost {
 pub type PIPEFENCE_SCHEDULE_FN = Option<
     unsafe extern "C" fn(device: *mut PipefenceDevice, context: *mut c_void) -> PIPEFENCE_HRESULT,
 >;
+
+/// What a callback kernel sees of one group: valid only during the call.
+#[derive(Debug)]
+pub struct PipefenceKernelContext {
+    _opaque: [u8; 0],
+}
+
+/// One group of a callback kernel. It must return (a kernel that never returns blocks the
+/// deterministic driver) and must not unwind.
+pub type PIPEFENCE_KERNEL_FN =
+    Option<unsafe extern "C" fn(group: *mut PipefenceKernelContext, context: *mut c_void)>;
 
 /// The body of a host thread. It must not unwind.
 pub type PIPEFENCE_HOST_FN =

@@ -313,6 +313,64 @@ inline PIPEFENCE_KERNEL SpinKernel(UINT64 NanosecondsPerGroup) {
     return k;
 }
 
+/* A kernel of your own: Callback(group, Context) runs once per group on the shader workers
+ * (several groups at once). Context must stay valid, and be safe to share between threads,
+ * while a list recording the kernel may execute. NanosecondsPerGroup: its declared cost
+ * (0: the default). */
+inline PIPEFENCE_KERNEL CallbackKernel(PIPEFENCE_KERNEL_FN Callback, void* Context,
+                                       UINT64 NanosecondsPerGroup = 0) {
+    PIPEFENCE_KERNEL k = {};
+    k.Type = PIPEFENCE_KERNEL_CALLBACK;
+    k.Callback = Callback;
+    k.Context = Context;
+    k.Ns = NanosecondsPerGroup;
+    return k;
+}
+
+/* What a callback kernel sees of one group: typed access to device memory. An invalid
+ * access is a page fault (it removes the device when the group returns), reads 0 and writes
+ * nothing. */
+class KernelContext {
+public:
+    explicit KernelContext(PipefenceKernelContext* c) : c_(c) {}
+    UINT Group() const { return pipefence_kernel_group(c_); }
+    static constexpr UINT Lanes() { return 64; }
+    UINT ReadU32(D3D12_GPU_VIRTUAL_ADDRESS a) { return pipefence_kernel_read_u32(c_, a); }
+    UINT64 ReadU64(D3D12_GPU_VIRTUAL_ADDRESS a) { return pipefence_kernel_read_u64(c_, a); }
+    void WriteU32(D3D12_GPU_VIRTUAL_ADDRESS a, UINT v) { pipefence_kernel_write_u32(c_, a, v); }
+    void WriteU64(D3D12_GPU_VIRTUAL_ADDRESS a, UINT64 v) { pipefence_kernel_write_u64(c_, a, v); }
+    UINT AtomicAddU32(D3D12_GPU_VIRTUAL_ADDRESS a, UINT v) {
+        return pipefence_kernel_atomic_add_u32(c_, a, v);
+    }
+    UINT64 AtomicAddU64(D3D12_GPU_VIRTUAL_ADDRESS a, UINT64 v) {
+        return pipefence_kernel_atomic_add_u64(c_, a, v);
+    }
+
+private:
+    PipefenceKernelContext* c_;
+};
+
+namespace detail {
+template <class F>
+void kernel_trampoline(PipefenceKernelContext* group, void* context) {
+    KernelContext k(group);
+    try {
+        (*static_cast<const F*>(context))(k);
+    } catch (...) {
+        /* an exception ends the group */
+    }
+}
+}  // namespace detail
+
+/* A kernel running (*pShader)(KernelContext&) once per group. *pShader must outlive every
+ * execution of the lists that record it and be callable from several threads at once. */
+template <class F>
+PIPEFENCE_KERNEL ShaderKernel(const F* pShader, UINT64 NanosecondsPerGroup = 0) {
+    return CallbackKernel(&detail::kernel_trampoline<F>,
+                          const_cast<void*>(static_cast<const void*>(pShader)),
+                          NanosecondsPerGroup);
+}
+
 /* ---- Helpers ---------------------------------------------------------------------------- */
 
 namespace detail {

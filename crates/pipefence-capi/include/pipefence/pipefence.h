@@ -276,6 +276,13 @@
 #define PIPEFENCE_KERNEL_SPIN 4
 
 /**
+ * A kernel of your own: `Callback(context, Context)` runs once per group, on the shader
+ * workers (several groups at once), and reaches memory through the `pipefence_kernel_*`
+ * functions. `Ns` is its declared cost per group (0: the default).
+ */
+#define PIPEFENCE_KERNEL_CALLBACK 5
+
+/**
  * Explore: a schedule fails when the callback fails or the device ends removed.
  */
 #define PIPEFENCE_EXPLORE_FLAG_NONE 0
@@ -330,6 +337,11 @@ typedef struct PipefenceFence PipefenceFence;
  * A host thread spawned into the device's schedule.
  */
 typedef struct PipefenceHost PipefenceHost;
+
+/**
+ * What a callback kernel sees of one group: valid only during the call.
+ */
+typedef struct PipefenceKernelContext PipefenceKernelContext;
 
 /**
  * A command queue (`ID3D12CommandQueue`). It keeps its device alive.
@@ -456,8 +468,14 @@ typedef struct PIPEFENCE_WRITEBUFFERIMMEDIATE_PARAMETER {
 } PIPEFENCE_WRITEBUFFERIMMEDIATE_PARAMETER;
 
 /**
+ * One group of a callback kernel. It must return (a kernel that never returns blocks the
+ * deterministic driver) and must not unwind.
+ */
+typedef void (*PIPEFENCE_KERNEL_FN)(struct PipefenceKernelContext *group, void *context);
+
+/**
  * A kernel for a dispatch (`PIPEFENCE_KERNEL_FILL`, ...); fields a kernel does not use are
- * ignored.
+ * ignored. Zero-initialise it.
  */
 typedef struct PIPEFENCE_KERNEL {
     /**
@@ -477,9 +495,18 @@ typedef struct PIPEFENCE_KERNEL {
      */
     uint64_t Src;
     /**
-     * Nanoseconds per group (spin).
+     * Nanoseconds per group (spin), or the declared cost of a group (callback).
      */
     uint64_t Ns;
+    /**
+     * The function of a `PIPEFENCE_KERNEL_CALLBACK` kernel.
+     */
+    PIPEFENCE_KERNEL_FN Callback;
+    /**
+     * Its context: it must stay valid, and be safe to use from several threads at once,
+     * for as long as a list recording it may execute.
+     */
+    void *Context;
 } PIPEFENCE_KERNEL;
 
 /**
@@ -835,6 +862,63 @@ uint32_t pipefence_host_release(struct PipefenceHost *host);
  * point, on the deterministic driver.
  */
 PIPEFENCE_HRESULT pipefence_host_sleep(struct PipefenceDevice *device, uint32_t ms);
+
+/**
+ * The group id of a callback kernel's call (`0..groups`; 0 for null).
+ *
+ * # Safety
+ * `ctx` is null or the context the callback was given, during that call.
+ */
+uint32_t pipefence_kernel_group(struct PipefenceKernelContext *ctx);
+
+/**
+ * Reads the u32 at `address` (4-byte aligned). An invalid access is a page fault (reported
+ * when the group returns) and reads 0.
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+uint32_t pipefence_kernel_read_u32(struct PipefenceKernelContext *ctx, uint64_t address);
+
+/**
+ * Reads the u64 at `address` (8-byte aligned).
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+uint64_t pipefence_kernel_read_u64(struct PipefenceKernelContext *ctx, uint64_t address);
+
+/**
+ * Writes the u32 at `address` (an invalid access is a page fault and writes nothing).
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+void pipefence_kernel_write_u32(struct PipefenceKernelContext *ctx, uint64_t address, uint32_t value);
+
+/**
+ * Writes the u64 at `address`.
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+void pipefence_kernel_write_u64(struct PipefenceKernelContext *ctx, uint64_t address, uint64_t value);
+
+/**
+ * Atomically adds `value` to the u32 at `address`; returns the old value.
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+uint32_t pipefence_kernel_atomic_add_u32(struct PipefenceKernelContext *ctx, uint64_t address, uint32_t value);
+
+/**
+ * Atomically adds `value` to the u64 at `address`; returns the old value.
+ *
+ * # Safety
+ * As `pipefence_kernel_group`.
+ */
+uint64_t pipefence_kernel_atomic_add_u64(struct PipefenceKernelContext *ctx, uint64_t address, uint64_t value);
 
 /**
  * Adds a reference to a command list; returns the new count (0 for a bad handle).

@@ -11,6 +11,14 @@ static PIPEFENCE_HRESULT signal_from_host(void* context) {
     return pipefence_fence_signal((PipefenceFence*)context, 3);
 }
 
+/* A callback kernel: group g stores g + 1 at dst[g] and adds 1 to the counter at 0. */
+static void count_groups(PipefenceKernelContext* group, void* context) {
+    uint64_t base = *(const uint64_t*)context;
+    uint32_t g = pipefence_kernel_group(group);
+    pipefence_kernel_write_u32(group, base + 8 + 4 * (uint64_t)g, g + 1);
+    pipefence_kernel_atomic_add_u64(group, base, 1);
+}
+
 /* One schedule: a CPU write released by a queue wait on a fence the body signals. */
 static PIPEFENCE_HRESULT schedule(PipefenceDevice* device, void* context) {
     int* calls = (int*)context;
@@ -144,6 +152,35 @@ int main(void) {
     CHECK_HR(pipefence_buffer_read_u64(flags, 16, &value), PIPEFENCE_S_OK);
     CHECK(value == ((uint64_t)9 << 32 | 9));
     CHECK_HR(pipefence_buffer_read_u64(flags, 16, NULL), PIPEFENCE_E_POINTER);
+
+    /* A callback kernel. */
+    {
+        PipefenceCommandList* list = NULL;
+        PIPEFENCE_KERNEL k;
+        uint64_t base = flag_address + 384; /* past the fill above */
+        uint32_t v = 0;
+        memset(&k, 0, sizeof k);
+        k.Type = PIPEFENCE_KERNEL_CALLBACK;
+        k.Callback = count_groups;
+        k.Context = &base;
+        CHECK_HR(pipefence_device_create_command_list(device, PIPEFENCE_COMMAND_LIST_TYPE_COMPUTE,
+                                                      "callback", &list),
+                 PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_list_dispatch_kernel(list, &k, 5), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_list_close(list), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_queue_execute_command_lists(compute, 1, &list), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_queue_signal(compute, fence, 2), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_fence_wait(fence, 2, 10000), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_buffer_read_u64(flags, 384, &value), PIPEFENCE_S_OK);
+        CHECK(value == 5);
+        CHECK_HR(pipefence_buffer_read_u32(flags, 384 + 8 + 4 * 4, &v), PIPEFENCE_S_OK);
+        CHECK(v == 5);
+        k.Callback = NULL;
+        CHECK_HR(pipefence_list_reset(list), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_list_dispatch_kernel(list, &k, 1), PIPEFENCE_S_OK);
+        CHECK_HR(pipefence_list_close(list), PIPEFENCE_E_INVALIDARG);
+        CHECK(pipefence_list_release(list) == 0);
+    }
 
     /* A host thread (on the threaded driver, an ordinary thread). */
     CHECK_HR(pipefence_host_spawn(device, "producer", signal_from_host, fence, &host),

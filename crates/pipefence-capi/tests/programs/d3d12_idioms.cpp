@@ -53,6 +53,30 @@ int main() {
         }
         CHECK(fence->GetCompletedValue() == currentFence);
     }
+    // A shader of your own: each group writes its id and counts itself.
+    ComPtr<ID3D12Resource> out;
+    CHECK_HR(device->CreateBuffer(256, D3D12_HEAP_TYPE_READBACK, IID_PPV_ARGS(&out)), S_OK);
+    const D3D12_GPU_VIRTUAL_ADDRESS base = out->GetGPUVirtualAddress();
+    auto shader = [base](KernelContext& k) {
+        k.WriteU32(base + 8 + 4 * k.Group(), k.Group() * 3);
+        k.AtomicAddU64(base, 1);
+    };
+    CHECK_HR(commandList->Reset(commandAllocator.Get(), nullptr), S_OK);
+    commandList->SetKernelX(ShaderKernel(&shader));
+    commandList->Dispatch(8, 1, 1);
+    CHECK_HR(commandList->Close(), S_OK);
+    ID3D12CommandList* shaderLists[] = {commandList.Get()};
+    commandQueue->ExecuteCommandLists(_countof(shaderLists), shaderLists);
+    CHECK_HR(commandQueue->Signal(fence.Get(), fenceValue), S_OK);
+    CHECK_HR(fence->WaitX(fenceValue, 10000), S_OK);
+    UINT64 groups = 0;
+    CHECK_HR(out->ReadU64(0, &groups), S_OK);
+    CHECK(groups == 8);
+    for (UINT g = 0; g < 8; ++g) {
+        UINT v = 0;
+        CHECK_HR(out->ReadU32(8 + 4 * g, &v), S_OK);
+        CHECK(v == g * 3);
+    }
     CHECK(CloseHandle(fenceEvent));
     CHECK_HR(device->GetDeviceRemovedReason(), S_OK);
     CHECK(device->GetRemovalReport().empty());
