@@ -411,6 +411,8 @@ pub extern "C" fn pipefence_event_reset(event: *mut PipefenceEvent) -> PIPEFENCE
 /// run only at host scheduling points, it waits through the scheduler for the fences the
 /// event was registered on (so it returns `PIPEFENCE_WAIT_TIMEOUT` at once when nothing can
 /// run); events set only by `pipefence_event_set` from another thread are real-time waits.
+/// (Until such a wait sees them satisfied, or the event is released, those registrations
+/// hold the fences they name.)
 #[no_mangle]
 pub extern "C" fn pipefence_event_wait(event: *mut PipefenceEvent, timeout_ms: u32) -> u32 {
     let what = "pipefence_event_wait";

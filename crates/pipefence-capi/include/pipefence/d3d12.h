@@ -272,15 +272,13 @@ enum D3D12_WRITEBUFFERIMMEDIATE_MODE {
 /* { D3D12_GPU_VIRTUAL_ADDRESS Dest; UINT32 Value; } */
 using D3D12_WRITEBUFFERIMMEDIATE_PARAMETER = ::PIPEFENCE_WRITEBUFFERIMMEDIATE_PARAMETER;
 
-/* pipefence's device description (see pipefence.h): zero-initialise, set what you need. */
+/* pipefence's device description (see pipefence.h): zero-initialise, set what you need
+ * (WatchdogTimeoutMs, Driver = PIPEFENCE_DRIVER_THREADED or PIPEFENCE_DRIVER_DETERMINISTIC,
+ * Seed, MemoryModel = PIPEFENCE_MEMORY_MODEL_PLAIN, _VALIDATE or _STRICT, Workers,
+ * FenceWaitTimeoutMs, FifoDepth). */
 using PIPEFENCE_DEVICE_DESC = ::PIPEFENCE_DEVICE_DESC;
 using PIPEFENCE_KERNEL = ::PIPEFENCE_KERNEL;
 using PIPEFENCE_EXPLORE_DESC = ::PIPEFENCE_EXPLORE_DESC;
-
-enum PIPEFENCE_DRIVER {
-    PIPEFENCE_DRIVER_TYPE_THREADED = PIPEFENCE_DRIVER_THREADED,
-    PIPEFENCE_DRIVER_TYPE_DETERMINISTIC = PIPEFENCE_DRIVER_DETERMINISTIC,
-};
 
 /* Built-in kernels for Dispatch (pipefence has no shaders). */
 inline PIPEFENCE_KERNEL FillKernel(D3D12_GPU_VIRTUAL_ADDRESS Dst, UINT Value) {
@@ -984,8 +982,9 @@ inline HANDLE CreateEvent(void* lpEventAttributes, BOOL bManualReset, BOOL bInit
 }
 #endif
 /* WAIT_OBJECT_0 once set (an auto-reset event is reset by it), WAIT_TIMEOUT after
- * dwMilliseconds (INFINITE: no timeout), WAIT_FAILED for a bad handle. A real-time wait: on
- * the deterministic driver wait with SetEventOnCompletion(value, nullptr) instead. */
+ * dwMilliseconds (INFINITE: no timeout), WAIT_FAILED for a bad handle. On the deterministic
+ * driver it waits through the scheduler for the fences the event was registered on, and
+ * returns WAIT_TIMEOUT at once when nothing can run. */
 inline DWORD WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds) {
     return pipefence_event_wait(static_cast<PipefenceEvent*>(hHandle), dwMilliseconds);
 }

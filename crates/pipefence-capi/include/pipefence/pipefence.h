@@ -1181,6 +1181,8 @@ PIPEFENCE_HRESULT pipefence_event_reset(struct PipefenceEvent *event);
  * run only at host scheduling points, it waits through the scheduler for the fences the
  * event was registered on (so it returns `PIPEFENCE_WAIT_TIMEOUT` at once when nothing can
  * run); events set only by `pipefence_event_set` from another thread are real-time waits.
+ * (Until such a wait sees them satisfied, or the event is released, those registrations
+ * hold the fences they name.)
  */
 uint32_t pipefence_event_wait(struct PipefenceEvent *event, uint32_t timeout_ms);
 
