@@ -18,25 +18,43 @@ pub const PIPEFENCE_S_OK: PIPEFENCE_HRESULT = 0;
 pub const PIPEFENCE_S_FALSE: PIPEFENCE_HRESULT = 1;
 /// `E_INVALIDARG`: a bad argument, a handle that is not a live pipefence handle of the right
 /// kind, an object of another device.
-pub const PIPEFENCE_E_INVALIDARG: PIPEFENCE_HRESULT = 0x8007_0057_u32 as i32;
+///
+/// Value 0x80070057.
+pub const PIPEFENCE_E_INVALIDARG: PIPEFENCE_HRESULT = -2147024809;
 /// `E_OUTOFMEMORY`.
-pub const PIPEFENCE_E_OUTOFMEMORY: PIPEFENCE_HRESULT = 0x8007_000E_u32 as i32;
+///
+/// Value 0x8007000E.
+pub const PIPEFENCE_E_OUTOFMEMORY: PIPEFENCE_HRESULT = -2147024882;
 /// `E_NOTIMPL`.
-pub const PIPEFENCE_E_NOTIMPL: PIPEFENCE_HRESULT = 0x8000_4001_u32 as i32;
+///
+/// Value 0x80004001.
+pub const PIPEFENCE_E_NOTIMPL: PIPEFENCE_HRESULT = -2147467263;
 /// `E_POINTER`: a null pointer where one is required.
-pub const PIPEFENCE_E_POINTER: PIPEFENCE_HRESULT = 0x8000_4003_u32 as i32;
+///
+/// Value 0x80004003.
+pub const PIPEFENCE_E_POINTER: PIPEFENCE_HRESULT = -2147467261;
 /// `E_FAIL`: an internal error (a panic inside pipefence, caught at the boundary).
-pub const PIPEFENCE_E_FAIL: PIPEFENCE_HRESULT = 0x8000_4005_u32 as i32;
+///
+/// Value 0x80004005.
+pub const PIPEFENCE_E_FAIL: PIPEFENCE_HRESULT = -2147467259;
 /// `HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER)`: a text did not fit (see `needed`).
-pub const PIPEFENCE_E_NOT_SUFFICIENT_BUFFER: PIPEFENCE_HRESULT = 0x8007_007A_u32 as i32;
+///
+/// Value 0x8007007A.
+pub const PIPEFENCE_E_NOT_SUFFICIENT_BUFFER: PIPEFENCE_HRESULT = -2147024774;
 /// `DXGI_ERROR_INVALID_CALL`: not valid in the object's state (executing an open list,
 /// closing a closed one, CPU access a heap forbids).
-pub const PIPEFENCE_DXGI_ERROR_INVALID_CALL: PIPEFENCE_HRESULT = 0x887A_0001_u32 as i32;
+///
+/// Value 0x887A0001.
+pub const PIPEFENCE_DXGI_ERROR_INVALID_CALL: PIPEFENCE_HRESULT = -2005270527;
 /// `DXGI_ERROR_DEVICE_REMOVED`: the device was removed; the call did nothing. Also the
 /// removal reason of a requested removal.
-pub const PIPEFENCE_DXGI_ERROR_DEVICE_REMOVED: PIPEFENCE_HRESULT = 0x887A_0005_u32 as i32;
+///
+/// Value 0x887A0005.
+pub const PIPEFENCE_DXGI_ERROR_DEVICE_REMOVED: PIPEFENCE_HRESULT = -2005270523;
 /// `DXGI_ERROR_DEVICE_HUNG`: the removal reason of a hang or a page fault.
-pub const PIPEFENCE_DXGI_ERROR_DEVICE_HUNG: PIPEFENCE_HRESULT = 0x887A_0006_u32 as i32;
+///
+/// Value 0x887A0006.
+pub const PIPEFENCE_DXGI_ERROR_DEVICE_HUNG: PIPEFENCE_HRESULT = -2005270522;
 /// `WAIT_TIMEOUT` as pipefence's waits return it (a success code, as in Win32: compare
 /// with it, `FAILED` is false).
 pub const PIPEFENCE_WAIT_TIMEOUT_HRESULT: PIPEFENCE_HRESULT = 0x102;

@@ -75,10 +75,17 @@ namespace d3d12 {
 
 #if defined(_WIN32) && (defined(_WINDOWS_) || defined(_MINWINDEF_))
 using ::BOOL;
+using ::BYTE;
 using ::DWORD;
 using ::HANDLE;
 using ::INT;
+using ::INT64;
+using ::LONG;
+using ::LPCSTR;
 using ::LPCWSTR;
+using ::LPVOID;
+using ::UINT16;
+using ::UINT8;
 using ::UINT;
 using ::UINT32;
 using ::UINT64;
@@ -87,10 +94,17 @@ using ::SIZE_T;
 using ::HRESULT;
 #else
 using BOOL = int;
+using BYTE = std::uint8_t;
 using DWORD = std::uint32_t;
 using HANDLE = void*;
 using INT = int;
+using INT64 = std::int64_t;
+using LONG = std::int32_t;
+using LPCSTR = const char*;
 using LPCWSTR = const wchar_t*;
+using LPVOID = void*;
+using UINT16 = std::uint16_t;
+using UINT8 = std::uint8_t;
 using UINT = unsigned int;
 using UINT32 = std::uint32_t;
 using UINT64 = std::uint64_t;

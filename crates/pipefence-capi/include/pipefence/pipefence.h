@@ -522,50 +522,68 @@ typedef struct PIPEFENCE_KERNEL {
 /**
  * `E_INVALIDARG`: a bad argument, a handle that is not a live pipefence handle of the right
  * kind, an object of another device.
+ *
+ * Value 0x80070057.
  */
-#define PIPEFENCE_E_INVALIDARG (int32_t)2147942487u
+#define PIPEFENCE_E_INVALIDARG -2147024809
 
 /**
  * `E_OUTOFMEMORY`.
+ *
+ * Value 0x8007000E.
  */
-#define PIPEFENCE_E_OUTOFMEMORY (int32_t)2147942414u
+#define PIPEFENCE_E_OUTOFMEMORY -2147024882
 
 /**
  * `E_NOTIMPL`.
+ *
+ * Value 0x80004001.
  */
-#define PIPEFENCE_E_NOTIMPL (int32_t)2147500033u
+#define PIPEFENCE_E_NOTIMPL -2147467263
 
 /**
  * `E_POINTER`: a null pointer where one is required.
+ *
+ * Value 0x80004003.
  */
-#define PIPEFENCE_E_POINTER (int32_t)2147500035u
+#define PIPEFENCE_E_POINTER -2147467261
 
 /**
  * `E_FAIL`: an internal error (a panic inside pipefence, caught at the boundary).
+ *
+ * Value 0x80004005.
  */
-#define PIPEFENCE_E_FAIL (int32_t)2147500037u
+#define PIPEFENCE_E_FAIL -2147467259
 
 /**
  * `HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER)`: a text did not fit (see `needed`).
+ *
+ * Value 0x8007007A.
  */
-#define PIPEFENCE_E_NOT_SUFFICIENT_BUFFER (int32_t)2147942522u
+#define PIPEFENCE_E_NOT_SUFFICIENT_BUFFER -2147024774
 
 /**
  * `DXGI_ERROR_INVALID_CALL`: not valid in the object's state (executing an open list,
  * closing a closed one, CPU access a heap forbids).
+ *
+ * Value 0x887A0001.
  */
-#define PIPEFENCE_DXGI_ERROR_INVALID_CALL (int32_t)2289696769u
+#define PIPEFENCE_DXGI_ERROR_INVALID_CALL -2005270527
 
 /**
  * `DXGI_ERROR_DEVICE_REMOVED`: the device was removed; the call did nothing. Also the
  * removal reason of a requested removal.
+ *
+ * Value 0x887A0005.
  */
-#define PIPEFENCE_DXGI_ERROR_DEVICE_REMOVED (int32_t)2289696773u
+#define PIPEFENCE_DXGI_ERROR_DEVICE_REMOVED -2005270523
 
 /**
  * `DXGI_ERROR_DEVICE_HUNG`: the removal reason of a hang or a page fault.
+ *
+ * Value 0x887A0006.
  */
-#define PIPEFENCE_DXGI_ERROR_DEVICE_HUNG (int32_t)2289696774u
+#define PIPEFENCE_DXGI_ERROR_DEVICE_HUNG -2005270522
 
 /**
  * `WAIT_TIMEOUT` as pipefence's waits return it (a success code, as in Win32: compare
