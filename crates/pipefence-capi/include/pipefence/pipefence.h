@@ -647,9 +647,9 @@ PIPEFENCE_HRESULT pipefence_buffer_write_u64(struct PipefenceBuffer *buffer, uin
 /**
  * Creates a device (`D3D12CreateDevice`). `desc` may be null (every default: the threaded
  * driver, a 2 s watchdog). On success `*device` holds one reference: release it with
- * `pipefence_device_release`. Objects it creates hold their own references to what they
- * need, so releasing the device first is allowed (the device's threads stop when its last
- * reference, and every queue's, is gone).
+ * `pipefence_device_release`. Its queues, fences and command lists keep it alive (as
+ * D3D12's device children do), so releasing the device first is allowed: its threads stop
+ * when the last reference to it or to one of those is gone.
  *
  * # Safety
  * `desc` is null or points to a `PIPEFENCE_DEVICE_DESC`; `device` is valid for a write.
