@@ -397,14 +397,8 @@ pub unsafe extern "C" fn pipefence_list_write_buffer_immediate(
 ) -> PIPEFENCE_HRESULT {
     let what = "WriteBufferImmediate";
     let n = count as usize;
-    // SAFETY: the caller's promise.
-    let params = match unsafe { slice(params, n, what) } {
-        Ok(p) => p,
-        Err(f) => {
-            set_last_error(&f.msg);
-            return f.hr;
-        }
-    };
+    // SAFETY: the caller's promise. A null array is reported by Close.
+    let params = unsafe { slice(params, n, what) }.map_err(|f| f.msg);
     let modes = if modes.is_null() {
         None
     } else {
@@ -412,6 +406,7 @@ pub unsafe extern "C" fn pipefence_list_write_buffer_immediate(
         Some(unsafe { std::slice::from_raw_parts(modes, n) })
     };
     record(list, what, |s| {
+        let params = params?;
         let mut writes = Vec::with_capacity(n);
         for (i, p) in params.iter().enumerate() {
             let mode = match modes.map_or(0, |m| m[i]) {
@@ -542,14 +537,9 @@ pub extern "C" fn pipefence_list_copy_buffer_region(
     let what = "CopyBufferRegion";
     let buffers =
         get::<BufferObj, _>(dst, what).and_then(|d| Ok((d, get::<BufferObj, _>(src, what)?)));
-    let (d, s) = match buffers {
-        Ok(b) => b,
-        Err(f) => {
-            set_last_error(&f.msg);
-            return f.hr;
-        }
-    };
+    // A bad buffer handle is reported by Close, like any invalid argument.
     record(list, what, |st| {
+        let (d, s) = buffers.map_err(|f| f.msg)?;
         st.list
             .copy_buffer_region(d.0.address(dst_offset), s.0.address(src_offset), bytes);
         Ok(())

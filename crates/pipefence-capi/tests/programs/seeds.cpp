@@ -139,6 +139,10 @@ int main() {
     CHECK_HR(bad->Close(), E_INVALIDARG);
     CHECK(GetLastErrorMessage().find("42") != std::string::npos);
     CHECK_HR(bad->Reset(nullptr, nullptr), S_OK);
+    bad->CopyBufferRegion(nullptr, 0, flags, 0, 4);  // a null buffer is reported by Close
+    CHECK_HR(bad->Close(), E_INVALIDARG);
+    CHECK(GetLastErrorMessage().find("null") != std::string::npos);
+    CHECK_HR(bad->Reset(nullptr, nullptr), S_OK);
     CHECK_HR(bad->Close(), S_OK);
     CHECK_HR(bad->Close(), DXGI_ERROR_INVALID_CALL);
     // A list of another type, an open list, a null list.
