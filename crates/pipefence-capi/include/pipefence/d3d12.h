@@ -432,13 +432,6 @@ inline std::string marker_text(UINT metadata, const void* data, UINT size) {
     return out;
 }
 
-inline std::string narrow(LPCWSTR name) {
-    if (name == nullptr) return std::string();
-    size_t n = 0;
-    while (name[n] != 0) ++n;
-    return marker_text(0, name, static_cast<UINT>((n + 1) * sizeof(wchar_t)));
-}
-
 }  // namespace detail
 
 /* The message of this thread's last failing pipefence call. */
