@@ -828,3 +828,40 @@ fn d6_interrupt_flag_removes_a_deterministic_device_at_its_next_step() {
         "the schedule ran to its end first"
     );
 }
+
+/// F10: a CPU waiter that removal releases reads `u64::MAX` from every fence, also from those
+/// removal has not forced yet. Removal forces the fences one by one; before, a waiter released
+/// by the first could read a later one's old value. Many fences and rounds widen that window.
+#[test]
+fn f10_a_waiter_released_by_removal_reads_max_from_every_fence() {
+    for round in 0..40 {
+        let d = device_tdr(10_000);
+        let fences: Vec<Fence> = (0..256)
+            .map(|i| {
+                d.create_fence(&FenceDesc::new(0).named(&format!("f{i}")))
+                    .unwrap()
+            })
+            .collect();
+        let waiter = {
+            let fences = fences.clone();
+            thread::spawn(move || {
+                let e = fences[0].wait(1, T).unwrap_err();
+                assert!(e.is_device_removed(), "{e}");
+                fences
+                    .iter()
+                    .filter(|f| f.completed_value() != u64::MAX)
+                    .map(|f| f.name().to_string())
+                    .collect::<Vec<_>>()
+            })
+        };
+        // Removal happens while the waiter is (almost always) blocked; either way it must
+        // see every fence at u64::MAX once its wait returns.
+        thread::sleep(Duration::from_millis(2));
+        d.remove();
+        let not_max = waiter.join().unwrap();
+        assert!(
+            not_max.is_empty(),
+            "round {round}: read below u64::MAX after removal: {not_max:?}"
+        );
+    }
+}

@@ -126,6 +126,12 @@ impl Fence {
     #[doc(alias = "GetCompletedValue")]
     #[inline]
     pub fn completed_value(&self) -> u64 {
+        // F10: once the device is removed every fence reads u64::MAX, also while removal is
+        // still forcing the fences one by one (a waiter released by the first one may read
+        // another before its turn). The flag is set before the first fence is forced.
+        if self.inner.device.is_removed() {
+            return u64::MAX;
+        }
         self.inner.core.completed_value()
     }
 
