@@ -303,8 +303,10 @@ fn fetch_decode(cur: &mut Cursor, li: usize) -> Result<(Command, usize), DecodeE
             Err(e) => {
                 let cached_end = *cache_start + cache.len();
                 if cached_end < list.words {
-                    // The packet may continue past the prefetched words: fetch more.
-                    let want = (cache.len() * 2).max(PREFETCH_WORDS);
+                    // The packet may continue past the prefetched words: fetch again from its
+                    // start, twice what was cached of it (so a packet longer than the cache
+                    // doubles it, and the next packets go back to the usual prefetch size).
+                    let want = ((cached_end - word) * 2).max(PREFETCH_WORDS);
                     refill(cache, cache_start, word, list, want);
                     if *cache_start + cache.len() > cached_end {
                         continue;
