@@ -204,7 +204,7 @@ const fn short_header(op: u8, n: u32) -> u32 {
 /// [`decode_general`] decodes (or rejects, saying why) the same as ever: for a well-formed
 /// packet both give the same command.
 #[inline]
-fn decode_common(rest: &[u32]) -> Option<(Command, usize)> {
+pub(crate) fn decode_common(rest: &[u32]) -> Option<(Command, usize)> {
     const WAIT: u32 = short_header(WAIT_VALUE, 10);
     const BOP: u32 = short_header(WRITE_VALUE_BOP, 8);
     const TOP: u32 = short_header(opcode::WRITE_VALUE_TOP, 7);

@@ -4,6 +4,7 @@
 //! FIFO.
 
 use super::*;
+use crate::command::decode::decode_common;
 
 impl Engine {
     pub(super) fn pfp_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
@@ -142,7 +143,6 @@ impl Engine {
                 return self.fault(Stage::Pfp, f);
             }
         };
-        let op = cmd.name();
         let mut indirect_groups = None;
         match &cmd {
             Command::WaitValue {
@@ -150,6 +150,7 @@ impl Engine {
                 cond: vc,
                 engine: WaitEngine::Pfp,
             } => {
+                let op = cmd.name();
                 let cond = WaitCondition::Memory {
                     address: *address,
                     cond: *vc,
@@ -213,6 +214,7 @@ impl Engine {
                 }
             }
             Command::DispatchIndirect { args, .. } => {
+                let op = cmd.name();
                 // C7: the PFP reads the group count when it parses the command.
                 self.hook(ctx, |m| {
                     m.pfp_read(self.queue_id, site, *args, self.pushed);
@@ -297,6 +299,10 @@ fn fetch_decode(cur: &mut Cursor, li: usize) -> Result<(Command, usize), DecodeE
         let in_cache = word >= *cache_start && word < *cache_start + cache.len();
         if !in_cache {
             refill(cache, cache_start, word, list, PREFETCH_WORDS);
+        }
+        // The common packets first, straight from the cache (the same result as `decode`).
+        if let Some(ok) = cache.get(word - *cache_start..).and_then(decode_common) {
+            return Ok(ok);
         }
         match decode(cache, word - *cache_start) {
             Ok((cmd, len)) => return Ok((cmd, len)),
