@@ -15,14 +15,14 @@ impl Engine {
         };
         let index = self.popped;
         self.popped += 1;
-        self.hook(ctx, |m| {
+        hook!(self, ctx, |m| {
             m.me_packet(self.queue_id, index);
         });
         let Packet { site, op } = packet;
         let ord = self.me_ord();
         match op {
             PacketOp::Signal { fence, value } => {
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, true);
                 });
                 self.retire.push_back(Retire {
@@ -109,7 +109,7 @@ impl Engine {
                     self.me_op = Some(MeOp::Flush { site, flush });
                     return Step::Blocked(WaitCondition::Dispatches);
                 }
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.flush_done(self.queue_id, flush);
                 });
                 self.flush_hold = false;
@@ -150,7 +150,7 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked(ctx.device, false, &WaitCondition::Memory { address, cond });
                 }
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.wait_acquire(
                         self.queue_id,
                         false,
@@ -325,7 +325,7 @@ impl Engine {
                 source,
             } => {
                 let v = Self::source_value(ctx, value, source, width);
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.me_value_write(self.queue_id, site, op, address, width);
                 });
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
@@ -363,7 +363,7 @@ impl Engine {
                 source,
                 flush,
             } => {
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
                 });
                 self.retire.push_back(Retire {
@@ -389,7 +389,7 @@ impl Engine {
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
-                            self.hook(ctx, |m| {
+                            hook!(self, ctx, |m| {
                                 m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
                             });
                             if let Err(f) = self.write(
@@ -404,7 +404,7 @@ impl Engine {
                             }
                         }
                         ImmediateMode::MarkerOut => {
-                            self.hook(ctx, |m| {
+                            hook!(self, ctx, |m| {
                                 m.retire_pushed(self.queue_id, false);
                             });
                             self.retire.push_back(Retire {
@@ -497,7 +497,7 @@ impl Engine {
         if groups > 0 {
             let index = self.next_dispatch;
             self.next_dispatch += 1;
-            self.hook(ctx, |m| {
+            hook!(self, ctx, |m| {
                 let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
                 m.launch(self.queue_id, index, site, op, &kernel, groups);
             });

@@ -21,6 +21,17 @@
 //! [`Fault::MalformedPacket`]) and nothing about addresses (an access outside every live buffer,
 //! or a write to Upload memory, is [`Fault::PageFault`], M3). It panics on no input.
 
+/// `hook!(engine, ctx, |m| ...)` runs a hazard-model hook when the device tracks hazards (a
+/// field test on plain devices). A macro, so that the closure is built inside the test: on a
+/// plain device the hook's arguments are never gathered.
+macro_rules! hook {
+    ($engine:expr, $ctx:expr, $f:expr) => {
+        if $engine.tracked {
+            $crate::engine::Engine::tracked_hook($ctx, $f);
+        }
+    };
+}
+
 mod completed;
 mod cp_memory;
 pub(crate) mod kernels;
@@ -727,15 +738,7 @@ impl Engine {
         l
     }
 
-    /// Runs a hazard-model hook when the device tracks hazards (a field test on plain devices;
-    /// the hook's arguments are gathered out of line, on tracked devices only).
-    #[inline(always)]
-    fn hook(&self, ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {
-        if self.tracked {
-            Self::tracked_hook(ctx, f);
-        }
-    }
-
+    /// A hazard-model hook on a tracked device (see `hook!`).
     #[cold]
     #[inline(never)]
     fn tracked_hook(ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {

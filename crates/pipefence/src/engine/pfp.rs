@@ -55,7 +55,7 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked_by(ctx.device, true, &cond, by.as_ref());
                 }
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                     let release = by.as_ref().and_then(|c| c.release.as_ref());
                     m.queue_wait_acquire(self.queue_id, release, self.pushed);
@@ -71,7 +71,7 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                 });
                 self.push_packet(site, PacketOp::Signal { fence, value });
@@ -85,7 +85,7 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);
                     m.submission_start(self.queue_id, seq, self.pushed);
@@ -179,7 +179,7 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, true, &cond);
                         }
-                        self.hook(ctx, |m| {
+                        hook!(self, ctx, |m| {
                             m.wait_acquire(
                                 self.queue_id,
                                 true,
@@ -216,7 +216,7 @@ impl Engine {
             Command::DispatchIndirect { args, .. } => {
                 let op = cmd.name();
                 // C7: the PFP reads the group count when it parses the command.
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.pfp_read(self.queue_id, site, *args, self.pushed);
                 });
                 match self.read(ctx, *args, Width::W32, &site, op) {
