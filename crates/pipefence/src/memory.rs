@@ -517,13 +517,25 @@ impl BufferCore {
         // Whole words: both halves at once.
         let pairs_end = last & !1;
         if pairs_end > i {
-            let mut pairs = dst[i - first..].chunks_exact_mut(2);
-            let _ = self.for_each_word(i / 2, pairs_end / 2, Ordering::Acquire, |w| {
-                if let Some(p) = pairs.next() {
-                    p[0] = w as u32;
-                    p[1] = (w >> 32) as u32;
+            let pairs = dst[i - first..].chunks_exact_mut(2);
+            match (&self.lazy, self.words.get(i / 2..pairs_end / 2)) {
+                (None, Some(ws)) => {
+                    for (p, w) in pairs.zip(ws) {
+                        let w = w.load(Ordering::Acquire);
+                        p[0] = w as u32;
+                        p[1] = (w >> 32) as u32;
+                    }
                 }
-            });
+                _ => {
+                    let mut pairs = pairs;
+                    let _ = self.for_each_word(i / 2, pairs_end / 2, Ordering::Acquire, |w| {
+                        if let Some(p) = pairs.next() {
+                            p[0] = w as u32;
+                            p[1] = (w >> 32) as u32;
+                        }
+                    });
+                }
+            }
             i = pairs_end;
         }
         if i < last {
