@@ -503,26 +503,44 @@ impl BufferCore {
         if first >= last {
             return;
         }
-        out.reserve(last - first);
+        // Sized once, then filled in place (no per-word capacity check).
+        let start = out.len();
+        out.resize(start + (last - first), 0);
+        let dst = &mut out[start..];
         let mut i = first;
         if i % 2 == 1 {
-            if let Some(w) = self.load_word(i / 2) {
-                out.push((w >> 32) as u32);
+            if let (Some(w), Some(d)) = (self.load_word(i / 2), dst.first_mut()) {
+                *d = (w >> 32) as u32;
             }
             i += 1;
         }
         // Whole words: both halves at once.
         let pairs_end = last & !1;
         if pairs_end > i {
-            let _ = self.for_each_word(i / 2, pairs_end / 2, Ordering::Acquire, |w| {
-                out.push(w as u32);
-                out.push((w >> 32) as u32);
-            });
+            let pairs = dst[i - first..].chunks_exact_mut(2);
+            match (&self.lazy, self.words.get(i / 2..pairs_end / 2)) {
+                (None, Some(ws)) => {
+                    for (p, w) in pairs.zip(ws) {
+                        let w = w.load(Ordering::Acquire);
+                        p[0] = w as u32;
+                        p[1] = (w >> 32) as u32;
+                    }
+                }
+                _ => {
+                    let mut pairs = pairs;
+                    let _ = self.for_each_word(i / 2, pairs_end / 2, Ordering::Acquire, |w| {
+                        if let Some(p) = pairs.next() {
+                            p[0] = w as u32;
+                            p[1] = (w >> 32) as u32;
+                        }
+                    });
+                }
+            }
             i = pairs_end;
         }
         if i < last {
-            if let Some(w) = self.load_word(i / 2) {
-                out.push(w as u32);
+            if let (Some(w), Some(d)) = (self.load_word(i / 2), dst.get_mut(i - first)) {
+                *d = w as u32;
             }
         }
     }

@@ -188,6 +188,75 @@ pub fn decode_all(words: &[u32]) -> Result<Vec<Command>, DecodeError> {
 
 /// Decodes the packet at the start of `rest` (the stream from the packet's offset on).
 fn decode_packet(rest: &[u32]) -> Result<(Command, usize), DecodeErrorKind> {
+    if let Some(ok) = decode_common(rest) {
+        return Ok(ok);
+    }
+    decode_general(rest)
+}
+
+/// The short-form header of an `n`-word packet of opcode `op`.
+const fn short_header(op: u8, n: u32) -> u32 {
+    (n << LENGTH_SHIFT) | op as u32
+}
+
+/// The fixed-length packets the command processor sees most (value waits and writes), when well
+/// formed: every operand in range, exactly the table's length. `None` for anything else, which
+/// [`decode_general`] decodes (or rejects, saying why) the same as ever: for a well-formed
+/// packet both give the same command.
+#[inline]
+pub(crate) fn decode_common(rest: &[u32]) -> Option<(Command, usize)> {
+    const WAIT: u32 = short_header(WAIT_VALUE, 10);
+    const BOP: u32 = short_header(WRITE_VALUE_BOP, 8);
+    const TOP: u32 = short_header(opcode::WRITE_VALUE_TOP, 7);
+    let u64_of = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    match *rest.first()? {
+        WAIT => {
+            let &[_, a0, a1, w, c, r0, r1, m0, m1, e] = rest.first_chunk::<10>()?;
+            Some((
+                Command::WaitValue {
+                    address: u64_of(a0, a1),
+                    cond: ValueCondition {
+                        width: opcode::width_from_word(w)?,
+                        cmp: Comparison::from_d3d12_value(c)?,
+                        reference: u64_of(r0, r1),
+                        mask: u64_of(m0, m1),
+                    },
+                    engine: opcode::engine_from_word(e)?,
+                },
+                10,
+            ))
+        }
+        TOP => {
+            let &[_, a0, a1, w, v0, v1, src] = rest.first_chunk::<7>()?;
+            Some((
+                Command::WriteValueTopOfPipe {
+                    address: u64_of(a0, a1),
+                    width: opcode::width_from_word(w)?,
+                    value: u64_of(v0, v1),
+                    source: opcode::source_from_word(src)?,
+                },
+                7,
+            ))
+        }
+        BOP => {
+            let &[_, a0, a1, w, v0, v1, flush, src] = rest.first_chunk::<8>()?;
+            Some((
+                Command::WriteValueBottomOfPipe {
+                    address: u64_of(a0, a1),
+                    width: opcode::width_from_word(w)?,
+                    value: u64_of(v0, v1),
+                    flush: Flush(flush),
+                    source: opcode::source_from_word(src)?,
+                },
+                8,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Decodes any packet, checking everything in order (see [`decode`]).
+fn decode_general(rest: &[u32]) -> Result<(Command, usize), DecodeErrorKind> {
     let Some(&header) = rest.first() else {
         return Err(DecodeErrorKind::Truncated {
             needed: 1,
@@ -764,6 +833,58 @@ mod tests {
         encode_into(&cmd, &mut words);
         encode_into(&flush, &mut words);
         assert_eq!(decode_all(&words), Ok(vec![cmd, flush]));
+    }
+
+    /// The value-wait and value-write packets' short path gives what the general decoder gives,
+    /// for well-formed packets and for every single-word corruption of them (which it leaves
+    /// to the general decoder, or decodes the same).
+    #[test]
+    fn common_packets_decode_as_the_general_decoder_does() {
+        let mut cmds = vec![wait()];
+        for (width, source) in [
+            (Width::W32, WriteSource::Value),
+            (Width::W64, WriteSource::GpuTimestamp),
+            (Width::W32, WriteSource::SystemTimestamp),
+        ] {
+            cmds.push(Command::WriteValueTopOfPipe {
+                address: 0x1_0000_0008,
+                width,
+                value: 0xdead_beef_0123,
+                source,
+            });
+            cmds.push(Command::WriteValueBottomOfPipe {
+                address: 0x2000,
+                width,
+                value: 5,
+                flush: Flush(3),
+                source,
+            });
+        }
+        let specials = [0, 1, 2, 3, 7, 8, 9, 32, 64, 0xff, 0x100, u32::MAX];
+        for cmd in &cmds {
+            let words = encode(std::slice::from_ref(cmd));
+            assert_eq!(decode_common(&words), Some((cmd.clone(), words.len())));
+            assert_eq!(decode_general(&words), Ok((cmd.clone(), words.len())));
+            // Too short, and followed by more words.
+            assert_eq!(decode_common(&words[..words.len() - 1]), None);
+            let mut longer = words.clone();
+            longer.push(0x000b_0001);
+            assert_eq!(decode_packet(&longer), decode_general(&longer));
+            for i in 0..words.len() {
+                for k in 0..specials.len() + 8 {
+                    let mut w = words.clone();
+                    // The special values, then arbitrary ones (bits of a Weyl sequence).
+                    w[i] = match specials.get(k) {
+                        Some(&v) => v,
+                        None => (i as u32 * 8 + k as u32).wrapping_mul(0x9e37_79b9),
+                    };
+                    if let Some(ok) = decode_common(&w) {
+                        assert_eq!(Ok(ok), decode_general(&w), "{w:x?}");
+                    }
+                    assert_eq!(decode_packet(&w), decode_general(&w), "{w:x?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -210,7 +210,11 @@ pub const OPCODES: &[OpcodeInfo] = &[
 
 /// The table row of `opcode`, if it is assigned.
 pub fn info(opcode: u8) -> Option<&'static OpcodeInfo> {
-    OPCODES.iter().find(|i| i.opcode == opcode)
+    // The table lists opcodes 1, 2, ... in order: try the row at that index first.
+    match OPCODES.get(usize::from(opcode).wrapping_sub(1)) {
+        Some(i) if i.opcode == opcode => Some(i),
+        _ => OPCODES.iter().find(|i| i.opcode == opcode),
+    }
 }
 
 /// The opcode of the packet that encodes `cmd`.

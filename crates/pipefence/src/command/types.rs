@@ -99,9 +99,9 @@ impl Comparison {
 
     /// The comparison for a `D3D12_COMPARISON_FUNC` value, if it is one.
     pub fn from_d3d12_value(value: u32) -> Option<Comparison> {
-        Comparison::ALL
-            .into_iter()
-            .find(|c| c.d3d12_value() == value)
+        // `ALL` is in D3D12 order: a value is its index.
+        let c = *Comparison::ALL.get(usize::try_from(value).ok()?)?;
+        (c.d3d12_value() == value).then_some(c)
     }
 
     /// The scenario name (`greater-equal`, ...; `none` for `None`).

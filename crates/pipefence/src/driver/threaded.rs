@@ -12,7 +12,7 @@
 use super::{Backend, Cond};
 use crate::clock::duration_ns;
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
-use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Stage, Step, WaitCondition};
+use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Step, WaitCondition};
 use crate::error::RemovalReason;
 use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{
@@ -244,6 +244,9 @@ impl Watchdog {
     }
 }
 
+/// Most ME steps between two PFP runs.
+const ME_BATCH: u32 = 64;
+
 /// Longest the engine thread parks while a watchdog deadline is pending (it re-reads the
 /// injected clock when it wakes).
 const WATCHDOG_PARK: Duration = Duration::from_millis(100);
@@ -291,33 +294,22 @@ fn engine_main(q: &Arc<QueueShared>) {
                 conds.clear();
                 let mut progressed = false;
                 if q.kind.has_pfp() {
-                    loop {
-                        match e.step(Stage::Pfp, &ctx) {
-                            Step::Progressed => progressed = true,
-                            Step::Blocked(c) => {
-                                conds.push(c);
-                                break;
-                            }
-                            Step::Idle => break,
-                            Step::Faulted(f) => {
-                                fault = Some(f);
-                                break;
-                            }
-                        }
+                    let (p, end) = e.run_pfp(&ctx);
+                    progressed |= p;
+                    match end {
+                        Step::Blocked(c) => conds.push(c),
+                        Step::Faulted(f) => fault = Some(f),
+                        Step::Progressed | Step::Idle => {}
                     }
                 }
                 // The ME drains what the PFP parsed (a bounded batch, then the PFP refills).
-                let mut me_steps = 0;
-                while fault.is_none() && me_steps < 64 {
-                    me_steps += 1;
-                    match e.step(Stage::Me, &ctx) {
-                        Step::Progressed => progressed = true,
-                        Step::Blocked(c) => {
-                            conds.push(c);
-                            break;
-                        }
-                        Step::Idle => break,
+                if fault.is_none() {
+                    let (p, end) = e.run_me(&ctx, ME_BATCH);
+                    progressed |= p;
+                    match end {
+                        Step::Blocked(c) => conds.push(c),
                         Step::Faulted(f) => fault = Some(f),
+                        Step::Progressed | Step::Idle => {}
                     }
                 }
                 while fault.is_none() && e.retire_ready() {

@@ -15,14 +15,14 @@ impl Engine {
         };
         let index = self.popped;
         self.popped += 1;
-        self.hook(ctx, |m| {
+        hook!(self, ctx, |m| {
             m.me_packet(self.queue_id, index);
         });
         let Packet { site, op } = packet;
         let ord = self.me_ord();
         match op {
             PacketOp::Signal { fence, value } => {
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, true);
                 });
                 self.retire.push_back(Retire {
@@ -75,27 +75,21 @@ impl Engine {
 
     fn me_resume(&mut self, ctx: &EngineCtx<'_>, op: MeOp) -> Step {
         match op {
+            MeOp::Wait {
+                site,
+                cond: WaitCondition::Memory { address, cond },
+            } => {
+                let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
+                self.me_wait(ctx, site, name, address, cond)
+            }
             MeOp::Wait { site, cond } => {
+                // Only memory waits reach the ME; any other condition holds.
                 let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
                 match self.check_wait(ctx, &site, name, &cond) {
                     Err(f) => self.fault(Stage::Me, f),
                     Ok(true) => {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, false, &cond);
-                        }
-                        if let WaitCondition::Memory { address, cond: vc } = &cond {
-                            let width = &vc.width;
-                            self.hook(ctx, |m| {
-                                m.wait_acquire(
-                                    self.queue_id,
-                                    false,
-                                    site,
-                                    name,
-                                    *address,
-                                    *width,
-                                    self.pushed,
-                                )
-                            });
                         }
                         self.complete(site, name);
                         Step::Progressed
@@ -115,7 +109,7 @@ impl Engine {
                     self.me_op = Some(MeOp::Flush { site, flush });
                     return Step::Blocked(WaitCondition::Dispatches);
                 }
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.flush_done(self.queue_id, flush);
                 });
                 self.flush_hold = false;
@@ -134,6 +128,54 @@ impl Engine {
                 }
                 Err(f) => self.fault(Stage::Me, f),
             },
+        }
+    }
+
+    /// An ME memory-value wait (C1) at `site`, named `name`: completes it when the value
+    /// satisfies `cond`, else blocks on it (the ME's position stays at the wait).
+    fn me_wait(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        name: &'static str,
+        address: u64,
+        cond: ValueCondition,
+    ) -> Step {
+        match self.read(ctx, address, cond.width, &site, name) {
+            Err(f) => {
+                self.me_site = Some((site, name));
+                self.fault(Stage::Me, f)
+            }
+            Ok(v) if cond.holds(v) => {
+                if let Some(t) = self.trace.as_mut() {
+                    t.unblocked(ctx.device, false, &WaitCondition::Memory { address, cond });
+                }
+                hook!(self, ctx, |m| {
+                    m.wait_acquire(
+                        self.queue_id,
+                        false,
+                        site,
+                        name,
+                        address,
+                        cond.width,
+                        self.pushed,
+                    )
+                });
+                self.complete(site, name);
+                Step::Progressed
+            }
+            Ok(_) => {
+                self.me_site = Some((site, name));
+                if let Some(t) = self.trace.as_mut() {
+                    t.blocked(false);
+                }
+                let c = WaitCondition::Memory { address, cond };
+                self.me_op = Some(MeOp::Wait {
+                    site,
+                    cond: c.clone(),
+                });
+                Step::Blocked(c)
+            }
         }
     }
 
@@ -252,15 +294,18 @@ impl Engine {
         list: Option<&Arc<ClosedList>>,
     ) -> Step {
         let op = cmd.name();
-        self.me_site = Some((site, op));
+        // `me_site` is where the ME is while a command is not done (blocked, faulted or
+        // handed on): the commands done within this step leave it `None`, so they set it only
+        // on the way out.
         match cmd {
             Command::WaitValue {
                 address,
                 cond: vc,
                 engine: _,
             } => {
-                let cond = WaitCondition::Memory { address, cond: vc };
                 if vc.never_satisfiable() {
+                    self.me_site = Some((site, op));
+                    let cond = WaitCondition::Memory { address, cond: vc };
                     return self.fault(
                         Stage::Me,
                         Fault::NeverSatisfiable {
@@ -271,7 +316,7 @@ impl Engine {
                         },
                     );
                 }
-                self.me_resume(ctx, MeOp::Wait { site, cond })
+                self.me_wait(ctx, site, op, address, vc)
             }
             Command::WriteValueTopOfPipe {
                 address,
@@ -280,14 +325,36 @@ impl Engine {
                 source,
             } => {
                 let v = Self::source_value(ctx, value, source, width);
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.me_value_write(self.queue_id, site, op, address, width);
                 });
                 if let Err(f) = self.write(ctx, address, width, v, &site, op) {
+                    self.me_site = Some((site, op));
                     return self.fault(Stage::Me, f);
                 }
                 self.complete(site, op);
                 Step::Progressed
+            }
+            other => {
+                self.me_site = Some((site, op));
+                self.me_other(ctx, site, op, other, indirect_groups, list)
+            }
+        }
+    }
+
+    /// The ME's commands other than value waits and top-of-pipe writes (`me_site` is set).
+    fn me_other(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        op: &'static str,
+        cmd: Command,
+        indirect_groups: Option<u32>,
+        list: Option<&Arc<ClosedList>>,
+    ) -> Step {
+        match cmd {
+            Command::WaitValue { .. } | Command::WriteValueTopOfPipe { .. } => {
+                self.me_command(ctx, site, cmd, indirect_groups, list)
             }
             Command::WriteValueBottomOfPipe {
                 address,
@@ -296,7 +363,7 @@ impl Engine {
                 source,
                 flush,
             } => {
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
                 });
                 self.retire.push_back(Retire {
@@ -322,7 +389,7 @@ impl Engine {
                 for w in writes {
                     match w.mode {
                         ImmediateMode::Default | ImmediateMode::MarkerIn => {
-                            self.hook(ctx, |m| {
+                            hook!(self, ctx, |m| {
                                 m.me_value_write(self.queue_id, site, op, w.address, Width::W32);
                             });
                             if let Err(f) = self.write(
@@ -337,7 +404,7 @@ impl Engine {
                             }
                         }
                         ImmediateMode::MarkerOut => {
-                            self.hook(ctx, |m| {
+                            hook!(self, ctx, |m| {
                                 m.retire_pushed(self.queue_id, false);
                             });
                             self.retire.push_back(Retire {
@@ -430,7 +497,7 @@ impl Engine {
         if groups > 0 {
             let index = self.next_dispatch;
             self.next_dispatch += 1;
-            self.hook(ctx, |m| {
+            hook!(self, ctx, |m| {
                 let op = self.me_site.as_ref().map_or("dispatch", |(_, n)| *n);
                 m.launch(self.queue_id, index, site, op, &kernel, groups);
             });

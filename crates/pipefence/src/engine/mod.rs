@@ -21,6 +21,17 @@
 //! [`Fault::MalformedPacket`]) and nothing about addresses (an access outside every live buffer,
 //! or a write to Upload memory, is [`Fault::PageFault`], M3). It panics on no input.
 
+/// `hook!(engine, ctx, |m| ...)` runs a hazard-model hook when the device tracks hazards (a
+/// field test on plain devices). A macro, so that the closure is built inside the test: on a
+/// plain device the hook's arguments are never gathered.
+macro_rules! hook {
+    ($engine:expr, $ctx:expr, $f:expr) => {
+        if $engine.tracked {
+            $crate::engine::Engine::tracked_hook($ctx, $f);
+        }
+    };
+}
+
 mod completed;
 mod cp_memory;
 pub(crate) mod kernels;
@@ -571,11 +582,7 @@ impl Engine {
 
     /// Advances one stage by at most one packet.
     pub(crate) fn step(&mut self, stage: Stage, ctx: &EngineCtx<'_>) -> Step {
-        if let Some(t) = self.trace.as_mut() {
-            // The driver refreshes this reading between batches of steps: one clock read per
-            // batch, not per packet (back-to-back packets may share a slice and a timestamp).
-            t.now = ctx.coarse_ns();
-        }
+        self.trace_now(ctx);
         match stage {
             Stage::Pfp if self.kind.has_pfp() => self.pfp_step(ctx),
             Stage::Pfp => Step::Idle,
@@ -592,6 +599,58 @@ impl Engine {
                 }
                 self.me_step(ctx)
             }
+        }
+    }
+
+    /// Steps the PFP while it progresses (what [`step`](Self::step) does, once per step): whether
+    /// it progressed, and the step that ended the run (never `Progressed`). The threaded
+    /// driver's eager fetch: one trace and stage test per run, not per packet.
+    pub(crate) fn run_pfp(&mut self, ctx: &EngineCtx<'_>) -> (bool, Step) {
+        if !self.kind.has_pfp() {
+            return (false, Step::Idle);
+        }
+        self.trace_now(ctx);
+        let mut progressed = false;
+        loop {
+            match self.pfp_step(ctx) {
+                Step::Progressed => progressed = true,
+                other => return (progressed, other),
+            }
+        }
+    }
+
+    /// Steps the ME up to `max` times while it progresses (as [`step`](Self::step) does):
+    /// whether it progressed, and the step that ended the run (`Progressed` when `max` ran out).
+    pub(crate) fn run_me(&mut self, ctx: &EngineCtx<'_>, max: u32) -> (bool, Step) {
+        if !self.kind.has_pfp() {
+            // A Copy engine's ME fetches for itself: step by step.
+            let mut progressed = false;
+            for _ in 0..max {
+                match self.step(Stage::Me, ctx) {
+                    Step::Progressed => progressed = true,
+                    other => return (progressed, other),
+                }
+            }
+            return (progressed, Step::Progressed);
+        }
+        self.trace_now(ctx);
+        let mut progressed = false;
+        for _ in 0..max {
+            match self.me_step(ctx) {
+                Step::Progressed => progressed = true,
+                other => return (progressed, other),
+            }
+        }
+        (progressed, Step::Progressed)
+    }
+
+    /// The trace's clock reading for the steps that follow: the driver refreshes it between
+    /// batches of steps, so one reading per batch, not per packet (back-to-back packets may
+    /// share a slice and a timestamp).
+    #[inline]
+    fn trace_now(&mut self, ctx: &EngineCtx<'_>) {
+        if let Some(t) = self.trace.as_mut() {
+            t.now = ctx.coarse_ns();
         }
     }
 
@@ -679,12 +738,11 @@ impl Engine {
         l
     }
 
-    /// Runs a hazard-model hook when the device tracks hazards (a field test on plain devices).
-    #[inline]
-    fn hook(&self, ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {
-        if self.tracked {
-            ctx.device.with_model(f);
-        }
+    /// A hazard-model hook on a tracked device (see `hook!`).
+    #[cold]
+    #[inline(never)]
+    fn tracked_hook(ctx: &EngineCtx<'_>, f: impl FnOnce(&mut crate::hazard::Model)) {
+        ctx.device.with_model(f);
     }
 
     fn push_packet(&mut self, site: Site, op: PacketOp) {

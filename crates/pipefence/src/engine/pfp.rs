@@ -4,6 +4,7 @@
 //! FIFO.
 
 use super::*;
+use crate::command::decode::decode_common;
 
 impl Engine {
     pub(super) fn pfp_step(&mut self, ctx: &EngineCtx<'_>) -> Step {
@@ -54,7 +55,7 @@ impl Engine {
                 if let Some(t) = self.trace.as_mut() {
                     t.unblocked_by(ctx.device, true, &cond, by.as_ref());
                 }
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                     let release = by.as_ref().and_then(|c| c.release.as_ref());
                     m.queue_wait_acquire(self.queue_id, release, self.pushed);
@@ -70,7 +71,7 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                 });
                 self.push_packet(site, PacketOp::Signal { fence, value });
@@ -84,7 +85,7 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);
                     m.submission_start(self.queue_id, seq, self.pushed);
@@ -142,7 +143,6 @@ impl Engine {
                 return self.fault(Stage::Pfp, f);
             }
         };
-        let op = cmd.name();
         let mut indirect_groups = None;
         match &cmd {
             Command::WaitValue {
@@ -150,6 +150,7 @@ impl Engine {
                 cond: vc,
                 engine: WaitEngine::Pfp,
             } => {
+                let op = cmd.name();
                 let cond = WaitCondition::Memory {
                     address: *address,
                     cond: *vc,
@@ -178,7 +179,7 @@ impl Engine {
                         if let Some(t) = self.trace.as_mut() {
                             t.unblocked(ctx.device, true, &cond);
                         }
-                        self.hook(ctx, |m| {
+                        hook!(self, ctx, |m| {
                             m.wait_acquire(
                                 self.queue_id,
                                 true,
@@ -213,8 +214,9 @@ impl Engine {
                 }
             }
             Command::DispatchIndirect { args, .. } => {
+                let op = cmd.name();
                 // C7: the PFP reads the group count when it parses the command.
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.pfp_read(self.queue_id, site, *args, self.pushed);
                 });
                 match self.read(ctx, *args, Width::W32, &site, op) {
@@ -298,13 +300,19 @@ fn fetch_decode(cur: &mut Cursor, li: usize) -> Result<(Command, usize), DecodeE
         if !in_cache {
             refill(cache, cache_start, word, list, PREFETCH_WORDS);
         }
+        // The common packets first, straight from the cache (the same result as `decode`).
+        if let Some(ok) = cache.get(word - *cache_start..).and_then(decode_common) {
+            return Ok(ok);
+        }
         match decode(cache, word - *cache_start) {
             Ok((cmd, len)) => return Ok((cmd, len)),
             Err(e) => {
                 let cached_end = *cache_start + cache.len();
                 if cached_end < list.words {
-                    // The packet may continue past the prefetched words: fetch more.
-                    let want = (cache.len() * 2).max(PREFETCH_WORDS);
+                    // The packet may continue past the prefetched words: fetch again from its
+                    // start, twice what was cached of it (so a packet longer than the cache
+                    // doubles it, and the next packets go back to the usual prefetch size).
+                    let want = ((cached_end - word) * 2).max(PREFETCH_WORDS);
                     refill(cache, cache_start, word, list, want);
                     if *cache_start + cache.len() > cached_end {
                         continue;

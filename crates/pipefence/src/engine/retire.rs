@@ -36,7 +36,7 @@ impl Engine {
                 op,
                 flush,
             } => {
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     m.bop_write(self.queue_id, r.site, op, address, width, flush);
                 });
                 let v = Self::source_value(ctx, value, source, width);
@@ -55,7 +55,7 @@ impl Engine {
             }
             RetireOp::Signal { fence, value } => {
                 let mut release = None;
-                self.hook(ctx, |m| {
+                hook!(self, ctx, |m| {
                     release = Some(m.signal(self.queue_id, &fence));
                 });
                 let w = r.site.writer(self.queue_id);
