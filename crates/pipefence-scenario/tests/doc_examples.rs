@@ -1,5 +1,5 @@
-//! Every `kdl` example of the scenario language reference (`docs/scenario-language.md`), so that
-//! the documentation cannot drift from the parser. The fence's info string
+//! Every `kdl` example of the scenario language reference (`docs/scenario-language.md`) and of
+//! the README, so that the documentation cannot drift from the parser. The fence's info string
 //! says what a block is:
 //!
 //! - ` ```kdl `: a complete scenario; it must parse and pass on the deterministic driver (seed 0);
@@ -142,6 +142,39 @@ fn every_example_of_the_scenario_language_reference_parses_and_runs() {
     assert!(passes >= 7, "{passes} complete scenarios");
     assert!(invalid >= 2, "{invalid} invalid scenarios");
     assert!(fragments >= 5, "{fragments} fragments");
+}
+
+#[test]
+fn every_example_of_the_readme_parses_and_runs() {
+    let [passes, fails, ..] = check_file("README.md");
+    assert!(
+        passes >= 3 && fails >= 1,
+        "{passes} passing, {fails} failing scenarios"
+    );
+}
+
+#[test]
+fn the_readme_test_suite_code_is_the_tested_code() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let tests =
+        std::fs::read_to_string(root.join("crates/pipefence-scenario/tests/readme_test_suite.rs"))
+            .expect("readme_test_suite.rs");
+    let section = readme
+        .split("## Using pipefence from an engine's test suite")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README has the section");
+    let mut n = 0;
+    for block in section.split("```rust\n").skip(1) {
+        let code = block.split("```").next().unwrap_or("");
+        assert!(
+            tests.contains(code),
+            "README code not in readme_test_suite.rs:\n{code}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 2, "rust blocks in the section");
 }
 
 #[test]
