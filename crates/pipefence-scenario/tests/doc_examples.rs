@@ -7,6 +7,9 @@
 //!   purpose);
 //! - ` ```kdl invalid `: a scenario the parser must reject;
 //! - ` ```kdl fragment `: a piece of a scenario; it must be valid KDL v2.
+//!
+//! A ` ```text ` block right after an invalid one lists its diagnostics
+//! (`s.kdl:LINE:COLUMN: message`, other lines ignored): they must be exactly the parser's.
 
 use pipefence_scenario::parse;
 use pipefence_scenario::run::{run, DriverKind, RunOptions, Status};
@@ -19,13 +22,16 @@ enum Kind {
     Fails,
     Invalid,
     Fragment,
+    /// A `text` block (the diagnostics of the invalid block before it, if it follows one).
+    Output,
 }
 
-/// One fenced `kdl` block: its kind, its first line in the file, its text.
+/// One fenced `kdl` or `text` block: its kind, its first and last lines in the file, its text.
 #[derive(Debug)]
 struct Block {
     kind: Kind,
     line: usize,
+    end: usize,
     text: String,
 }
 
@@ -43,6 +49,7 @@ fn blocks(markdown: &str) -> Vec<Block> {
                         (Some("kdl"), Some("fails")) => Some(Kind::Fails),
                         (Some("kdl"), Some("invalid")) => Some(Kind::Invalid),
                         (Some("kdl"), Some("fragment")) => Some(Kind::Fragment),
+                        (Some("text"), None) => Some(Kind::Output),
                         (Some("kdl"), Some(other)) => {
                             panic!("line {}: unknown kdl block kind `{other}`", i + 1)
                         }
@@ -57,6 +64,7 @@ fn blocks(markdown: &str) -> Vec<Block> {
                         out.push(Block {
                             kind,
                             line: *start,
+                            end: i + 1,
                             text: std::mem::take(text),
                         });
                     }
@@ -81,9 +89,11 @@ fn check_file(file: &str) -> [usize; 4] {
     let markdown =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut counts = [0; 4];
-    for b in blocks(&markdown) {
+    let all = blocks(&markdown);
+    for (i, b) in all.iter().enumerate() {
         let at = format!("{file}:{}", b.line);
         match b.kind {
+            Kind::Output => {}
             Kind::Fragment => {
                 counts[3] += 1;
                 if let Err(e) = kdl::KdlDocument::parse_v2(&b.text) {
@@ -92,11 +102,25 @@ fn check_file(file: &str) -> [usize; 4] {
             }
             Kind::Invalid => {
                 counts[2] += 1;
-                assert!(
-                    parse(&at, &b.text).is_err(),
-                    "{at}: marked invalid, but it parses:\n{}",
-                    b.text
-                );
+                let Err(diags) = parse("s.kdl", &b.text) else {
+                    panic!("{at}: marked invalid, but it parses:\n{}", b.text);
+                };
+                // The diagnostics shown right after it, if any.
+                let shown = all
+                    .get(i + 1)
+                    .filter(|o| o.kind == Kind::Output && o.line <= b.end + 3);
+                if let Some(o) = shown {
+                    let want: Vec<&str> =
+                        o.text.lines().filter(|l| l.starts_with("s.kdl:")).collect();
+                    let got: Vec<String> = diags
+                        .iter()
+                        .map(|d| format!("s.kdl:{}:{}: {}", d.pos.line, d.pos.column, d.message))
+                        .collect();
+                    assert_eq!(
+                        want, got,
+                        "{at}: the diagnostics shown are not the parser's"
+                    );
+                }
             }
             Kind::Passes | Kind::Fails => {
                 let sc = match parse(&at, &b.text) {
@@ -182,6 +206,7 @@ fn blocks_are_found_with_their_kind_and_line() {
     let md = "text\n```kdl\nfence a\n```\n```kdl fragment\nx\n```\n```sh\nls\n```\n";
     let b = blocks(md);
     assert_eq!(b.len(), 2);
+    assert_eq!(b[0].end, 4);
     assert_eq!(
         (b[0].kind, b[0].line, b[0].text.as_str()),
         (Kind::Passes, 3, "fence a\n")
