@@ -1,6 +1,6 @@
 //! `pipefence`: the command line. Thin by design: arguments, then the scenario crate and the
-//! library, then printing. Exit status (SCENARIO.md): 0 passed, 1 failed, 2 invalid scenario or
-//! command line, 3 device removed unexpectedly.
+//! library, then printing. Exit status (docs/scenario-language.md): 0 passed, 1 failed, 2 invalid
+//! scenario or command line, 3 device removed unexpectedly.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pipefence_scenario::check::{check, CheckOptions};

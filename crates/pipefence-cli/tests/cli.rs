@@ -1,5 +1,5 @@
 //! The real `pipefence` binary on every example and on the race scenarios: exit codes and JSON
-//! fields (SCENARIO.md), schedule exploration and replay (D4, D6).
+//! fields (docs/run.schema.json), schedule exploration and replay (D4, D6).
 
 use serde_json::Value;
 use std::path::PathBuf;

@@ -69,9 +69,9 @@ pub struct Progress {
     pub per_second: f64,
 }
 
-/// The result of a check (the `--json` shape). Its size is bounded whatever the number of
-/// schedules: failing schedules are grouped by outcome, with counts and the first seeds of
-/// each.
+/// The result of a check (the `--json` shape, `docs/check.schema.json`). Its size is bounded
+/// whatever the number of schedules: failing schedules are grouped by outcome, with counts and
+/// the first seeds of each.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     /// Always 1.

@@ -1,5 +1,5 @@
 //! The scenario parser's diagnostics: one test per kind of mistake, each a snapshot of the
-//! rendered `FILE:LINE:COLUMN: message` text with its source line and caret; the `SCENARIO.md`
+//! rendered `FILE:LINE:COLUMN: message` text with its source line and caret; the language
 //! example parsed into its plan; and a property test that mutated scenarios never panic the
 //! parser and always come with a located diagnostic (E3).
 
@@ -708,7 +708,7 @@ fn long_lines_are_shown_as_an_excerpt() {
     assert_eq!(rendered, expected);
 }
 
-/// The example of `SCENARIO.md` ("## Example"), verbatim.
+/// The first example of `docs/scenario-language.md` ("A first scenario"), verbatim.
 const EXAMPLE: &str = r#"// A graphics queue fills a buffer; an async compute queue waits on a bottom-of-pipe flag
 // (pre-fetch parser wait) and sums it; the host waits for the compute queue's fence.
 device tdr-ms=2000
@@ -737,9 +737,9 @@ expect "flags+8" width=64 equals=28672
 expect-fence done equals=1
 "#;
 
-/// The `SCENARIO.md` example parses into the expected plan.
+/// The language reference's first example parses into the expected plan.
 #[test]
-fn scenario_md_example_parses() {
+fn reference_example_parses() {
     let plan = parse("example.kdl", EXAMPLE).expect("the example is valid");
     assert_eq!(plan.file, "example.kdl");
     assert_eq!(plan.device.tdr_ms, 2000);

@@ -206,8 +206,9 @@ pub struct FaultReport {
 }
 
 /// What [`Device::removed_reason`](crate::Device::removed_reason) explains: why the device was
-/// removed, each stuck queue, the cycle if there is one, and the fault (D7). Serializes to the
-/// shape of SCENARIO.md's removal report (less scenario line numbers).
+/// removed, each stuck queue, the cycle if there is one, and the fault (D7). Serializes with the
+/// library's own field names; the scenario runner's `--json` prints a flattened form of it, with
+/// scenario lines (`removed` in `docs/run.schema.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RemovalReport {

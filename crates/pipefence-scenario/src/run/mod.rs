@@ -1,6 +1,6 @@
 //! Running a validated scenario on a device (threaded or deterministic driver), and its
 //! [`Outcome`]: the expectations, the final fence values, the removal report with scenario line
-//! numbers, and the exit status (SCENARIO.md).
+//! numbers, and the exit status (`docs/scenario-language.md`).
 //!
 //! Host threads: the main program runs on the calling thread, each `host NAME { }` on a thread of
 //! its own. On the threaded driver a monitor thread declares a hang (`DeviceTools::declare_hung`,

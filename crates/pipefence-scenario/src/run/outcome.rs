@@ -11,8 +11,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-/// The run's status (SCENARIO.md).
-/// The run's status (SCENARIO.md).
+/// The run's status (`status` in `docs/run.schema.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
@@ -125,7 +124,7 @@ pub struct HazardReport {
     pub message: String,
 }
 
-/// The result of a run: serializes to the documented `--json` object.
+/// The result of a run: serializes to the `--json` object of `docs/run.schema.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     /// Always 1.
@@ -140,7 +139,7 @@ pub struct Outcome {
     pub hazards: Vec<HazardReport>,
     /// The removal report, if the device was removed, with the scenario line of every command
     /// it names ([`SiteReport::line`](pipefence::diagnose::SiteReport::line)) and of each host
-    /// writer. In the JSON it has the shape of SCENARIO.md's "A removal report": each site
+    /// writer. In the JSON it has the shape of `removed` in `docs/run.schema.json`: each site
     /// flattened into its queue or fault, writers and completed commands in words
     /// ([`site_text`](super::site_text), [`writer_text`](super::writer_text)).
     #[serde(serialize_with = "super::report::removed_json")]

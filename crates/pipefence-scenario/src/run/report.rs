@@ -103,7 +103,7 @@ pub fn writer_text(w: &WriterReport) -> String {
     }
 }
 
-/// Serializes [`Outcome::removed`] in the shape of SCENARIO.md's "A removal report": the
+/// Serializes [`Outcome::removed`] in the shape of `removed` in `docs/run.schema.json`: the
 /// report's own values, with each queue's site flattened into the queue (`list`, `command`,
 /// `op`, `line`), the fault's into the fault, and writers and completed commands in words
 /// ([`writer_text`], [`site_text`]); ids, timestamps and the wait-for details the text already

@@ -157,7 +157,7 @@ fn passing_seeds(report: &CheckReport) -> Vec<u64> {
         .collect()
 }
 
-/// Every schedule passed (a hazard under `--strict` fails a schedule, SCENARIO.md).
+/// Every schedule passed (a hazard under `--strict` fails a schedule, docs/scenario-language.md).
 #[track_caller]
 fn assert_clean(name: &str, report: &CheckReport) {
     let bad: Vec<String> = report
