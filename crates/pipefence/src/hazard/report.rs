@@ -5,6 +5,7 @@ use std::fmt;
 
 /// Which memory model a device runs (D5, `docs/memory-model.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[non_exhaustive]
 pub enum MemoryModel {
     /// Everything an engine writes is visible at once; no hazard analysis (the default).
     #[default]

@@ -44,6 +44,7 @@ pub struct DeviceDesc {
 
 /// The driver that steps a device's engines (D4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Driver {
     /// One thread per engine plus a shader worker pool, real time (the default).
     #[default]

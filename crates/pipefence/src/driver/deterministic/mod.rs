@@ -51,6 +51,7 @@ use pick::{Listing, Pick};
 
 /// How the deterministic driver picks among enabled actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Strategy {
     /// Uniformly among the enabled actions.
     Random,
