@@ -52,6 +52,13 @@ pub(crate) fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Real nanoseconds since the first call in this process (monotonic): the time base of the
+/// threaded driver's busy/blocked accounting, which `Queue::stats` reads while it runs.
+pub(crate) fn monotonic_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    duration_ns(EPOCH.get_or_init(std::time::Instant::now).elapsed())
+}
+
 /// Converts clock nanoseconds to ticks of `frequency` Hz, rounding down, never 0.
 pub(crate) fn ticks(ns: u64, frequency: u64) -> u64 {
     let t = (u128::from(ns) * u128::from(frequency) / 1_000_000_000) as u64;

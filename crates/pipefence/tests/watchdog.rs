@@ -302,3 +302,27 @@ fn d6_finite_work_in_flight_is_a_dispatch_bound_to_complete() {
     let r = wait_removed(&d, T);
     assert_eq!(r.classification, Some(Classification::EndlessKernel), "{r}");
 }
+
+/// Queue statistics: a queue stuck in a wait shows the time it is stuck while it is stuck and
+/// after the removal that ends it (before, the time was added only when the wait ended, so a
+/// queue stuck until removal showed "blocked 0.0 ms").
+#[test]
+fn queue_stats_count_the_time_a_stuck_queue_is_blocked() {
+    let d = device(2, 60_000);
+    let q = queue(&d, QueueKind::Compute, "stuck");
+    let f = d.create_fence(&FenceDesc::new(0).named("never")).unwrap();
+    q.wait(&f, 1).unwrap();
+    let start = Instant::now();
+    while q.stats().blocked_ns == 0 {
+        assert!(
+            start.elapsed() < T,
+            "no blocked time after {T:?}: {:?}",
+            q.stats()
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let seen = q.stats().blocked_ns;
+    d.remove();
+    let after = q.stats().blocked_ns;
+    assert!(after >= seen, "blocked time went back: {seen} then {after}");
+}

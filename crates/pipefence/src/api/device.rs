@@ -214,6 +214,8 @@ impl Device {
             progress,
             busy_ns: AtomicU64::new(0),
             blocked_ns: AtomicU64::new(0),
+            state: AtomicU64::new(crate::runtime::STATE_IDLE),
+            state_since_ns: AtomicU64::new(0),
             groups_completed: AtomicU64::new(0),
         });
         sh.driver.start_queue(sh, &q).map_err(|e| {

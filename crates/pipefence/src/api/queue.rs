@@ -9,7 +9,7 @@ use crate::driver::Cond;
 use crate::engine::{Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Object, Result, Waited};
 use crate::runtime::QueueShared;
-use crate::sync::shim::{lock, Ordering};
+use crate::sync::shim::lock;
 use crate::sync::{Ticket, WaitOutcome};
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,12 +254,13 @@ impl Queue {
     /// What the queue has done so far.
     pub fn stats(&self) -> QueueStats {
         let e = lock(&self.shared.engine);
+        let (busy_ns, blocked_ns) = self.shared.busy_blocked_ns();
         QueueStats {
             commands: e.commands_completed,
             submissions: e.completed_submissions,
             submitted: e.submitted(),
-            busy_ns: self.shared.busy_ns.load(Ordering::Relaxed),
-            blocked_ns: self.shared.blocked_ns.load(Ordering::Relaxed),
+            busy_ns,
+            blocked_ns,
         }
     }
 

@@ -10,7 +10,7 @@
 //! while a view exists (D8).
 
 use super::{Backend, Cond};
-use crate::clock::duration_ns;
+use crate::clock::{duration_ns, monotonic_ns};
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime};
 use crate::engine::{EngineCtx, Fault, Kernel, Launch, Site, Step, WaitCondition};
 use crate::error::RemovalReason;
@@ -262,8 +262,9 @@ fn engine_main(q: &Arc<QueueShared>) {
     let mut watchdog = Watchdog::default();
     let memory_ns = duration_ns(dev.desc.watchdog_timeout);
     let tracing = dev.trace_sink().is_some();
-    // Busy/blocked accounting: what the engine was doing since `since`.
-    let mut state_since = std::time::Instant::now();
+    // Busy/blocked accounting: what the engine was doing since `state_since` (ns of
+    // `monotonic_ns`), published in the queue so that its stats include the open interval.
+    let mut state_since = monotonic_ns();
     let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
     let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
     // This engine's completed commands and submissions, as last seen (device progress, D6).
@@ -342,13 +343,8 @@ fn engine_main(q: &Arc<QueueShared>) {
             }
             let new_state = (!e.is_idle()).then_some(blocked.is_some());
             if new_state != state {
-                let now = std::time::Instant::now();
-                let ns = duration_ns(now.duration_since(state_since));
-                match state {
-                    Some(true) => q.blocked_ns.fetch_add(ns, Ordering::Relaxed),
-                    Some(false) => q.busy_ns.fetch_add(ns, Ordering::Relaxed),
-                    None => 0,
-                };
+                let now = monotonic_ns();
+                close_interval(q, state, now.saturating_sub(state_since), new_state, now);
                 state = new_state;
                 state_since = now;
             }
@@ -422,6 +418,29 @@ fn engine_main(q: &Arc<QueueShared>) {
         }
     }
     regs.clear(q);
+    // The interval in progress when the engine stops (a queue stuck until removal) counts.
+    let now = monotonic_ns();
+    close_interval(q, state, now.saturating_sub(state_since), None, now);
+}
+
+/// Adds `ns` spent in `state` to the queue's busy or blocked time and publishes `next` as what
+/// it does since `now`.
+fn close_interval(q: &QueueShared, state: Option<bool>, ns: u64, next: Option<bool>, now: u64) {
+    use crate::runtime::{STATE_BLOCKED, STATE_BUSY, STATE_IDLE};
+    // Idle first, so that a reader never counts the interval twice.
+    q.state.store(STATE_IDLE, Ordering::Release);
+    match state {
+        Some(true) => q.blocked_ns.fetch_add(ns, Ordering::AcqRel),
+        Some(false) => q.busy_ns.fetch_add(ns, Ordering::AcqRel),
+        None => 0,
+    };
+    q.state_since_ns.store(now, Ordering::Release);
+    let next = match next {
+        Some(true) => STATE_BLOCKED,
+        Some(false) => STATE_BUSY,
+        None => STATE_IDLE,
+    };
+    q.state.store(next, Ordering::Release);
 }
 
 /// One dispatch handed to the pool.

@@ -9,7 +9,7 @@ mod desc;
 mod queue;
 
 pub use desc::{DeviceDesc, Driver, MAX_FIFO_DEPTH, MAX_WORKERS};
-pub(crate) use queue::QueueShared;
+pub(crate) use queue::{QueueShared, STATE_BLOCKED, STATE_BUSY, STATE_IDLE};
 
 pub(crate) use crate::core::DeviceCore;
 use crate::diagnose::{build_report, RemovalReport};
