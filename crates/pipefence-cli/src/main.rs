@@ -110,7 +110,11 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the man page (roff) on stdout (for example `pipefence man | man -l -`).
-    Man,
+    Man {
+        /// Print the page of this subcommand instead (`pipefence man check` is
+        /// pipefence-check(1)).
+        command: Option<String>,
+    },
 }
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -231,9 +235,28 @@ fn command(cli: Cli) -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "pipefence", &mut buf);
             print_bytes(&buf)
         }
-        Command::Man => {
+        Command::Man { command } => {
+            let mut cmd = Cli::command();
+            cmd.build();
+            let page = match command {
+                None => cmd,
+                Some(name) => match cmd.find_subcommand(&name) {
+                    Some(sub) => sub.clone(),
+                    None => {
+                        let names: Vec<&str> =
+                            cmd.get_subcommands().map(clap::Command::get_name).collect();
+                        return usage_error(&format!(
+                            "man {name}: no such subcommand (one of {})",
+                            names.join(", ")
+                        ));
+                    }
+                },
+            };
             let mut buf = Vec::new();
-            if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut buf) {
+            if let Err(e) = clap_mangen::Man::new(page)
+                .source(format!("pipefence {}", env!("CARGO_PKG_VERSION")))
+                .render(&mut buf)
+            {
                 return usage_error(&format!("cannot render the man page: {e}"));
             }
             print_bytes(&buf)

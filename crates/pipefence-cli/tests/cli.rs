@@ -914,4 +914,14 @@ fn completions_and_man_page_are_generated_from_the_command_line() {
         man.contains(".SH SUBCOMMANDS") && man.contains("check"),
         "{man}"
     );
+    let out = pipefence(&["man", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".SH NAME\npipefence\\-check"), "{page}");
+    assert!(page.contains("\\-\\-fail\\-fast"), "{page}");
+    assert!(
+        page.contains(&format!("\"pipefence {}\"", env!("CARGO_PKG_VERSION"))),
+        "{page}"
+    );
+    assert_eq!(pipefence(&["man", "frobnicate"]).status.code(), Some(2));
 }
