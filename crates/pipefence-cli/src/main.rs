@@ -2,15 +2,18 @@
 //! library, then printing. Exit status (docs/scenario-language.md): 0 passed, 1 failed, 2 invalid
 //! scenario or command line, 3 device removed unexpectedly.
 
-use clap::{Parser, Subcommand, ValueEnum};
-use pipefence_scenario::check::{check, CheckOptions};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use pipefence_scenario::check::{check_with, CheckMode, CheckOptions, CheckReport};
 use pipefence_scenario::run::{
     run, site_text, writer_text, DriverKind, Outcome, RunOptions, Status,
 };
 use pipefence_scenario::{parse, render_diagnostics};
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -84,6 +87,33 @@ enum Command {
         /// Print exactly one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Hazard reports in every schedule without changing any value (see `run --validate`);
+        /// a hazard fails the schedule. `--strict` reports hazards already.
+        #[arg(long)]
+        validate: bool,
+        /// Stop at the first failing schedule and report it.
+        #[arg(long)]
+        fail_fast: bool,
+        /// Write an SVG timeline of each failing outcome's first seed (and of each other failing
+        /// seed the report lists) into DIR, as DIR/seed-N.svg.
+        #[arg(long, value_name = "DIR")]
+        timeline: Option<PathBuf>,
+        /// Write a Chrome/Perfetto trace of the same seeds into DIR, as DIR/seed-N.json.
+        #[arg(long, value_name = "DIR")]
+        trace: Option<PathBuf>,
+    },
+    /// Print shell completions on stdout (for example `pipefence completions bash >
+    /// ~/.local/share/bash-completion/completions/pipefence`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout (for example `pipefence man | man -l -`).
+    Man {
+        /// Print the page of this subcommand instead (`pipefence man check` is
+        /// pipefence-check(1)).
+        command: Option<String>,
     },
 }
 
@@ -157,7 +187,17 @@ fn command(cli: Cli) -> ExitCode {
             seed,
             strict,
             json,
+            validate,
+            fail_fast,
+            timeline,
+            trace,
         } => {
+            if strict && validate {
+                return usage_error(
+                    "--strict already reports hazards; --validate reports them without strict \
+                     mode's weaker GPU (use one of the two)",
+                );
+            }
             if schedules == 0 {
                 return usage_error("--schedules must be at least 1");
             }
@@ -169,9 +209,102 @@ fn command(cli: Cli) -> ExitCode {
                     (u64::MAX - seed).saturating_add(1)
                 ));
             }
-            check_command(&file, json, schedules, seed, strict)
+            for (flag, dir) in [("--timeline", &timeline), ("--trace", &trace)] {
+                if let Some(dir) = dir {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        return usage_error(&format!(
+                            "{flag} {}: cannot create the directory: {e}",
+                            dir.display()
+                        ));
+                    }
+                }
+            }
+            let opts = CheckOptions {
+                schedules,
+                seed,
+                strict,
+            };
+            let mode = CheckMode {
+                validate,
+                fail_fast,
+            };
+            check_command(&file, json, &opts, mode, Outputs { timeline, trace })
+        }
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "pipefence", &mut buf);
+            print_bytes(&buf)
+        }
+        Command::Man { command } => {
+            let mut cmd = Cli::command();
+            cmd.build();
+            let page = match command {
+                None => cmd,
+                Some(name) => match cmd.find_subcommand(&name) {
+                    Some(sub) => sub.clone(),
+                    None => {
+                        let names: Vec<&str> =
+                            cmd.get_subcommands().map(clap::Command::get_name).collect();
+                        return usage_error(&format!(
+                            "man {name}: no such subcommand (one of {})",
+                            names.join(", ")
+                        ));
+                    }
+                },
+            };
+            let mut buf = Vec::new();
+            if let Err(e) = clap_mangen::Man::new(page)
+                .source(format!("pipefence {}", env!("CARGO_PKG_VERSION")))
+                .render(&mut buf)
+            {
+                return usage_error(&format!("cannot render the man page: {e}"));
+            }
+            print_bytes(&buf)
         }
     }
+}
+
+/// Writes generated text to stdout; a closed pipe (`pipefence man | head`) is not an error.
+fn print_bytes(buf: &[u8]) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(buf).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => usage_error(&format!("cannot write to stdout: {e}")),
+    }
+}
+
+/// Where `check` writes the timelines and traces of failing seeds.
+#[derive(Debug)]
+struct Outputs {
+    timeline: Option<PathBuf>,
+    trace: Option<PathBuf>,
+}
+
+/// The progress line of `check`: drawn on a terminal only (through indicatif, which rewrites
+/// the line in place and fits it to the terminal's width); on a pipe or a log, nothing.
+/// `failing` is read each time the line is drawn.
+fn progress_bar(name: &str, total: u64, failing: Arc<AtomicU64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template(
+        "{wide_msg} {human_pos}/{human_len} schedules, {rate}, {failing} failing, eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{:.0}/s", s.per_sec());
+    })
+    .with_key(
+        "failing",
+        move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{}", failing.load(Ordering::Relaxed));
+        },
+    );
+    bar.set_style(style);
+    bar.set_message(format!("{name}:"));
+    bar
 }
 
 /// Reads and parses a scenario; on failure prints the diagnostics (and the JSON error object
@@ -251,35 +384,45 @@ fn load(
 fn check_command(
     file: &std::path::Path,
     json: bool,
-    schedules: u64,
-    seed: u64,
-    strict: bool,
+    opts: &CheckOptions,
+    mode: CheckMode,
+    outputs: Outputs,
 ) -> ExitCode {
     let (name, scenario) = match load(file, json) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let opts = CheckOptions {
-        schedules,
-        seed,
-        strict,
-    };
-    let mut last = std::time::Instant::now();
-    let report = check(&scenario, &opts, |p| {
-        if last.elapsed() >= std::time::Duration::from_millis(500) || p.done == p.total {
-            last = std::time::Instant::now();
-            eprint!(
-                "\r{name}: {}/{} schedules, {:.0}/s, {} failing  ",
-                p.done, p.total, p.per_second, p.failures
-            );
-            if p.done == p.total {
-                eprintln!();
-            }
+    let (schedules, seed, strict) = (opts.schedules, opts.seed, opts.strict);
+    let failing = Arc::new(AtomicU64::new(0));
+    let bar = progress_bar(&name, schedules, Arc::clone(&failing));
+    let report = check_with(
+        &scenario,
+        opts,
+        mode,
+        |p| {
+            failing.store(p.failures, Ordering::Relaxed);
+            bar.set_position(p.done);
+        },
+        |_, _| {},
+    );
+    bar.finish_and_clear();
+    if !report.interrupted {
+        let run_mode = Mode {
+            strict,
+            validate: mode.validate,
+        };
+        if let Err(code) = write_failing_seeds(&name, &scenario, &report, run_mode, &outputs) {
+            return code;
         }
-    });
+    }
     let ran = if report.interrupted {
         format!(
             "{} of {schedules} schedules (interrupted)",
+            report.schedules
+        )
+    } else if mode.fail_fast && report.failing > 0 && report.schedules < schedules {
+        format!(
+            "{} of {schedules} schedules (--fail-fast: stopped at the first failing one)",
             report.schedules
         )
     } else {
@@ -295,9 +438,23 @@ fn check_command(
     );
     let replay = if strict {
         "--strict"
+    } else if mode.validate {
+        "--driver deterministic --validate"
     } else {
         "--driver deterministic"
     };
+    let program = replay_program(
+        program_on_path("pipefence").as_deref(),
+        std::env::current_exe()
+            .and_then(std::fs::canonicalize)
+            .ok()
+            .as_deref(),
+        std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .ok()
+            .as_deref(),
+    );
+    let quoted_name = shell_word(&name);
     let seeds = |v: &[u64], count: u64| {
         let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
         if count > v.len() as u64 {
@@ -307,7 +464,7 @@ fn check_command(
     };
     for f in report.failures.iter().take(SHOWN_FAILURES) {
         summary += &format!(
-            "  seed {} ({:?}, exit {}): replay with `pipefence run {name} {replay} --seed {}`\n",
+            "  seed {} ({:?}, exit {}): replay with `{program} run {quoted_name} {replay} --seed {}`\n",
             f.seed, f.status, f.exit, f.seed
         );
         if f.count > 1 {
@@ -388,36 +545,9 @@ fn run_command(
         trace: trace.is_some() || timeline.is_some(),
     };
     let outcome = run(&scenario, &opts);
-    let title = match (driver, mode.strict, mode.validate) {
-        (DriverKind::Threaded, _, true) => format!("{name} (threaded, validate)"),
-        (DriverKind::Threaded, _, false) => format!("{name} (threaded)"),
-        (DriverKind::Deterministic, true, _) => format!("{name} (strict, seed {seed})"),
-        (DriverKind::Deterministic, false, true) => {
-            format!("{name} (deterministic, seed {seed}, validate)")
-        }
-        (DriverKind::Deterministic, false, false) => {
-            format!("{name} (deterministic, seed {seed})")
-        }
-    };
-    if let Some(path) = &trace {
-        let text = pipefence::trace::chrome::chrome_json(&outcome.trace, &title);
-        if let Err(e) = std::fs::write(path, text) {
-            return usage_error(&format!(
-                "cannot write the trace to {}: {e}",
-                path.display()
-            ));
-        }
-        eprintln!("trace: {} ({} events)", path.display(), outcome.trace.len());
-    }
-    if let Some(path) = &timeline {
-        let text = pipefence::trace::svg::svg_timeline(&outcome.trace, &title);
-        if let Err(e) = std::fs::write(path, text) {
-            return usage_error(&format!(
-                "cannot write the timeline to {}: {e}",
-                path.display()
-            ));
-        }
-        eprintln!("timeline: {}", path.display());
+    let title = run_title(&name, driver, mode, seed);
+    if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
+        return code;
     }
     let summary = human_summary(&name, &outcome);
     if json {
@@ -431,6 +561,138 @@ fn run_command(
     }
     let _ = std::io::stdout().flush();
     ExitCode::from(outcome.exit_code() as u8)
+}
+
+/// The title of a run's trace and timeline.
+fn run_title(name: &str, driver: DriverKind, mode: Mode, seed: u64) -> String {
+    match (driver, mode.strict, mode.validate) {
+        (DriverKind::Threaded, _, true) => format!("{name} (threaded, validate)"),
+        (DriverKind::Threaded, _, false) => format!("{name} (threaded)"),
+        (DriverKind::Deterministic, true, _) => format!("{name} (strict, seed {seed})"),
+        (DriverKind::Deterministic, false, true) => {
+            format!("{name} (deterministic, seed {seed}, validate)")
+        }
+        (DriverKind::Deterministic, false, false) => {
+            format!("{name} (deterministic, seed {seed})")
+        }
+    }
+}
+
+/// Writes a run's Chrome trace and SVG timeline where asked, saying so on stderr.
+fn write_pictures(
+    outcome: &Outcome,
+    title: &str,
+    trace: Option<&Path>,
+    timeline: Option<&Path>,
+) -> Result<(), ExitCode> {
+    if let Some(path) = trace {
+        let text = pipefence::trace::chrome::chrome_json(&outcome.trace, title);
+        if let Err(e) = std::fs::write(path, text) {
+            return Err(usage_error(&format!(
+                "cannot write the trace to {}: {e}",
+                path.display()
+            )));
+        }
+        eprintln!("trace: {} ({} events)", path.display(), outcome.trace.len());
+    }
+    if let Some(path) = timeline {
+        let text = pipefence::trace::svg::svg_timeline(&outcome.trace, title);
+        if let Err(e) = std::fs::write(path, text) {
+            return Err(usage_error(&format!(
+                "cannot write the timeline to {}: {e}",
+                path.display()
+            )));
+        }
+        eprintln!("timeline: {}", path.display());
+    }
+    Ok(())
+}
+
+/// `check --timeline DIR` / `--trace DIR`: replays the first seed of each kept failing outcome
+/// and each other failing seed the report lists (a schedule replays exactly), with the trace
+/// on, and writes DIR/seed-N.svg and DIR/seed-N.json.
+fn write_failing_seeds(
+    name: &str,
+    scenario: &pipefence_scenario::plan::Scenario,
+    report: &CheckReport,
+    mode: Mode,
+    outputs: &Outputs,
+) -> Result<(), ExitCode> {
+    if outputs.timeline.is_none() && outputs.trace.is_none() {
+        return Ok(());
+    }
+    let seeds = report
+        .failures
+        .iter()
+        .map(|f| f.seed)
+        .chain(report.other_seeds.iter().copied());
+    for seed in seeds {
+        let opts = RunOptions {
+            driver: DriverKind::Deterministic,
+            seed,
+            strict: mode.strict,
+            validate: mode.validate,
+            trace: true,
+        };
+        let outcome = run(scenario, &opts);
+        let title = run_title(name, DriverKind::Deterministic, mode, seed);
+        let file = |dir: &PathBuf, ext: &str| dir.join(format!("seed-{seed}.{ext}"));
+        write_pictures(
+            &outcome,
+            &title,
+            outputs.trace.as_ref().map(|d| file(d, "json")).as_deref(),
+            outputs.timeline.as_ref().map(|d| file(d, "svg")).as_deref(),
+        )?;
+    }
+    Ok(())
+}
+
+/// The `pipefence` that PATH finds, resolved (None when there is none).
+fn program_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(format!("{program}{}", std::env::consts::EXE_SUFFIX)))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// How a replay hint spells the program so that the command works where the user is, given
+/// the resolved `pipefence` PATH finds, the resolved running binary and the resolved current
+/// directory: `pipefence` when PATH finds this very binary; `cargo run --release -p
+/// pipefence-cli --` when it is a Cargo build (`R/target/PROFILE/pipefence`, or
+/// `R/target/TRIPLE/PROFILE/pipefence`) and the current directory is inside `R`; otherwise the
+/// binary's own path.
+fn replay_program(on_path: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> String {
+    let Some(exe) = exe else {
+        return "pipefence".to_string();
+    };
+    if on_path == Some(exe) {
+        return "pipefence".to_string();
+    }
+    let checkout = exe
+        .ancestors()
+        .skip(2)
+        .take(2)
+        .find(|a| a.file_name().is_some_and(|n| n == "target"))
+        .and_then(Path::parent);
+    if let (Some(root), Some(cwd)) = (checkout, cwd) {
+        if cwd.starts_with(root) {
+            return "cargo run --release -p pipefence-cli --".to_string();
+        }
+    }
+    shell_word(&exe.display().to_string())
+}
+
+/// `word` as one POSIX shell word: unchanged when it is made of characters no shell treats
+/// specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 fn ms(ns: u64) -> String {
@@ -548,4 +810,85 @@ fn human_summary(name: &str, o: &Outcome) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{replay_program, shell_word};
+    use std::path::Path;
+
+    const CARGO: &str = "cargo run --release -p pipefence-cli --";
+
+    #[test]
+    fn replay_program_is_pipefence_when_path_finds_this_binary() {
+        let exe = Path::new("/home/u/.cargo/bin/pipefence");
+        assert_eq!(
+            replay_program(Some(exe), Some(exe), Some(Path::new("/tmp"))),
+            "pipefence"
+        );
+        // Also for a build in a checkout, when PATH leads to it.
+        let exe = Path::new("/src/pipefence/target/release/pipefence");
+        assert_eq!(
+            replay_program(Some(exe), Some(exe), Some(Path::new("/src/pipefence"))),
+            "pipefence"
+        );
+    }
+
+    #[test]
+    fn replay_program_is_cargo_run_for_a_build_of_the_checkout_the_user_is_in() {
+        let exe = Path::new("/src/pipefence/target/debug/pipefence");
+        for cwd in ["/src/pipefence", "/src/pipefence/examples"] {
+            assert_eq!(replay_program(None, Some(exe), Some(Path::new(cwd))), CARGO);
+        }
+        // Another pipefence on PATH (an older install) is not the one that ran.
+        let other = Path::new("/usr/local/bin/pipefence");
+        assert_eq!(
+            replay_program(Some(other), Some(exe), Some(Path::new("/src/pipefence"))),
+            CARGO
+        );
+        // A build for a target triple.
+        let exe = Path::new("/src/pipefence/target/x86_64-unknown-linux-gnu/release/pipefence");
+        assert_eq!(
+            replay_program(None, Some(exe), Some(Path::new("/src/pipefence/docs"))),
+            CARGO
+        );
+    }
+
+    #[test]
+    fn replay_program_is_the_binarys_path_elsewhere() {
+        let exe = Path::new("/src/pipefence/target/debug/pipefence");
+        // Outside the checkout, or in a directory that only shares a prefix with it.
+        for cwd in ["/tmp", "/src/pipefence-other", "/src"] {
+            assert_eq!(
+                replay_program(None, Some(exe), Some(Path::new(cwd))),
+                "/src/pipefence/target/debug/pipefence",
+                "{cwd}"
+            );
+        }
+        // Not a Cargo build (no target/PROFILE/ above it), not on PATH.
+        let exe = Path::new("/opt/tools/pipefence");
+        assert_eq!(
+            replay_program(None, Some(exe), Some(Path::new("/opt/tools"))),
+            "/opt/tools/pipefence"
+        );
+        // A path a shell would split is quoted.
+        let exe = Path::new("/home/u/my tools/pipefence");
+        assert_eq!(
+            replay_program(None, Some(exe), None),
+            "'/home/u/my tools/pipefence'"
+        );
+        // Unknown binary (current_exe failed): the installed name.
+        assert_eq!(replay_program(None, None, None), "pipefence");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(
+            shell_word("tests/scenarios/a-b_c.kdl"),
+            "tests/scenarios/a-b_c.kdl"
+        );
+        assert_eq!(shell_word("my file.kdl"), "'my file.kdl'");
+        assert_eq!(shell_word("it's.kdl"), "'it'\\''s.kdl'");
+        assert_eq!(shell_word(""), "''");
+    }
 }

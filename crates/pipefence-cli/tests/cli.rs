@@ -10,11 +10,51 @@ fn root() -> PathBuf {
 }
 
 fn pipefence(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pipefence"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run pipefence")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pipefence"));
+    cmd.args(args).current_dir(root());
+    output_within(cmd, 300)
+}
+
+/// Runs `cmd` with stdout and stderr piped, killing it if it runs past `secs`.
+fn output_within(mut cmd: Command, secs: u64) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pipefence");
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = so.read_to_end(&mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = se.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pipefence {:?} ran past {secs} s", cmd.get_args());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 fn json(out: &Output) -> Value {
@@ -389,8 +429,12 @@ fn d5_check_strict_fails_every_seed_and_replays_with_strict() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("20 failing"), "{text}");
+    // The replay hint works where the test runs: a Cargo build, from inside the checkout.
     assert!(
-        text.contains("pipefence run tests/scenarios/pfp-indirect-race.kdl --strict --seed 0"),
+        text.contains(
+            "replay with `cargo run --release -p pipefence-cli -- run \
+             tests/scenarios/pfp-indirect-race.kdl --strict --seed 0`"
+        ) || !in_checkout_build(),
         "{text}"
     );
     assert!(text.contains("hazard pfp-read-before-wait"), "{text}");
@@ -544,4 +588,340 @@ fn e3_non_utf8_input_names_the_line_and_column_of_the_bad_byte() {
         (Some(2), Some(8))
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether the binary under test is a Cargo build in this checkout (`ROOT/target/...`), which is
+/// what replay hints spell as `cargo run` when the command runs inside the checkout.
+fn in_checkout_build() -> bool {
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_pipefence")).unwrap();
+    let target = std::fs::canonicalize(root()).unwrap().join("target");
+    exe.starts_with(target)
+}
+
+/// The progress-off-a-pipe test: with stderr on a pipe (as here, or in a log), `check` writes
+/// no progress line, no `\r`, and every stream it writes ends with a newline.
+#[test]
+fn check_progress_stays_off_a_pipe() {
+    for args in [
+        &[
+            "check",
+            "tests/scenarios/pfp-indirect-race.kdl",
+            "--schedules",
+            "300",
+        ][..],
+        &[
+            "check",
+            "tests/scenarios/pfp-indirect-race.kdl",
+            "--schedules",
+            "300",
+            "--json",
+        ],
+        &["check", "examples/async-compute.kdl", "--schedules", "50"],
+    ] {
+        let out = pipefence(args);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}");
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains('\r'), "{args:?}: \\r on {stream}: {text:?}");
+            assert!(
+                !text.contains('\u{1b}'),
+                "{args:?}: escape on {stream}: {text:?}"
+            );
+            assert!(
+                text.is_empty() || text.ends_with('\n'),
+                "{args:?}: {stream} does not end with a newline: {text:?}"
+            );
+        }
+        // The summary is the only thing on stderr with --json, and nothing is without.
+        let err = String::from_utf8_lossy(&out.stderr);
+        if args.contains(&"--json") {
+            assert!(
+                err.starts_with("tests/scenarios/pfp-indirect-race.kdl: 300 schedules"),
+                "{err}"
+            );
+        } else {
+            assert_eq!(err, "", "{args:?}");
+        }
+    }
+}
+
+/// `check --validate`: hazard reports in every schedule on the deterministic driver without
+/// strict mode's weaker GPU, replayed with `run --driver deterministic --validate`; with
+/// `--strict` it is a usage error, as for `run`.
+#[test]
+fn check_validate_reports_hazards_and_replays_with_validate() {
+    let out = pipefence(&[
+        "check",
+        "examples/missing-writeback.kdl",
+        "--validate",
+        "--schedules",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["failing"], 10);
+    let f = &v["failures"][0];
+    assert_eq!(f["outcome"]["hazards"][0]["kind"], "unreleased-read");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "run examples/missing-writeback.kdl --driver deterministic --validate --seed 0`"
+        ),
+        "{err}"
+    );
+    // The replay gives the same hazard.
+    let seed = f["seed"].as_u64().unwrap().to_string();
+    let r = json(&pipefence(&[
+        "run",
+        "examples/missing-writeback.kdl",
+        "--driver",
+        "deterministic",
+        "--validate",
+        "--seed",
+        &seed,
+        "--json",
+    ]));
+    assert_eq!(r["hazards"], f["outcome"]["hazards"]);
+    // Without --validate the values happen to be right on every schedule: no failure.
+    let out = pipefence(&[
+        "check",
+        "examples/missing-writeback.kdl",
+        "--schedules",
+        "10",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = pipefence(&[
+        "check",
+        "examples/async-compute.kdl",
+        "--validate",
+        "--schedules",
+        "10",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let both = pipefence(&[
+        "check",
+        "examples/async-compute.kdl",
+        "--strict",
+        "--validate",
+    ]);
+    assert_eq!(both.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&both.stderr);
+    assert!(err.contains("--strict already reports hazards"), "{err}");
+}
+
+/// `check --fail-fast` stops at the first failing schedule and reports it.
+#[test]
+fn check_fail_fast_stops_at_the_first_failing_schedule() {
+    let all = json(&pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--schedules",
+        "200",
+        "--json",
+    ]));
+    let first = all["failures"][0]["seed"].as_u64().unwrap();
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--schedules",
+        "200",
+        "--fail-fast",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["schedules"], first + 1);
+    assert_eq!(v["failing"], 1);
+    assert_eq!(v["failures"][0]["seed"], first);
+    assert_eq!(v["failures"][0]["outcome"], all["failures"][0]["outcome"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} of 200 schedules (--fail-fast: stopped at the first failing one)",
+            first + 1
+        )),
+        "{err}"
+    );
+    // Nothing fails: every schedule runs.
+    let v = json(&pipefence(&[
+        "check",
+        "examples/async-compute.kdl",
+        "--schedules",
+        "20",
+        "--fail-fast",
+        "--json",
+    ]));
+    assert_eq!(v["schedules"], 20);
+}
+
+/// `check --timeline DIR --trace DIR` writes DIR/seed-N.svg and DIR/seed-N.json for the first
+/// seed of each failing outcome, the same bytes `run --seed N` writes; a passing check writes
+/// none, and a DIR that cannot be a directory is a usage error before anything runs.
+#[test]
+fn check_timeline_and_trace_dirs_hold_each_failing_seed() {
+    let dir = std::env::temp_dir().join(format!("pipefence-cli-dirs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let pics = dir.join("pics");
+    let p = pics.to_str().unwrap();
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--schedules",
+        "50",
+        "--timeline",
+        p,
+        "--trace",
+        p,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let mut seeds: Vec<u64> = v["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seed"].as_u64().unwrap())
+        .collect();
+    seeds.sort_unstable();
+    let mut names: Vec<String> = std::fs::read_dir(&pics)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = seeds
+        .iter()
+        .flat_map(|s| [format!("seed-{s}.json"), format!("seed-{s}.svg")])
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("timeline: {p}/seed-{}.svg", seeds[0])),
+        "{err}"
+    );
+    let s = seeds[0].to_string();
+    let svg = dir.join("run.svg");
+    let trace = dir.join("run.json");
+    let r = pipefence(&[
+        "run",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--driver",
+        "deterministic",
+        "--seed",
+        &s,
+        "--timeline",
+        svg.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    let read = |p: PathBuf| std::fs::read(p).unwrap();
+    assert_eq!(read(svg), read(pics.join(format!("seed-{s}.svg"))));
+    assert_eq!(read(trace), read(pics.join(format!("seed-{s}.json"))));
+
+    let clean = dir.join("clean");
+    let out = pipefence(&[
+        "check",
+        "examples/async-compute.kdl",
+        "--schedules",
+        "10",
+        "--timeline",
+        clean.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_dir(&clean).unwrap().count(), 0);
+
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = pipefence(&[
+        "check",
+        "examples/async-compute.kdl",
+        "--trace",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace"));
+    assert!(out.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Replay hints name a program that runs where the user is: `pipefence` when PATH finds this
+/// binary, the binary's own path when neither PATH nor a checkout around the current
+/// directory leads to it.
+#[test]
+fn replay_hints_name_a_program_that_runs_here() {
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_pipefence")).unwrap();
+    let race = std::fs::canonicalize(root().join("tests/scenarios/pfp-indirect-race.kdl")).unwrap();
+    let race = race.to_str().unwrap();
+    let hint = |path: &std::ffi::OsStr| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["check", race, "--schedules", "5"])
+            .current_dir(std::env::temp_dir())
+            .env("PATH", path);
+        let out = output_within(cmd, 300);
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let on_path = hint(exe.parent().unwrap().as_os_str());
+    assert!(
+        on_path.contains(&format!(
+            "replay with `pipefence run {race} --driver deterministic --seed "
+        )),
+        "{on_path}"
+    );
+    let elsewhere = hint(std::ffi::OsStr::new("/nonexistent"));
+    assert!(
+        elsewhere.contains(&format!(
+            "replay with `{} run {race} --driver deterministic --seed ",
+            exe.display()
+        )) || exe.to_str().is_none_or(|e| e.contains(' ')),
+        "{elsewhere}"
+    );
+}
+
+/// Completions and the man page come from the command line's own definition.
+#[test]
+fn completions_and_man_page_are_generated_from_the_command_line() {
+    let out = pipefence(&["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let bash = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        bash.contains("check") && bash.contains("--strict"),
+        "{bash}"
+    );
+    assert!(
+        bash.contains("--fail-fast") && bash.contains("completions"),
+        "{bash}"
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = pipefence(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("--strict"),
+            "{shell}"
+        );
+    }
+    assert_eq!(
+        pipefence(&["completions", "frobnicate"]).status.code(),
+        Some(2)
+    );
+    let out = pipefence(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let man = String::from_utf8_lossy(&out.stdout);
+    assert!(man.contains(".SH NAME\npipefence"), "{man}");
+    assert!(
+        man.contains(".SH SUBCOMMANDS") && man.contains("check"),
+        "{man}"
+    );
+    let out = pipefence(&["man", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".SH NAME\npipefence\\-check"), "{page}");
+    assert!(page.contains("\\-\\-fail\\-fast"), "{page}");
+    assert!(
+        page.contains(&format!("\"pipefence {}\"", env!("CARGO_PKG_VERSION"))),
+        "{page}"
+    );
+    assert_eq!(pipefence(&["man", "frobnicate"]).status.code(), Some(2));
 }

@@ -32,6 +32,16 @@ pub struct CheckOptions {
     pub strict: bool,
 }
 
+/// What [`check_with`] adds to [`CheckOptions`] (`pipefence check --validate`, `--fail-fast`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckMode {
+    /// Hazard reports in every schedule without strict mode's weaker GPU (as `run --validate`);
+    /// a hazard fails the schedule. Strict mode reports hazards already.
+    pub validate: bool,
+    /// Stop after the first failing schedule.
+    pub fail_fast: bool,
+}
+
 /// One distinct failing outcome, and the schedules that produced it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Failure {
@@ -159,6 +169,17 @@ pub fn check(sc: &Scenario, opts: &CheckOptions, progress: impl FnMut(Progress))
 pub fn check_each(
     sc: &Scenario,
     opts: &CheckOptions,
+    progress: impl FnMut(Progress),
+    visit: impl FnMut(u64, &Outcome),
+) -> CheckReport {
+    check_with(sc, opts, CheckMode::default(), progress, visit)
+}
+
+/// [`check_each`] with validation or a stop at the first failing schedule ([`CheckMode`]).
+pub fn check_with(
+    sc: &Scenario,
+    opts: &CheckOptions,
+    mode: CheckMode,
     mut progress: impl FnMut(Progress),
     mut visit: impl FnMut(u64, &Outcome),
 ) -> CheckReport {
@@ -182,7 +203,7 @@ pub fn check_each(
                 driver: DriverKind::Deterministic,
                 seed,
                 strict: opts.strict,
-                validate: false,
+                validate: mode.validate,
                 trace: false,
             },
         );
@@ -241,6 +262,9 @@ pub fn check_each(
                 0.0
             },
         });
+        if mode.fail_fast && failing > 0 {
+            break;
+        }
     }
     CheckReport {
         version: 1,
