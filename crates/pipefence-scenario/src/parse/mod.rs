@@ -30,6 +30,7 @@ mod render;
 mod shape;
 mod syntax;
 mod values;
+mod windows;
 
 use std::collections::HashMap;
 
@@ -40,6 +41,7 @@ use crate::plan::{Addr, Diagnostic, Pos, Scenario};
 
 use lines::Lines;
 use syntax::{cap, parse_kdl, prepare, syntax_errors, ParseKdlError, MAX_SOURCE_BYTES};
+use windows::{parse_windowed, Windowed, WINDOWED_FROM};
 
 pub use render::render_diagnostics;
 
@@ -59,7 +61,18 @@ pub fn parse(file: &str, source: &str) -> Result<Scenario, Vec<Diagnostic>> {
         }]);
     }
     let text = prepare(source, &lines)?;
-    let doc = match parse_kdl(&text) {
+    let windowed = if text.len() > WINDOWED_FROM {
+        parse_windowed(&text, &lines)
+    } else {
+        Ok(Windowed::Whole)
+    };
+    let parsed = match windowed {
+        Ok(Windowed::Doc(doc)) => Ok(Ok(doc)),
+        Ok(Windowed::Errors(diags)) => return Err(diags),
+        Ok(Windowed::Whole) => parse_kdl(&text),
+        Err(err) => Err(err),
+    };
+    let doc = match parsed {
         Ok(Ok(doc)) => doc,
         Ok(Err(err)) => return Err(syntax_errors(&lines, &err)),
         Err(ParseKdlError::Panicked) => {

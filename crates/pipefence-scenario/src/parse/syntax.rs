@@ -214,7 +214,7 @@ fn is_kdl_newline(c: char) -> bool {
 }
 
 /// The end of a `//` comment whose text starts at `i`: the newline that ends it.
-fn skip_line_comment(text: &str, mut i: usize) -> usize {
+pub(super) fn skip_line_comment(text: &str, mut i: usize) -> usize {
     while let Some(c) = char_at(text, i) {
         if is_kdl_newline(c) {
             break;
@@ -246,7 +246,7 @@ fn skip_block_comment(text: &str, mut i: usize) -> Option<usize> {
 
 /// The end of a quoted string (`"..."` or `"""..."""`) that starts at `i`. A single-line string
 /// also ends at a newline (the `kdl` parser reports it).
-fn skip_quoted(text: &str, i: usize) -> Option<usize> {
+pub(super) fn skip_quoted(text: &str, i: usize) -> Option<usize> {
     let multi = text.get(i..).is_some_and(|r| r.starts_with("\"\"\""));
     let mut j = i + if multi { 3 } else { 1 };
     while let Some(c) = char_at(text, j) {
@@ -280,7 +280,7 @@ fn skip_quoted(text: &str, i: usize) -> Option<usize> {
 /// opens a multi-line one, closed by `"""` and as many `#`s; otherwise `"` and the `#`s close it,
 /// and a newline ends it unterminated (a single-line string cannot hold one: the `kdl` parser
 /// reports it there and goes on parsing after it, so the scan must count the braces that follow).
-fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
+pub(super) fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
     let rest = text.get(i..).unwrap_or("");
     let multi = rest.starts_with("\"\"\"") && char_at(rest, 3).is_some_and(is_kdl_newline);
     let (skip, quotes) = if multi { (3, "\"\"\"") } else { (1, "\"") };
@@ -301,11 +301,22 @@ fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
 pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic> {
     // A file of garbage has about one error per byte: place them all (cheap), word only the
     // first ones (see `cap`).
-    let mut placed: Vec<(usize, &KdlDiagnostic)> = err
+    let placed: Vec<(usize, &KdlDiagnostic)> = err
         .diagnostics
         .iter()
         .map(|d| (syntax_offset(lines.source, d), d))
         .collect();
+    report_errors(lines, placed, false)
+}
+
+/// The diagnostics of KDL syntax errors placed at byte offsets of the file: the first
+/// [`MAX_DIAGNOSTICS`], sorted, without repeats, and the count of the rest (`at_least`: of those
+/// found, when the file was not read to its end).
+pub(super) fn report_errors(
+    lines: &Lines<'_>,
+    mut placed: Vec<(usize, &KdlDiagnostic)>,
+    at_least: bool,
+) -> Vec<Diagnostic> {
     placed.sort_by_key(|(offset, _)| *offset);
     let total = placed.len();
     let mut diags: Vec<Diagnostic> = placed
@@ -333,7 +344,11 @@ pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic
     }
     sort_dedup(&mut diags);
     if let Some((offset, _)) = placed.get(MAX_DIAGNOSTICS) {
-        diags.push(more_errors(lines.pos(*offset), total - MAX_DIAGNOSTICS));
+        let mut more = more_errors(lines.pos(*offset), total - MAX_DIAGNOSTICS);
+        if at_least {
+            more.message.insert_str(0, "at least ");
+        }
+        diags.push(more);
     }
     diags
 }
@@ -365,7 +380,7 @@ pub(super) fn cap(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 /// property value: that span runs from the start of the document (or of the enclosing block) to
 /// the point of failure, so the error is placed at the start of the value that ends there (just
 /// after the `=` when the value is missing).
-fn syntax_offset(source: &str, d: &KdlDiagnostic) -> usize {
+pub(super) fn syntax_offset(source: &str, d: &KdlDiagnostic) -> usize {
     let start = d.span.offset();
     if d.label.as_deref() != Some("not property value") {
         return start;
