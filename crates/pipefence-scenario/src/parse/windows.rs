@@ -519,3 +519,125 @@ impl Walk<'_> {
             && !matches!(after, Some(b'=') | None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::syntax::syntax_errors;
+    use super::*;
+
+    /// Valid KDL of every shape that a cut must respect: blocks, `;`, slashdashed nodes,
+    /// entries and blocks, multi-line and raw strings holding braces and `;`, line
+    /// continuations, and a block longer than a window.
+    fn varied(n: usize) -> String {
+        let mut s = String::from("big {\n");
+        for i in 0..3000 {
+            s.push_str(&format!(
+                "    child{i} {i} x=\"{{\" {{\n        leaf; leaf2\n    }}\n"
+            ));
+        }
+        s.push_str("}\n");
+        for i in 0..n {
+            s.push_str(&match i % 8 {
+                0 => format!("node{i} 1 2 key=\"v;\" (t)3 #true\n"),
+                1 => format!(
+                    "outer{i} {{\n    inner a=1; inner b=2\n    deep {{\n        leaf \"x;y\" \
+                     #\"raw{{\"#\n    }}\n}}\n"
+                ),
+                2 => format!("/-gone{i} {{\n    hidden 1\n    hidden 2\n}}\nkept{i}\n"),
+                3 => format!("text{i} \"\"\"\n    multi {{ line\n    ;\n    \"\"\"\n"),
+                4 => format!("cont{i} 1 \\\n    2 \\ // comment\n    3\n"),
+                5 => format!("semi{i}; semi{i}b /- skipped; after{i}\n"),
+                6 => format!("kids{i} /-{{\n    not 1\n}} {{\n    real 2\n}}\n"),
+                _ => format!("/-\nslashed{i}\nplain{i} ##\"a\"#b\"## r=#\"q\"#\n"),
+            });
+        }
+        s.push_str("long");
+        for i in 0..10_000 {
+            s.push_str(&format!(" {i} k{i}=\"a b\""));
+        }
+        s.push_str(" {\n    after-long\n}\ntail\n");
+        s
+    }
+
+    /// The nodes, entries and positions of a document, one line each.
+    fn describe(doc: &KdlDocument) -> Vec<String> {
+        fn walk(nodes: &[KdlNode], depth: usize, out: &mut Vec<String>) {
+            for node in nodes {
+                out.push(format!(
+                    "{depth} {} {:?} @{} children={}",
+                    node.name().value(),
+                    node.ty().map(|t| t.value().to_string()),
+                    node.span().offset(),
+                    node.children().is_some()
+                ));
+                for e in node.entries() {
+                    out.push(format!(
+                        "  {:?} {:?} {:?} @{}",
+                        e.name().map(|n| n.value().to_string()),
+                        e.value(),
+                        e.ty().map(|t| t.value().to_string()),
+                        e.span().offset()
+                    ));
+                }
+                if let Some(children) = node.children() {
+                    walk(children.nodes(), depth + 1, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(doc.nodes(), 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn windows_of_a_valid_file_merge_into_its_document() {
+        let text = varied(2500);
+        assert!(text.len() > 8 * WINDOW, "{}", text.len());
+        let whole = parse_kdl(&text).expect("ran").expect("valid");
+        let lines = Lines::new(&text);
+        let Ok(Windowed::Doc(doc)) = parse_windowed(&text, &lines) else {
+            panic!("the windows of a valid file did not merge");
+        };
+        let (a, b) = (describe(&whole), describe(&doc));
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn a_few_errors_parse_the_whole_file() {
+        let mut text = varied(1200);
+        text.insert_str(text.len() / 2, "bad = =\n");
+        text.push_str("big2 {\n    x = 1\n}\n");
+        let lines = Lines::new(&text);
+        assert!(matches!(parse_windowed(&text, &lines), Ok(Windowed::Whole)));
+    }
+
+    #[test]
+    fn many_errors_report_the_first_as_a_whole_parse_does() {
+        let garbage = [
+            "= (t)(t) ==\n".repeat(400),
+            "a= ) (".repeat(3_000),
+            format!("x {}", "1 ".repeat(40_000)) + &"=".repeat(3_000) + "\n",
+        ];
+        for (i, bad) in garbage.iter().enumerate() {
+            let mut text = varied(1200);
+            // Inside a block two deep, in the middle of the file.
+            let at = text.find("outer601 {\n    inner").expect("node") + 12;
+            text.insert_str(at, &format!("    deep {{\n{bad}\n    }}\n"));
+            let lines = Lines::new(&text);
+            let Ok(Windowed::Errors(diags)) = parse_windowed(&text, &lines) else {
+                panic!("{i}: many errors not reported");
+            };
+            let err = parse_kdl(&text).expect("ran").expect_err("garbage");
+            let whole = syntax_errors(&lines, &err);
+            assert_eq!(diags.len(), MAX_DIAGNOSTICS + 1, "{i}");
+            assert_eq!(diags[..MAX_DIAGNOSTICS], whole[..MAX_DIAGNOSTICS], "{i}");
+            assert!(
+                diags[MAX_DIAGNOSTICS].message.starts_with("at least "),
+                "{i}"
+            );
+        }
+    }
+}
