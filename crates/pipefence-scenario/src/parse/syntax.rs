@@ -139,12 +139,13 @@ pub(super) fn prepare<'a>(
     Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
 }
 
-/// Stack the `kdl` parser may need per byte of the file. Its error recovery recurses once per
-/// place where the document stops parsing (a stray `}`, `)`, `=`, a repeated type annotation,
-/// ...: `document` skips one character and calls itself), so a file of garbage recurses about
+/// Stack the `kdl` parser may need per byte of the text it is given. Its error recovery recurses
+/// once per place where the document stops parsing (a stray `}`, `)`, `=`, a repeated type
+/// annotation, ...: `document` skips one character and calls itself), so garbage recurses about
 /// once per byte; measured: about 560 bytes of stack per stray `}`, 220 per `=`, 75 per byte of
 /// `(t)(t)...` (release build). Twice the worst seen; unoptimized builds have frames several
-/// times larger.
+/// times larger. (A file over 64 KiB is given to it in windows first, see `windows`: a window of
+/// garbage touches a few MB of stack.)
 const KDL_STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
     16 << 10
 } else {
@@ -152,8 +153,10 @@ const KDL_STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
 };
 
 /// The largest file the parser takes (4 MiB; the largest scenario seen, 16,000 generated
-/// dispatch pairs, is 1 MiB). A file of garbage costs the `kdl` parser about 1.4 KB of memory
-/// per byte (one error each) and up to [`KDL_STACK_PER_BYTE`] of stack, so this bounds both.
+/// dispatch pairs, is 1 MiB). Garbage costs the `kdl` parser about 1.4 KB of memory per byte
+/// (one error each) and up to [`KDL_STACK_PER_BYTE`] of stack, so a file over 64 KiB is never
+/// given to it whole before its windows showed few errors (see `windows`: a 4 MiB file of
+/// garbage costs about 60 MB, not 5.6 GB); this bounds the stack asked for.
 pub(super) const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// The largest parser stack asked for (address space only: a thread's stack is backed as used).
