@@ -17,9 +17,12 @@
 //! Then, in file order, stopping as soon as more than [`MAX_DIAGNOSTICS`] errors were counted:
 //! - no window has an error: the windows' documents, merged, are the file's document (its
 //!   spans shifted to the file's offsets); so a valid file is parsed once, in pieces;
-//! - more than [`MAX_DIAGNOSTICS`] errors: the `kdl` parser runs on the file up to the end of
-//!   the window where that was reached (balanced by closing `}`s), so the errors shown are
-//!   exactly those of a parse of the whole file, and the rest is counted as "at least";
+//! - more than [`MAX_DIAGNOSTICS`] errors: the `kdl` parser runs on the file from the first
+//!   window with an error (the file before it is valid, and the synthetic blocks put the parser
+//!   in the state a whole parse is in there) to the end of the window where that was reached,
+//!   so the errors shown are those of a parse of the whole file (where the first error is in a
+//!   chunk of a long statement, from a little after that chunk's start), and the rest is counted
+//!   as "at least";
 //! - otherwise (a few errors): the `kdl` parser runs on the whole file, as for a small one.
 //!
 //! So the parser never sees more than about one window of garbage: memory is bounded by a
