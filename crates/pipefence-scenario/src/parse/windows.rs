@@ -88,11 +88,11 @@ impl Piece {
         }
         let prefix = text.len();
         text.push_str(real);
-        if self.mid_end {
-            text.push('\n');
-        }
+        // Inside a statement, no space or newline goes before the `}`s: the `kdl` parser takes
+        // time quadratic in the length of `a=(a=(...` when whitespace follows it.
+        let closer = if self.mid_end { "}" } else { "\n}" };
         for _ in 0..self.close {
-            text.push_str("\n}");
+            text.push_str(closer);
         }
         (text, prefix)
     }
