@@ -925,3 +925,29 @@ fn completions_and_man_page_are_generated_from_the_command_line() {
     );
     assert_eq!(pipefence(&["man", "frobnicate"]).status.code(), Some(2));
 }
+
+#[test]
+fn e3_a_file_of_garbage_at_the_size_limit_exits_2_with_its_errors_located() {
+    let dir = std::env::temp_dir().join(format!("pipefence-garbage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("garbage.kdl");
+    std::fs::write(
+        &file,
+        format!("device\n{}", "(t)=".repeat((4 << 20) / 4 - 4)),
+    )
+    .unwrap();
+    let out = pipefence(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let located = stderr
+        .lines()
+        .filter(|l| l.contains("garbage.kdl:2:"))
+        .count();
+    assert_eq!(located, 51, "{}", &stderr[..stderr.len().min(2000)]);
+    assert!(
+        stderr.contains("more errors from here on (only the first 50 are shown)"),
+        "{}",
+        &stderr[..stderr.len().min(2000)]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

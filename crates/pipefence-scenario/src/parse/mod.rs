@@ -13,13 +13,16 @@
 //!
 //! The parser never panics or aborts, whatever the input (E3): every lookup is checked, every
 //! conversion is fallible, and input that the `kdl` parser's recursion could not take (deep
-//! nesting) is reported before it gets there.
+//! nesting) is reported before it gets there. Its memory is bounded too: a file over 64 KiB is
+//! read in windows (`windows`), so the `kdl` parser, whose error recovery costs about 1.4 KB per
+//! error, is never given more garbage than a window holds.
 //!
 //! This file holds the entry point, the name tables and the parse state; the stages and node
-//! kinds live in submodules: `syntax` (pre-pass, `kdl` run, syntax errors), `lines` (positions),
-//! `render` (diagnostics as text), `shape` and `values` (reading a node's entries), `decls`
-//! (top-level nodes and declarations), `actions` (host actions), `commands` (list commands) and
-//! `lower` (the library form of commands, for its validation).
+//! kinds live in submodules: `syntax` (pre-pass, `kdl` run, syntax errors), `windows` (large
+//! files in windows), `lines` (positions), `render` (diagnostics as text), `shape` and `values`
+//! (reading a node's entries), `decls` (top-level nodes and declarations), `actions` (host
+//! actions), `commands` (list commands) and `lower` (the library form of commands, for its
+//! validation).
 
 mod actions;
 mod commands;
@@ -30,6 +33,7 @@ mod render;
 mod shape;
 mod syntax;
 mod values;
+mod windows;
 
 use std::collections::HashMap;
 
@@ -40,6 +44,7 @@ use crate::plan::{Addr, Diagnostic, Pos, Scenario};
 
 use lines::Lines;
 use syntax::{cap, parse_kdl, prepare, syntax_errors, ParseKdlError, MAX_SOURCE_BYTES};
+use windows::{parse_windowed, Windowed, WINDOWED_FROM};
 
 pub use render::render_diagnostics;
 
@@ -59,7 +64,18 @@ pub fn parse(file: &str, source: &str) -> Result<Scenario, Vec<Diagnostic>> {
         }]);
     }
     let text = prepare(source, &lines)?;
-    let doc = match parse_kdl(&text) {
+    let windowed = if text.len() > WINDOWED_FROM {
+        parse_windowed(&text, &lines)
+    } else {
+        Ok(Windowed::Whole)
+    };
+    let parsed = match windowed {
+        Ok(Windowed::Doc(doc)) => Ok(Ok(doc)),
+        Ok(Windowed::Errors(diags)) => return Err(diags),
+        Ok(Windowed::Whole) => parse_kdl(&text),
+        Err(err) => Err(err),
+    };
+    let doc = match parsed {
         Ok(Ok(doc)) => doc,
         Ok(Err(err)) => return Err(syntax_errors(&lines, &err)),
         Err(ParseKdlError::Panicked) => {

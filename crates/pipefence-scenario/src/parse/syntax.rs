@@ -139,12 +139,13 @@ pub(super) fn prepare<'a>(
     Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
 }
 
-/// Stack the `kdl` parser may need per byte of the file. Its error recovery recurses once per
-/// place where the document stops parsing (a stray `}`, `)`, `=`, a repeated type annotation,
-/// ...: `document` skips one character and calls itself), so a file of garbage recurses about
+/// Stack the `kdl` parser may need per byte of the text it is given. Its error recovery recurses
+/// once per place where the document stops parsing (a stray `}`, `)`, `=`, a repeated type
+/// annotation, ...: `document` skips one character and calls itself), so garbage recurses about
 /// once per byte; measured: about 560 bytes of stack per stray `}`, 220 per `=`, 75 per byte of
 /// `(t)(t)...` (release build). Twice the worst seen; unoptimized builds have frames several
-/// times larger.
+/// times larger. (A file over 64 KiB is given to it in windows first, see `windows`: a window of
+/// garbage touches a few MB of stack.)
 const KDL_STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
     16 << 10
 } else {
@@ -152,8 +153,10 @@ const KDL_STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
 };
 
 /// The largest file the parser takes (4 MiB; the largest scenario seen, 16,000 generated
-/// dispatch pairs, is 1 MiB). A file of garbage costs the `kdl` parser about 1.4 KB of memory
-/// per byte (one error each) and up to [`KDL_STACK_PER_BYTE`] of stack, so this bounds both.
+/// dispatch pairs, is 1 MiB). Garbage costs the `kdl` parser about 1.4 KB of memory per byte
+/// (one error each) and up to [`KDL_STACK_PER_BYTE`] of stack, so a file over 64 KiB is never
+/// given to it whole before its windows showed few errors (see `windows`: a 4 MiB file of
+/// garbage costs about 60 MB, not 5.6 GB); this bounds the stack asked for.
 pub(super) const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// The largest parser stack asked for (address space only: a thread's stack is backed as used).
@@ -214,7 +217,7 @@ fn is_kdl_newline(c: char) -> bool {
 }
 
 /// The end of a `//` comment whose text starts at `i`: the newline that ends it.
-fn skip_line_comment(text: &str, mut i: usize) -> usize {
+pub(super) fn skip_line_comment(text: &str, mut i: usize) -> usize {
     while let Some(c) = char_at(text, i) {
         if is_kdl_newline(c) {
             break;
@@ -246,7 +249,7 @@ fn skip_block_comment(text: &str, mut i: usize) -> Option<usize> {
 
 /// The end of a quoted string (`"..."` or `"""..."""`) that starts at `i`. A single-line string
 /// also ends at a newline (the `kdl` parser reports it).
-fn skip_quoted(text: &str, i: usize) -> Option<usize> {
+pub(super) fn skip_quoted(text: &str, i: usize) -> Option<usize> {
     let multi = text.get(i..).is_some_and(|r| r.starts_with("\"\"\""));
     let mut j = i + if multi { 3 } else { 1 };
     while let Some(c) = char_at(text, j) {
@@ -280,7 +283,7 @@ fn skip_quoted(text: &str, i: usize) -> Option<usize> {
 /// opens a multi-line one, closed by `"""` and as many `#`s; otherwise `"` and the `#`s close it,
 /// and a newline ends it unterminated (a single-line string cannot hold one: the `kdl` parser
 /// reports it there and goes on parsing after it, so the scan must count the braces that follow).
-fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
+pub(super) fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
     let rest = text.get(i..).unwrap_or("");
     let multi = rest.starts_with("\"\"\"") && char_at(rest, 3).is_some_and(is_kdl_newline);
     let (skip, quotes) = if multi { (3, "\"\"\"") } else { (1, "\"") };
@@ -301,11 +304,22 @@ fn skip_raw(text: &str, i: usize, hashes: usize) -> Option<usize> {
 pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic> {
     // A file of garbage has about one error per byte: place them all (cheap), word only the
     // first ones (see `cap`).
-    let mut placed: Vec<(usize, &KdlDiagnostic)> = err
+    let placed: Vec<(usize, &KdlDiagnostic)> = err
         .diagnostics
         .iter()
         .map(|d| (syntax_offset(lines.source, d), d))
         .collect();
+    report_errors(lines, placed, false)
+}
+
+/// The diagnostics of KDL syntax errors placed at byte offsets of the file: the first
+/// [`MAX_DIAGNOSTICS`], sorted, without repeats, and the count of the rest (`at_least`: of those
+/// found, when the file was not read to its end).
+pub(super) fn report_errors(
+    lines: &Lines<'_>,
+    mut placed: Vec<(usize, &KdlDiagnostic)>,
+    at_least: bool,
+) -> Vec<Diagnostic> {
     placed.sort_by_key(|(offset, _)| *offset);
     let total = placed.len();
     let mut diags: Vec<Diagnostic> = placed
@@ -333,7 +347,11 @@ pub(super) fn syntax_errors(lines: &Lines<'_>, err: &KdlError) -> Vec<Diagnostic
     }
     sort_dedup(&mut diags);
     if let Some((offset, _)) = placed.get(MAX_DIAGNOSTICS) {
-        diags.push(more_errors(lines.pos(*offset), total - MAX_DIAGNOSTICS));
+        let mut more = more_errors(lines.pos(*offset), total - MAX_DIAGNOSTICS);
+        if at_least {
+            more.message.insert_str(0, "at least ");
+        }
+        diags.push(more);
     }
     diags
 }
@@ -365,7 +383,7 @@ pub(super) fn cap(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 /// property value: that span runs from the start of the document (or of the enclosing block) to
 /// the point of failure, so the error is placed at the start of the value that ends there (just
 /// after the `=` when the value is missing).
-fn syntax_offset(source: &str, d: &KdlDiagnostic) -> usize {
+pub(super) fn syntax_offset(source: &str, d: &KdlDiagnostic) -> usize {
     let start = d.span.offset();
     if d.label.as_deref() != Some("not property value") {
         return start;
