@@ -394,6 +394,48 @@ impl BufferCore {
         Some(self.word(offset)?.fetch_add(value, Ordering::AcqRel))
     }
 
+    /// Atomic 32-bit compare-exchange: stores `new` if the u32 holds `current`. `Ok(old)` if
+    /// it stored, `Err(old)` if not (the other half of the word is never touched).
+    #[inline]
+    pub(crate) fn compare_exchange32(
+        &self,
+        offset: u64,
+        current: u32,
+        new: u32,
+    ) -> Option<Result<u32, u32>> {
+        if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
+            return None;
+        }
+        let shift = half_shift(offset);
+        let r = self
+            .word(offset)?
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                ((w >> shift) as u32 == current)
+                    .then(|| (w & !(u64::from(u32::MAX) << shift)) | (u64::from(new) << shift))
+            });
+        Some(match r {
+            Ok(w) => Ok((w >> shift) as u32),
+            Err(w) => Err((w >> shift) as u32),
+        })
+    }
+
+    /// Atomic 64-bit compare-exchange: stores `new` if the u64 holds `current`.
+    #[inline]
+    pub(crate) fn compare_exchange64(
+        &self,
+        offset: u64,
+        current: u64,
+        new: u64,
+    ) -> Option<Result<u64, u64>> {
+        if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
+            return None;
+        }
+        Some(
+            self.word(offset)?
+                .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire),
+        )
+    }
+
     /// The atomic word holding byte `offset` (for views and bulk kernels), filled with the
     /// buffer's values.
     #[inline]

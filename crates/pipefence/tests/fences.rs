@@ -345,7 +345,12 @@ fn f8_argument_errors_are_invalid_arg() {
     let a = d.create_fence(&FenceDesc::new(0)).unwrap();
     let e = Event::new();
     let err = d
-        .set_event_on_multiple_fence_completion(&[], &[], MultipleFenceWaitFlags::ALL, Some(&e))
+        .set_event_on_multiple_fence_completion(
+            &[] as &[&Fence],
+            &[],
+            MultipleFenceWaitFlags::ALL,
+            Some(&e),
+        )
         .unwrap_err();
     assert!(
         matches!(err, Error::InvalidArg(_)) && err.to_string().contains("count 0"),
@@ -609,4 +614,195 @@ fn e2_a_timeout_says_what_it_waited_for_and_what_it_saw() {
         g.signal(1).unwrap();
         q.wait_idle(T).unwrap();
     }
+}
+
+/// A deterministic device (the creating thread is a host of its schedule).
+fn deterministic(seed: u64) -> Device {
+    Device::new(DeviceDesc {
+        driver: pipefence::Driver::Deterministic {
+            seed,
+            strategy: pipefence::Strategy::Random,
+        },
+        ..DeviceDesc::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn f7_timed_null_event_wait_reaches_and_times_out() {
+    let d = device();
+    let f = d.create_fence(&FenceDesc::new(0).named("frame")).unwrap();
+    let e = f.block_on_completion(1, Duration::ZERO).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(e.to_string().contains("fence `frame`: wait for 1"), "{e}");
+    let e = f.block_on_completion(1, SHORT).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    let f2 = f.clone();
+    let t = thread::spawn(move || f2.signal(2));
+    f.block_on_completion(2, T).unwrap();
+    t.join().unwrap().unwrap();
+    // Already reached: at once, even with a zero timeout.
+    f.block_on_completion(1, Duration::ZERO).unwrap();
+}
+
+#[test]
+fn f10_timed_null_event_wait_returns_ok_after_removal() {
+    // Removal during the wait (another thread removes the device) and before it.
+    let d = device();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let d2 = d.clone();
+    let t = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        d2.remove();
+    });
+    f.block_on_completion(5, T).unwrap();
+    t.join().unwrap();
+    f.block_on_completion(6, T).unwrap();
+    f.block_on_completion(6, Duration::ZERO).unwrap();
+    // `wait` differs: removal is an error.
+    assert!(f.wait(6, T).unwrap_err().is_device_removed());
+}
+
+#[test]
+fn f10_timed_null_event_waits_on_the_deterministic_driver() {
+    for seed in 0..4 {
+        // Nothing will signal the fence and nothing can run: a timeout (D6), not Ok.
+        let d = deterministic(seed);
+        let f = d.create_fence(&FenceDesc::new(0).named("never")).unwrap();
+        let e = f.block_on_completion(1, T).unwrap_err();
+        assert!(e.is_timeout(), "seed {seed}: {e}");
+        assert!(
+            e.to_string().contains("nothing can run"),
+            "seed {seed}: {e}"
+        );
+        let e = d
+            .block_on_multiple_fence_completion(&[&f], &[1], MultipleFenceWaitFlags::ALL, T)
+            .unwrap_err();
+        assert!(e.is_timeout(), "seed {seed}: {e}");
+        // Reached by a queue signal.
+        let q = d
+            .create_queue(&pipefence::QueueDesc::new(
+                pipefence::QueueKind::Compute,
+                "q",
+            ))
+            .unwrap();
+        q.signal(&f, 3).unwrap();
+        f.block_on_completion(3, T).unwrap();
+        d.block_on_multiple_fence_completion(&[&f], &[3], MultipleFenceWaitFlags::ANY, T)
+            .unwrap();
+        // After removal: Ok, where `wait` and `wait_multiple` fail.
+        d.remove();
+        f.block_on_completion(9, T).unwrap();
+        d.block_on_multiple_fence_completion(&[&f], &[9], MultipleFenceWaitFlags::ALL, T)
+            .unwrap();
+        assert!(f.wait(9, T).unwrap_err().is_device_removed());
+        assert!(d
+            .wait_multiple(&[&f], &[9], MultipleFenceWaitFlags::ALL, T)
+            .unwrap_err()
+            .is_device_removed());
+    }
+}
+
+#[test]
+fn f8_timed_null_event_multi_wait_reaches_and_times_out() {
+    let d = device();
+    let a = d.create_fence(&FenceDesc::new(0).named("a")).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0).named("b")).unwrap();
+    let all = MultipleFenceWaitFlags::ALL;
+    let any = MultipleFenceWaitFlags::ANY;
+    let e = d
+        .block_on_multiple_fence_completion(&[&a, &b], &[1, 1], any, Duration::ZERO)
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(
+        e.to_string()
+            .contains("block_on_multiple_fence_completion (any): fence `a` >= 1, fence `b` >= 1"),
+        "{e}"
+    );
+    a.signal(1).unwrap();
+    d.block_on_multiple_fence_completion(&[&a, &b], &[1, 1], any, Duration::ZERO)
+        .unwrap();
+    let e = d
+        .block_on_multiple_fence_completion(&[&a, &b], &[1, 1], all, SHORT)
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    let b2 = b.clone();
+    let t = thread::spawn(move || b2.signal(1));
+    d.block_on_multiple_fence_completion(&[&a, &b], &[1, 1], all, T)
+        .unwrap();
+    t.join().unwrap().unwrap();
+    // The argument errors are those of the event form.
+    assert!(matches!(
+        d.block_on_multiple_fence_completion(&[&a], &[1, 2], all, T),
+        Err(Error::InvalidArg(_))
+    ));
+}
+
+#[test]
+fn f8_timed_null_event_multi_wait_returns_ok_after_removal() {
+    let d = device();
+    let a = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let all = MultipleFenceWaitFlags::ALL;
+    let d2 = d.clone();
+    let t = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(20));
+        d2.remove();
+    });
+    d.block_on_multiple_fence_completion(&[&a, &b], &[1, 2], all, T)
+        .unwrap();
+    t.join().unwrap();
+    d.block_on_multiple_fence_completion(&[&a, &b], &[3, 4], all, Duration::ZERO)
+        .unwrap();
+    assert!(d
+        .wait_multiple(&[&a, &b], &[3, 4], all, T)
+        .unwrap_err()
+        .is_device_removed());
+}
+
+#[test]
+fn f8_multi_fence_calls_take_slices_of_fences_or_of_references() {
+    let d = device();
+    let owned: Vec<Fence> = (0..3)
+        .map(|i| d.create_fence(&FenceDesc::new(i)).unwrap())
+        .collect();
+    let all = MultipleFenceWaitFlags::ALL;
+    // &[Fence], &Vec<Fence>, an array of Fence, &Vec<&Fence>, &[&Fence].
+    d.wait_multiple(&owned[..], &[0, 1, 2], all, T).unwrap();
+    d.wait_multiple(&owned, &[0, 1, 2], all, T).unwrap();
+    let array = [owned[0].clone(), owned[1].clone()];
+    d.wait_multiple(&array, &[0, 1], all, T).unwrap();
+    let refs: Vec<&Fence> = owned.iter().collect();
+    d.wait_multiple(&refs, &[0, 1, 2], all, T).unwrap();
+    d.wait_multiple(&refs[..], &[0, 1, 2], all, T).unwrap();
+    let e = Event::new();
+    d.set_event_on_multiple_fence_completion(&owned, &[0, 1, 3], all, Some(&e))
+        .unwrap();
+    assert!(!e.try_wait());
+    owned[2].signal(3).unwrap();
+    assert!(e.wait(T));
+    d.set_event_on_multiple_fence_completion(&refs, &[0, 1, 3], all, None)
+        .unwrap();
+    d.block_on_multiple_fence_completion(&owned, &[0, 1, 3], all, Duration::ZERO)
+        .unwrap();
+    // Three fences, two values.
+    let err = d.wait_multiple(&owned, &[0, 1], all, T).unwrap_err();
+    assert!(err.to_string().contains("3 fences but 2 values"), "{err}");
+}
+
+#[test]
+fn f1_fence_device_is_its_device_while_a_device_handle_lives() {
+    let d = device();
+    let f = d.create_fence(&FenceDesc::new(0)).unwrap();
+    let got = f.device().expect("the device is alive");
+    // The same device: a fence of `got` is accepted by `d`'s multi-fence wait.
+    let g = got.create_fence(&FenceDesc::new(1)).unwrap();
+    d.wait_multiple(&[&f, &g], &[0, 1], MultipleFenceWaitFlags::ALL, T)
+        .unwrap();
+    drop(got);
+    drop(g);
+    // A fence does not keep its device: once every Device handle is gone it has none.
+    drop(d);
+    assert!(f.device().is_none());
+    assert_eq!(f.completed_value(), 0);
 }

@@ -436,3 +436,162 @@ fn d5_hazard_reports_are_capped_and_counted() {
         && h.buffer == Some(("out".to_string(), 0))));
     assert!(d.hazards_dropped() > 0);
 }
+
+/// A user kernel in which every group adds 1 to the u32 at `counter` with a compare-exchange
+/// loop, and then tries to claim the u64 at `winner` (0 -> group + 1, `InterlockedCompareStore`
+/// style), counting successful claims in the u32 at `claims`.
+fn cas_kernel(counter: u64, winner: u64, claims: u64) -> Kernel {
+    Kernel::User(UserKernel::new("cas", move |ctx| {
+        let mut cur = 0;
+        loop {
+            match ctx.compare_exchange_u32(counter, cur, cur + 1) {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+        let g = u64::from(ctx.group());
+        if ctx.compare_exchange_u64(winner, 0, g + 1).is_ok() {
+            ctx.atomic_add_u32(claims, 1);
+        }
+    }))
+}
+
+/// Runs [`cas_kernel`] for `groups` groups on one queue; returns (counter, winner, claims).
+fn run_cas(d: &Device, groups: u32) -> (u32, u64, u32) {
+    let b = buffer(d, "cas", 64, Heap::Readback);
+    let q = queue(d, QueueKind::Compute, "q");
+    let k = cas_kernel(b.address(4), b.address(8), b.address(16));
+    let l = list(d, QueueKind::Compute, "l", |l| {
+        l.dispatch(&k, groups);
+    });
+    q.execute_command_lists(&[&l]).unwrap();
+    d.wait_idle(T).unwrap();
+    (
+        b.read_u32(4).unwrap(),
+        b.read_u64(8).unwrap(),
+        b.read_u32(16).unwrap(),
+    )
+}
+
+#[test]
+fn c6_kernel_compare_exchange_is_atomic_on_plain_and_strict_memory() {
+    let check = |d: &Device, what: &str| {
+        let (counter, winner, claims) = run_cas(d, 48);
+        assert_eq!(counter, 48, "{what}: every group's increment lands once");
+        assert!((1..=48).contains(&winner), "{what}: winner {winner}");
+        assert_eq!(claims, 1, "{what}: exactly one group claims the word");
+        assert!(d.hazards().is_empty(), "{what}: {:#?}", d.hazards());
+    };
+    for i in 0..3 {
+        let d = Device::new(DeviceDesc {
+            workers: 4,
+            ..DeviceDesc::default()
+        })
+        .unwrap();
+        check(&d, &format!("threaded run {i}"));
+    }
+    for seed in 0..6 {
+        check(&strict(seed), &format!("strict seed {seed}"));
+        check(
+            &Device::new(desc(MemoryModel::Validate, seed)).unwrap(),
+            &format!("validate seed {seed}"),
+        );
+        check(
+            &Device::new(desc(MemoryModel::Plain, seed)).unwrap(),
+            &format!("plain deterministic seed {seed}"),
+        );
+    }
+}
+
+#[test]
+fn c6_kernel_compare_exchange_fails_without_storing_and_reports_the_value() {
+    for d in [Device::new(DeviceDesc::default()).unwrap(), strict(1)] {
+        let b = buffer(&d, "b", 64, Heap::Readback);
+        let q = queue(&d, QueueKind::Compute, "q");
+        let (a32, a64, out) = (b.address(0), b.address(8), b.address(16));
+        let k = Kernel::User(UserKernel::new("cas-once", move |ctx| {
+            ctx.write_u32(a32, 5);
+            ctx.write_u64(a64, u64::MAX - 1);
+            let r32 = ctx.compare_exchange_u32(a32, 4, 9);
+            let r64 = ctx.compare_exchange_u64(a64, u64::MAX - 1, 3);
+            ctx.write_u32(out, u32::from(r32 == Err(5)));
+            ctx.write_u32(out + 4, u32::from(r64 == Ok(u64::MAX - 1)));
+            // The other half of a word is untouched by a 32-bit exchange.
+            ctx.write_u32(out + 8, 0xaaaa);
+            let _ = ctx.compare_exchange_u32(out + 12, 0, 0xbbbb);
+        }));
+        let l = list(&d, QueueKind::Compute, "l", |l| {
+            l.dispatch(&k, 1);
+        });
+        q.execute_command_lists(&[&l]).unwrap();
+        d.wait_idle(T).unwrap();
+        assert_eq!(b.read_u32(0).unwrap(), 5);
+        assert_eq!(b.read_u64(8).unwrap(), 3);
+        assert_eq!(b.read_u32(16).unwrap(), 1);
+        assert_eq!(b.read_u32(20).unwrap(), 1);
+        assert_eq!(b.read_u64(24).unwrap(), 0xaaaa | (0xbbbb << 32));
+    }
+}
+
+/// Two queues run a compare-exchange kernel on the same words with nothing ordering them:
+/// atomic read-modify-writes never form a hazard with each other; a plain read of those words
+/// by a third queue does.
+fn cas_across_queues(d: &Device, with_reader: bool) -> Buffer {
+    let b = buffer(d, "shared", 64, Heap::DeviceLocal);
+    let out = buffer(d, "out", 64, Heap::Readback);
+    let k = cas_kernel(b.address(4), b.address(8), b.address(16));
+    for (i, kind) in [QueueKind::Direct, QueueKind::Compute]
+        .into_iter()
+        .enumerate()
+    {
+        let q = queue(d, kind, &format!("q{i}"));
+        let l = list(d, kind, &format!("l{i}"), |l| {
+            l.dispatch(&k, 2);
+        });
+        q.execute_command_lists(&[&l]).unwrap();
+    }
+    if with_reader {
+        let (src, dst) = (b.address(4), out.address(0));
+        let reader = Kernel::User(UserKernel::new("reader", move |ctx| {
+            let v = ctx.read_u32(src);
+            ctx.write_u32(dst, v);
+        }));
+        let q = queue(d, QueueKind::Compute, "reader");
+        let l = list(d, QueueKind::Compute, "read", |l| {
+            l.dispatch(&reader, 1);
+        });
+        q.execute_command_lists(&[&l]).unwrap();
+    }
+    d.wait_idle(T).unwrap();
+    b
+}
+
+#[test]
+fn c6_kernel_compare_exchange_is_an_atomic_access_for_the_hazard_model() {
+    for seed in 0..6 {
+        for d in [
+            strict(seed),
+            Device::new(desc(MemoryModel::Validate, seed)).unwrap(),
+        ] {
+            let _b = cas_across_queues(&d, false);
+            assert!(d.hazards().is_empty(), "seed {seed}: {:#?}", d.hazards());
+            let d = Device::new(desc(d.desc().memory_model, seed)).unwrap();
+            let _b = cas_across_queues(&d, true);
+            let hazards = d.hazards();
+            let reads: Vec<&Hazard> = hazards
+                .iter()
+                .filter(|h| h.kind == HazardKind::UnreleasedRead)
+                .collect();
+            assert!(!reads.is_empty(), "seed {seed}: {hazards:#?}");
+            for h in reads {
+                let kinds = [h.first.kind, h.second.kind];
+                assert!(kinds.contains(&AccessKind::Atomic), "seed {seed}: {h:#?}");
+                assert!(kinds.contains(&AccessKind::Read), "seed {seed}: {h:#?}");
+            }
+            assert!(
+                hazards.iter().all(|h| h.kind != HazardKind::WriteWrite),
+                "seed {seed}: {hazards:#?}"
+            );
+        }
+    }
+}

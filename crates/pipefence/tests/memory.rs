@@ -697,3 +697,165 @@ fn m1_concurrent_first_writes_to_an_init_buffer_lose_nothing() {
     }
     assert_eq!(b.read_u64(8 + 1024 * 8).unwrap(), INIT);
 }
+
+#[test]
+fn m4_write_slice_and_read_slice_round_trip_by_heap_rules() {
+    let d = device();
+    let s = d
+        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("s"))
+        .unwrap();
+    s.write_slice(4, &[1, 2, 3, 4, 5]).unwrap();
+    let mut out = [9u32; 7];
+    s.read_slice(0, &mut out).unwrap();
+    assert_eq!(out, [0, 1, 2, 3, 4, 5, 0]);
+    assert_eq!(s.read_u64(8).unwrap(), 2 | (3 << 32));
+    // To the last byte; empty slices anywhere up to the end.
+    s.write_slice(56, &[7, 8]).unwrap();
+    assert_eq!(s.read_u32(60).unwrap(), 8);
+    s.write_slice(64, &[]).unwrap();
+    s.read_slice(64, &mut []).unwrap();
+    // Heap rules as write_u32/read_u32.
+    let upload = buf(&d, 16, Heap::Upload);
+    upload.write_slice(0, &[1, 2]).unwrap();
+    let mut two = [0u32; 2];
+    upload.read_slice(0, &mut two).unwrap();
+    assert_eq!(two, [1, 2]);
+    let readback = buf(&d, 16, Heap::Readback);
+    assert!(matches!(
+        readback.write_slice(0, &[1]),
+        Err(Error::InvalidCall(_))
+    ));
+    readback.read_slice(0, &mut two).unwrap();
+    let local = buf(&d, 16, Heap::DeviceLocal);
+    let e = local.read_slice(0, &mut two).unwrap_err();
+    assert!(matches!(e, Error::InvalidCall(_)), "{e}");
+    assert!(e.to_string().contains("read_slice"), "{e}");
+    assert!(matches!(
+        local.write_slice(0, &[]),
+        Err(Error::InvalidCall(_))
+    ));
+}
+
+#[test]
+fn m4_slice_range_and_alignment_are_checked_before_anything_is_written() {
+    let d = device();
+    let s = d
+        .create_buffer(&BufferDesc::new(16, Heap::Shared).named("s"))
+        .unwrap();
+    // Three elements from 8 end 4 bytes past the end: nothing is written.
+    let e = s.write_slice(8, &[1, 2, 3]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArg(_)), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "invalid argument: buffer `s`: write_slice: offset 0x8 + 12 bytes (3 u32 elements) is \
+         outside the buffer \
+         (16 bytes)"
+    );
+    assert_eq!(s.read_u64(8).unwrap(), 0);
+    let e = s.write_slice(2, &[1]).unwrap_err();
+    assert!(
+        e.to_string().contains("offset 0x2 is not 4-byte aligned"),
+        "{e}"
+    );
+    let e = s.write_slice(20, &[]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArg(_)), "{e}");
+    let mut out = [5u32; 5];
+    let e = s.read_slice(0, &mut out).unwrap_err();
+    assert!(e.to_string().contains("read_slice"), "{e}");
+    assert_eq!(out, [5; 5], "an error leaves the output unchanged");
+    assert!(s.read_slice(u64::MAX - 3, &mut out[..1]).is_err());
+}
+
+#[test]
+fn m4_write_slice_wakes_waiters_on_every_word() {
+    // Host waiters on the first, a middle and the last word of the range, in both halves of
+    // the 8-byte words; and an engine waiting on the last word.
+    let d = device();
+    let s = d
+        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("s"))
+        .unwrap();
+    let out = d
+        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("out"))
+        .unwrap();
+    let q = d
+        .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+        .unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
+    l.wait_value32(
+        s.address(40),
+        Comparison::Equal,
+        11,
+        u32::MAX,
+        WaitEngine::Me,
+    )
+    .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
+    l.close().unwrap();
+    q.execute_command_lists(&[&l]).unwrap();
+    let waiters: Vec<_> = [(4u64, 2u32), (16, 5), (40, 11)]
+        .into_iter()
+        .map(|(off, v)| {
+            let s = s.clone();
+            thread::spawn(move || s.wait_u32(off, Comparison::Equal, v, u32::MAX, T))
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(20));
+    s.write_slice(0, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+        .unwrap();
+    for w in waiters {
+        w.join().unwrap().unwrap();
+    }
+    out.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
+}
+
+#[test]
+fn m4_slice_access_keeps_working_after_removal() {
+    let d = device();
+    let s = buf(&d, 16, Heap::Shared);
+    d.remove();
+    s.write_slice(0, &[3, 4]).unwrap();
+    let mut out = [0u32; 2];
+    s.read_slice(0, &mut out).unwrap();
+    assert_eq!(out, [3, 4]);
+}
+
+#[test]
+fn m4_slice_access_on_the_deterministic_driver_is_one_host_access() {
+    // A host slice write is a value write (D5): an engine memory-value wait it satisfies
+    // acquires it, and then reading data the host wrote before it is ordered.
+    for seed in 0..4 {
+        let d = Device::new(DeviceDesc {
+            driver: pipefence::Driver::Deterministic {
+                seed,
+                strategy: pipefence::Strategy::Random,
+            },
+            memory_model: pipefence::MemoryModel::Validate,
+            ..DeviceDesc::default()
+        })
+        .unwrap();
+        let s = d
+            .create_buffer(&BufferDesc::new(64, Heap::Shared).named("s"))
+            .unwrap();
+        let out = d
+            .create_buffer(&BufferDesc::new(64, Heap::Shared).named("out"))
+            .unwrap();
+        let q = d
+            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+            .unwrap();
+        let mut l = d
+            .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+            .unwrap();
+        l.wait_value32(s.address(8), Comparison::Equal, 3, u32::MAX, WaitEngine::Me)
+            .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
+        l.close().unwrap();
+        q.execute_command_lists(&[&l]).unwrap();
+        s.write_slice(0, &[1, 2, 3]).unwrap();
+        out.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
+        let mut v = [0u32; 3];
+        s.read_slice(0, &mut v).unwrap();
+        assert_eq!(v, [1, 2, 3], "seed {seed}");
+        d.wait_idle(T).unwrap();
+        assert!(d.hazards().is_empty(), "seed {seed}: {:#?}", d.hazards());
+    }
+}

@@ -64,7 +64,37 @@ pub struct Device {
     _owner: Arc<DeviceOwner>,
 }
 
+/// A handle of a device that does not keep it running ([`Fence::device`]).
+#[derive(Debug, Clone)]
+pub(crate) struct WeakDevice {
+    shared: Arc<DeviceShared>,
+    owner: std::sync::Weak<DeviceOwner>,
+}
+
+impl WeakDevice {
+    /// The device's shared state.
+    pub(crate) fn shared(&self) -> &Arc<DeviceShared> {
+        &self.shared
+    }
+
+    /// The device, while any [`Device`] handle (a queue's included) lives.
+    pub(crate) fn upgrade(&self) -> Option<Device> {
+        Some(Device {
+            _owner: self.owner.upgrade()?,
+            shared: self.shared.clone(),
+        })
+    }
+}
+
 impl Device {
+    /// A handle that does not keep the device running.
+    pub(crate) fn downgrade(&self) -> WeakDevice {
+        WeakDevice {
+            shared: self.shared.clone(),
+            owner: Arc::downgrade(&self._owner),
+        }
+    }
+
     /// Creates a device. Errors: InvalidArg for a zero watchdog or fence-wait timeout, a
     /// `fifo_depth` of 0 or above 65536, more than 1024 workers, or a zero timestamp frequency.
     #[doc(alias = "D3D12CreateDevice")]
@@ -378,7 +408,7 @@ impl Device {
         if self.shared.is_removed() {
             core.remove();
         }
-        Ok(Fence::new(core, self.shared.clone(), name, id as u32))
+        Ok(Fence::new(core, self.downgrade(), name, id as u32))
     }
 
     /// Creates a buffer (M1): `size` bytes (a positive multiple of 4), in `heap`, every u32
@@ -507,19 +537,24 @@ impl Device {
 
     /// Registers `event` to be set when all (flags ALL/NONE) or any (ANY) of `fences` reach
     /// their `values` (F8); with `None`, blocks until then (returns Ok after removal, like the
-    /// single-fence form). Errors: InvalidArg for zero fences, mismatched lengths, unknown
+    /// single-fence form; [`block_on_multiple_fence_completion`](Self::block_on_multiple_fence_completion)
+    /// is the timed form). Errors: InvalidArg for zero fences, mismatched lengths, unknown
     /// flags, or a fence of another device.
+    ///
+    /// `fences` is a slice of fences or of references to them: `&[&Fence]`, `&[Fence]`,
+    /// `&Vec<Fence>`, `&[&a, &b]` (F8).
     #[doc(alias = "SetEventOnMultipleFenceCompletion")]
-    pub fn set_event_on_multiple_fence_completion(
+    pub fn set_event_on_multiple_fence_completion<F: AsRef<Fence>>(
         &self,
-        fences: &[&Fence],
+        fences: &[F],
         values: &[u64],
         flags: MultipleFenceWaitFlags,
         event: Option<&Event>,
     ) -> Result<()> {
+        let fences: Vec<&Fence> = fences.iter().map(AsRef::as_ref).collect();
         let (pairs, any) = self.multi_args(
             "set_event_on_multiple_fence_completion",
-            fences,
+            &fences,
             values,
             flags,
         )?;
@@ -534,6 +569,32 @@ impl Device {
                 Ok(())
             }
         }
+    }
+
+    /// The timed form of [`set_event_on_multiple_fence_completion`](Self::set_event_on_multiple_fence_completion)
+    /// with no event (F8): blocks until all or any of `fences` reach their `values`, for at
+    /// most `timeout` (a zero timeout polls). It differs from [`wait_multiple`](Self::wait_multiple)
+    /// only in removal: after removal (before the call or during it) it returns `Ok(())`, as
+    /// the NULL-event call does in D3D12 (F10), where `wait_multiple` returns
+    /// `Err(DeviceRemoved)`. Errors: the argument errors of `set_event_on_multiple_fence_completion`,
+    /// Timeout as `wait_multiple`'s.
+    #[doc(alias = "SetEventOnMultipleFenceCompletion")]
+    pub fn block_on_multiple_fence_completion<F: AsRef<Fence>>(
+        &self,
+        fences: &[F],
+        values: &[u64],
+        flags: MultipleFenceWaitFlags,
+        timeout: Duration,
+    ) -> Result<()> {
+        let fences: Vec<&Fence> = fences.iter().map(AsRef::as_ref).collect();
+        self.multi_wait(
+            "block_on_multiple_fence_completion",
+            &fences,
+            values,
+            flags,
+            timeout,
+            true,
+        )
     }
 
     /// The calling host thread acquires the release of every fence in `pairs` that reached its
@@ -551,15 +612,30 @@ impl Device {
 
     /// Blocks until all or any of `fences` reach their `values`, up to `timeout` (F8). Errors:
     /// the argument errors of [`set_event_on_multiple_fence_completion`](Self::set_event_on_multiple_fence_completion),
-    /// Timeout, DeviceRemoved. A zero timeout polls.
-    pub fn wait_multiple(
+    /// Timeout, DeviceRemoved. A zero timeout polls. `fences` as there: `&[&Fence]` or
+    /// `&[Fence]`.
+    pub fn wait_multiple<F: AsRef<Fence>>(
         &self,
-        fences: &[&Fence],
+        fences: &[F],
         values: &[u64],
         flags: MultipleFenceWaitFlags,
         timeout: Duration,
     ) -> Result<()> {
-        let (pairs, any) = self.multi_args("wait_multiple", fences, values, flags)?;
+        let fences: Vec<&Fence> = fences.iter().map(AsRef::as_ref).collect();
+        self.multi_wait("wait_multiple", &fences, values, flags, timeout, false)
+    }
+
+    /// A timed multi-fence wait; `removed_ok`: removal returns Ok (the NULL-event form).
+    fn multi_wait(
+        &self,
+        what: &str,
+        fences: &[&Fence],
+        values: &[u64],
+        flags: MultipleFenceWaitFlags,
+        timeout: Duration,
+        removed_ok: bool,
+    ) -> Result<()> {
+        let (pairs, any) = self.multi_args(what, fences, values, flags)?;
         let outcome = self
             .shared
             .block(Cond::Multi(pairs.clone(), any), Some(timeout));
@@ -568,13 +644,15 @@ impl Device {
                 self.acquire_reached(&pairs);
                 Ok(())
             }
-            WaitOutcome::Removed => {
-                Err(self
-                    .shared
-                    .removed_error(multi_desc("wait_multiple", fences, values, any)))
+            WaitOutcome::Removed if removed_ok => {
+                self.acquire_reached(&pairs);
+                Ok(())
             }
+            WaitOutcome::Removed => Err(self
+                .shared
+                .removed_error(multi_desc(what, fences, values, any))),
             WaitOutcome::TimedOut => {
-                let desc = multi_desc("wait_multiple", fences, values, any);
+                let desc = multi_desc(what, fences, values, any);
                 let virtual_time = self.shared.virtual_time();
                 let message = if virtual_time {
                     format!("{desc}: nothing can run and nothing else will signal them")

@@ -1,6 +1,7 @@
 //! Fences (F1-F11 of `docs/semantics.md`): `ID3D12Fence` with CPU signals, events, blocking
 //! and async waits, and the release of waiters when the application drops its last handle.
 
+use super::device::WeakDevice;
 use crate::driver::Cond;
 use crate::error::{Error, Result, Waited};
 use crate::runtime::DeviceShared;
@@ -42,6 +43,8 @@ impl FenceDesc {
 struct FenceInner {
     core: Arc<FenceCore>,
     device: Arc<DeviceShared>,
+    /// The device handle [`Fence::device`] returns; it does not keep the device running.
+    owner: WeakDevice,
     name: String,
     id: u32,
 }
@@ -88,16 +91,12 @@ pub struct Fence {
 }
 
 impl Fence {
-    pub(crate) fn new(
-        core: Arc<FenceCore>,
-        device: Arc<DeviceShared>,
-        name: String,
-        id: u32,
-    ) -> Self {
+    pub(crate) fn new(core: Arc<FenceCore>, owner: WeakDevice, name: String, id: u32) -> Self {
         Fence {
             inner: Arc::new(FenceInner {
                 core,
-                device,
+                device: owner.shared().clone(),
+                owner,
                 name,
                 id,
             }),
@@ -120,6 +119,15 @@ impl Fence {
     /// A small id, unique per device, in creation order.
     pub fn id(&self) -> u32 {
         self.inner.id
+    }
+
+    /// The device that created the fence (`ID3D12DeviceChild::GetDevice`), or `None` once the
+    /// application has dropped every [`Device`](crate::Device) handle (the queues' included). A
+    /// fence does not keep its device running: as before, dropping the last device handle
+    /// shuts the device down (Q8) whatever fences are still held.
+    #[doc(alias = "GetDevice")]
+    pub fn device(&self) -> Option<crate::Device> {
+        self.inner.owner.upgrade()
     }
 
     /// The value the last signal wrote (F4); `u64::MAX` once the device is removed.
@@ -179,6 +187,45 @@ impl Fence {
         Ok(())
     }
 
+    /// The timed form of [`set_event_on_completion(value, None)`](Self::set_event_on_completion)
+    /// (D3D12's NULL event, F7): blocks until the value is `>= value`, for at most `timeout` (a
+    /// zero timeout polls). It differs from [`wait`](Self::wait) only in removal: after
+    /// removal (before the call or during it) it returns `Ok(())`, as the NULL-event call does
+    /// in D3D12 (F10), where `wait` returns `Err(DeviceRemoved)`. Errors: Timeout, as `wait`'s
+    /// (on the deterministic driver only when nothing can run and nothing else will signal the
+    /// fence, D6).
+    ///
+    /// ```
+    /// use pipefence::{Device, DeviceDesc, FenceDesc};
+    /// use std::time::Duration;
+    /// let device = Device::new(DeviceDesc::default())?;
+    /// let fence = device.create_fence(&FenceDesc::new(0))?;
+    /// assert!(fence.block_on_completion(1, Duration::ZERO).unwrap_err().is_timeout());
+    /// device.remove();
+    /// fence.block_on_completion(1, Duration::from_secs(10))?; // Ok after removal
+    /// assert!(fence.wait(1, Duration::from_secs(10)).is_err()); // unlike `wait`
+    /// # Ok::<(), pipefence::Error>(())
+    /// ```
+    #[doc(alias = "SetEventOnCompletion")]
+    pub fn block_on_completion(&self, value: u64, timeout: Duration) -> Result<()> {
+        let dev = &self.inner.device;
+        let t0 = dev.now_ns();
+        let o = dev.block(Cond::Fence(self.inner.core.clone(), value), Some(timeout));
+        let r = match o {
+            WaitOutcome::Reached | WaitOutcome::Removed => {
+                self.acquire();
+                Ok(())
+            }
+            WaitOutcome::TimedOut => self.outcome(value, o, Some(timeout)),
+        };
+        dev.trace_host(
+            format!("wait fence {} >= {value}", self.inner.name),
+            SliceKind::Blocked,
+            t0,
+        );
+        r
+    }
+
     /// Blocks until the value is `>= value`, for at most `timeout` (F7). A zero timeout polls.
     /// Errors: Timeout (naming the fence, the target and the value reached), DeviceRemoved
     /// (also at once when the device is already removed, F10).
@@ -231,6 +278,15 @@ impl Fence {
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {
         let i = &self.inner;
         fence_outcome(&i.device, &i.core, &i.name, value, o, timeout)
+    }
+}
+
+/// A fence is a reference to itself, so the multi-fence calls
+/// ([`Device::wait_multiple`](crate::Device::wait_multiple) and the others) take `&[Fence]`
+/// and `&[&Fence]` alike.
+impl AsRef<Fence> for Fence {
+    fn as_ref(&self) -> &Fence {
+        self
     }
 }
 

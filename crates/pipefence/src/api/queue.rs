@@ -264,6 +264,18 @@ impl Queue {
         }
     }
 
+    /// Whether everything submitted to this queue so far has completed (H2), without blocking:
+    /// the polling form of [`wait_idle`](Self::wait_idle). After removal it is `true` (nothing
+    /// submitted will run any more, F10), so a polling loop ends. It is a scheduling point on the
+    /// deterministic driver (a loop that polls it lets the queue run), and like `wait_idle` it
+    /// acquires nothing for the hazard analysis (D5): order later host reads of the queue's
+    /// writes with a fence wait or [`Device::wait_idle`].
+    pub fn is_idle(&self) -> bool {
+        let dev = &self.shared.device;
+        dev.yield_point();
+        dev.is_removed() || lock(&self.shared.engine).is_idle()
+    }
+
     /// GPU timestamp ticks per second (C12; default 100 MHz).
     #[doc(alias = "GetTimestampFrequency")]
     pub fn timestamp_frequency(&self) -> u64 {

@@ -243,6 +243,19 @@ impl WaitEngine {
 /// Cache actions of a bottom-of-pipe write or a pipeline flush (C3, C8), `D3D12XBOX_FLUSH`.
 ///
 /// A set of flags; bits outside [`Flush::ALL`] are recordable and rejected by `close()`.
+/// It has the usual bitflags vocabulary ([`empty`](Self::empty), [`all`](Self::all),
+/// [`bits`](Self::bits), [`from_bits`](Self::from_bits), [`contains`](Self::contains),
+/// [`insert`](Self::insert), `|`, `&`); [`Flush::NONE`] and [`Flush::ALL`] remain.
+///
+/// ```
+/// use pipefence::Flush;
+/// let mut f = Flush::empty();
+/// assert!(f.is_empty() && f == Flush::NONE);
+/// f |= Flush::L2_WRITEBACK;
+/// assert!(f.contains(Flush::L2_WRITEBACK) && !f.intersects(Flush::L1_INVALIDATE));
+/// assert_eq!(Flush::from_bits(0x40), None);
+/// assert_eq!(Flush::all().bits(), 31);
+/// ```
 #[doc(alias = "D3D12XBOX_FLUSH")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Flush(pub u32);
@@ -271,9 +284,67 @@ impl Flush {
         (Flush::L2_WRITEBACK, "l2-writeback"),
     ];
 
+    /// No cache action: the same as [`Flush::NONE`], under the name bitflags types use.
+    #[inline]
+    pub const fn empty() -> Flush {
+        Flush::NONE
+    }
+
+    /// Every defined flag: the same as [`Flush::ALL`], under the name bitflags types use.
+    #[inline]
+    pub const fn all() -> Flush {
+        Flush::ALL
+    }
+
+    /// The raw bits (what `D3D12XBOX_FLUSH` holds), unknown bits included.
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The set with these bits, or `None` if any bit is not a defined flag.
+    #[inline]
+    pub const fn from_bits(bits: u32) -> Option<Flush> {
+        if bits & !Flush::ALL.0 == 0 {
+            Some(Flush(bits))
+        } else {
+            None
+        }
+    }
+
+    /// The set with these bits, unknown bits kept (recordable; `close()` rejects them, C3).
+    #[inline]
+    pub const fn from_bits_retain(bits: u32) -> Flush {
+        Flush(bits)
+    }
+
+    /// Whether no flag (and no unknown bit) is set.
+    #[inline]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
     /// Whether every flag of `other` is set.
     pub fn contains(self, other: Flush) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// Whether any flag of `other` is set.
+    #[inline]
+    pub const fn intersects(self, other: Flush) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// Sets the flags of `other`.
+    #[inline]
+    pub fn insert(&mut self, other: Flush) {
+        self.0 |= other.0;
+    }
+
+    /// Clears the flags of `other`.
+    #[inline]
+    pub fn remove(&mut self, other: Flush) {
+        self.0 &= !other.0;
     }
 
     /// Bits that are not defined flags.
@@ -289,7 +360,7 @@ impl Flush {
                 continue;
             }
             match Flush::NAMES.iter().find(|(_, n)| *n == word) {
-                Some((f, _)) => flush = flush | *f,
+                Some((f, _)) => flush |= *f,
                 None => {
                     return Err(format!(
                         "unknown flush flag `{word}` (expected some of: l1-invalidate l1-volatile l2-invalidate l2-volatile l2-writeback)"
@@ -305,6 +376,19 @@ impl std::ops::BitOr for Flush {
     type Output = Flush;
     fn bitor(self, rhs: Flush) -> Flush {
         Flush(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for Flush {
+    fn bitor_assign(&mut self, rhs: Flush) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl std::ops::BitAnd for Flush {
+    type Output = Flush;
+    fn bitand(self, rhs: Flush) -> Flush {
+        Flush(self.0 & rhs.0)
     }
 }
 

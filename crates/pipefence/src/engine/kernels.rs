@@ -403,6 +403,24 @@ impl KernelContext<'_> {
         }
     }
 
+    fn cas(&mut self, address: u64, width: Width, current: u64, new: u64) -> Result<u64, u64> {
+        // A compare-exchange that does not store is still a read-modify-write access: the
+        // hardware atomic is one operation at L2 whatever its outcome.
+        let Some((b, o)) = self.resolve(address, width.bytes(), Access::Write) else {
+            return Err(0);
+        };
+        self.note(address, (width.bytes() / 4) as u8, AccessKind::Atomic);
+        if let Some((vis, q, _)) = self.strict.as_mut() {
+            return vis.atomic_compare_exchange(self.device, *q, address, width, current, new);
+        }
+        match width {
+            Width::W32 => b
+                .compare_exchange32(o, current as u32, new as u32)
+                .map_or(Err(0), |r| r.map(u64::from).map_err(u64::from)),
+            Width::W64 => b.compare_exchange64(o, current, new).unwrap_or(Err(0)),
+        }
+    }
+
     /// Reads the u32 at `address` (4-byte aligned).
     pub fn read_u32(&mut self, address: u64) -> u32 {
         self.load(address, Width::W32) as u32
@@ -431,6 +449,40 @@ impl KernelContext<'_> {
     /// Atomically adds to the u64 at `address`; returns the old value.
     pub fn atomic_add_u64(&mut self, address: u64, value: u64) -> u64 {
         self.add(address, Width::W64, value)
+    }
+
+    /// Atomically stores `new` in the u32 at `address` (4-byte aligned) if it holds `current`
+    /// (HLSL `InterlockedCompareExchange`; `InterlockedCompareStore` ignores the result).
+    /// Returns `Ok(old)` if it stored, `Err(old)` with the value found if not, like
+    /// [`AtomicU32::compare_exchange`](std::sync::atomic::AtomicU32::compare_exchange). It is
+    /// an atomic read-modify-write (C6, D5) whether or not it stores: it works at L2 (strict
+    /// mode: it sees the newest value and writes back this engine's own dirty copy first), and
+    /// the hazard analysis treats it as it treats `atomic_add_u32`. An invalid access records
+    /// a page fault and returns `Err(0)`, storing nothing.
+    #[doc(alias = "InterlockedCompareExchange")]
+    #[doc(alias = "InterlockedCompareStore")]
+    pub fn compare_exchange_u32(
+        &mut self,
+        address: u64,
+        current: u32,
+        new: u32,
+    ) -> Result<u32, u32> {
+        self.cas(address, Width::W32, u64::from(current), u64::from(new))
+            .map(|v| v as u32)
+            .map_err(|v| v as u32)
+    }
+
+    /// The 64-bit form of [`compare_exchange_u32`](Self::compare_exchange_u32) (`address`
+    /// 8-byte aligned).
+    #[doc(alias = "InterlockedCompareExchange64")]
+    #[doc(alias = "InterlockedCompareStore64")]
+    pub fn compare_exchange_u64(
+        &mut self,
+        address: u64,
+        current: u64,
+        new: u64,
+    ) -> Result<u64, u64> {
+        self.cas(address, Width::W64, current, new)
     }
 }
 

@@ -122,6 +122,22 @@ impl Model {
         self.tick_host(id, c);
     }
 
+    /// A host value write of the bytes `[start, end)` (`Buffer::write_slice`): one access.
+    pub(crate) fn host_write_span(&mut self, op: &'static str, start: u64, end: u64) {
+        let (id, c, h, acc) = self.host_access(op, AccessKind::ValueWrite);
+        let rel = Arc::new(h.clone());
+        let x = host_actor(&h, c, acc);
+        self.write(&x, (start, end), WKind::Value, Some(rel), WriterPos::Host);
+        self.tick_host(id, c);
+    }
+
+    /// A host data read of the bytes `[start, end)` (`Buffer::read_slice`): one access.
+    pub(crate) fn host_read_span(&mut self, op: &'static str, start: u64, end: u64) {
+        let (_, c, h, acc) = self.host_access(op, AccessKind::Read);
+        let x = host_actor(&h, c, acc);
+        self.data_read(&x, start, end);
+    }
+
     /// A host data read (`Buffer::read_*`).
     pub(crate) fn host_read(&mut self, op: &'static str, address: u64, width: Width) {
         let (_, c, h, acc) = self.host_access(op, AccessKind::Read);

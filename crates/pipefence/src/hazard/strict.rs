@@ -352,21 +352,54 @@ impl Visibility {
         width: Width,
         value: u64,
     ) -> u64 {
-        self.e(q).write_back_words(address, width.bytes() / 4);
-        let Some((b, off)) = dev.memory.resolve(address, width.bytes()) else {
-            return 0;
-        };
-        let old = match width {
+        self.atomic_rmw(dev, q, address, width, |b, off| match width {
             Width::W32 => b.fetch_add32(off, value as u32).map_or(0, u64::from),
             Width::W64 => b.fetch_add64(off, value).unwrap_or(0),
-        };
+        })
+        .unwrap_or(0)
+    }
+
+    /// An atomic compare-exchange by a task of engine `q` at memory, like
+    /// [`atomic_add`](Self::atomic_add): `Ok(old)` if it stored `new`, `Err(old)` if not.
+    pub(crate) fn atomic_compare_exchange(
+        &mut self,
+        dev: &DeviceCore,
+        q: u32,
+        address: u64,
+        width: Width,
+        current: u64,
+        new: u64,
+    ) -> Result<u64, u64> {
+        self.atomic_rmw(dev, q, address, width, |b, off| match width {
+            Width::W32 => b
+                .compare_exchange32(off, current as u32, new as u32)
+                .map_or(Err(0), |r| r.map(u64::from).map_err(u64::from)),
+            Width::W64 => b.compare_exchange64(off, current, new).unwrap_or(Err(0)),
+        })
+        .unwrap_or(Err(0))
+    }
+
+    /// An atomic read-modify-write `op` by a task of engine `q` at memory (L2), after writing
+    /// back the engine's own dirty copy of the word(s); the engine's cached copy of the line
+    /// then follows it. `None` for an unmapped address.
+    fn atomic_rmw<R>(
+        &mut self,
+        dev: &DeviceCore,
+        q: u32,
+        address: u64,
+        width: Width,
+        op: impl FnOnce(&BufferCore, u64) -> R,
+    ) -> Option<R> {
+        self.e(q).write_back_words(address, width.bytes() / 4);
+        let (b, off) = dev.memory.resolve(address, width.bytes())?;
+        let r = op(&b, off);
         // The engine's cached copy of the line follows its own atomic.
         let line = address & !(LINE - 1);
         if self.e(q).cache.contains_key(&line) {
             let l = self.load_line(dev, line);
             self.e(q).cache.insert(line, l);
         }
-        old
+        Some(r)
     }
 
     /// (old value, current value, address) when engine `q`'s last read of a word of

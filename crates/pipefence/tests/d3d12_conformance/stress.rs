@@ -116,7 +116,7 @@ fn fence_wait_multiple_body(d: &Device) {
         other => panic!("{what}: expected InvalidArg, got {other:?}"),
     };
     invalid(
-        d.set_event_on_multiple_fence_completion(&[], &[], ALL, None),
+        d.set_event_on_multiple_fence_completion(&[] as &[&Fence], &[], ALL, None),
         "no fences, no event",
     );
     invalid(
@@ -136,7 +136,10 @@ fn fence_wait_multiple_body(d: &Device) {
         d.set_event_on_multiple_fence_completion(&all[..1], &[1, 2], ALL, Some(&event)),
         "1 fence, 2 values",
     );
-    invalid(d.wait_multiple(&[], &[], ANY, T), "wait with no fences");
+    invalid(
+        d.wait_multiple(&[] as &[&Fence], &[], ANY, T),
+        "wait with no fences",
+    );
     assert!(!event.try_wait(), "a rejected call set the event");
 
     // One fence.

@@ -354,3 +354,73 @@ fn m3_wait_on_unmapped_address_is_page_fault() {
     q.execute_command_lists(&[&l]).unwrap();
     expect_page_fault(&d, b.address(4096), "read", "wait-value32");
 }
+
+#[test]
+fn h2_queue_is_idle_polls_what_wait_idle_waits_for() {
+    let deterministic = |seed| {
+        Device::new(DeviceDesc {
+            driver: Driver::Deterministic {
+                seed,
+                strategy: Strategy::Random,
+            },
+            ..DeviceDesc::default()
+        })
+        .unwrap()
+    };
+    for d in [device(), deterministic(0), deterministic(3)] {
+        let q = queue(&d, QueueKind::Compute, "q");
+        assert!(q.is_idle(), "nothing submitted");
+        let gate = d.create_fence(&FenceDesc::new(0).named("gate")).unwrap();
+        q.wait(&gate, 1).unwrap();
+        assert!(!q.is_idle(), "blocked on the gate");
+        gate.signal(1).unwrap();
+        // Polling lets the queue run, on the deterministic driver too (a scheduling point).
+        let start = std::time::Instant::now();
+        while !q.is_idle() {
+            assert!(start.elapsed() < T, "the queue never became idle");
+            thread::yield_now();
+        }
+        q.wait_idle(T).unwrap();
+        // After removal nothing submitted will run: idle, so a polling loop ends.
+        q.wait(&gate, 5).unwrap();
+        assert!(!q.is_idle());
+        d.remove();
+        assert!(q.is_idle());
+    }
+}
+
+#[test]
+fn c3_flush_has_the_bitflags_vocabulary() {
+    assert_eq!(Flush::empty(), Flush::NONE);
+    assert!(Flush::empty().is_empty() && !Flush::L1_VOLATILE.is_empty());
+    assert_eq!(Flush::all(), Flush::ALL);
+    assert_eq!(Flush::default(), Flush::empty());
+    let mut f = Flush::empty();
+    f |= Flush::L2_WRITEBACK;
+    f.insert(Flush::L1_INVALIDATE);
+    assert_eq!(f.bits(), 17);
+    assert!(
+        f.contains(Flush::L2_WRITEBACK) && f.intersects(Flush::L1_INVALIDATE | Flush::L2_VOLATILE)
+    );
+    assert!(!f.intersects(Flush::L2_VOLATILE));
+    assert_eq!(f & Flush::L1_INVALIDATE, Flush::L1_INVALIDATE);
+    f.remove(Flush::L1_INVALIDATE);
+    assert_eq!(f, Flush::L2_WRITEBACK);
+    assert_eq!(Flush::from_bits(16), Some(Flush::L2_WRITEBACK));
+    assert_eq!(Flush::from_bits(32), None);
+    assert_eq!(Flush::from_bits_retain(33).unknown_bits(), 32);
+    assert_eq!(Flush::empty().to_string(), "none");
+    // A recorded empty set is as NONE; unknown retained bits are still rejected at close().
+    let d = device();
+    let b = shared(&d, "b", 64);
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
+    l.write_value32_bottom_of_pipe(b.address(0), 1, Flush::empty(), WriteSource::Value);
+    l.close().unwrap();
+    let mut bad = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "bad"))
+        .unwrap();
+    bad.flush_pipeline(Flush::from_bits_retain(64));
+    assert!(matches!(bad.close(), Err(Error::InvalidArg(_))));
+}
