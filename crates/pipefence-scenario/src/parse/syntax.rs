@@ -25,8 +25,9 @@ const KDL_STACK: usize = 32 << 20;
 /// Readies a file for the `kdl` parser, whose recursive descent overflows the stack (an abort,
 /// not a panic) on deep input: once per `{` level, once per chunk of a `/* */` comment, once per
 /// slashdash that directly follows another. A scan that knows KDL v2's strings and comments
-/// rejects nesting deeper than [`MAX_DEPTH`], slashdash runs longer than [`MAX_SLASHDASH_RUN`]
-/// and unterminated `/*` comments, and replaces every `/* */` comment by as many spaces as it
+/// rejects nesting deeper than [`MAX_DEPTH`], slashdash runs longer than [`MAX_SLASHDASH_RUN`],
+/// unterminated `/*` comments and type annotations `(` not closed by `)` (whose recovery takes
+/// the parser time quadratic in the token), and replaces every `/* */` comment by as many spaces as it
 /// has bytes (a comment is whitespace in KDL, and byte offsets stay those of `source`).
 pub(super) fn prepare<'a>(
     source: &'a str,
@@ -117,6 +118,17 @@ pub(super) fn prepare<'a>(
                 }
                 depth -= 1;
             }
+            if c == '(' && !type_annotation_closes(source, i) {
+                // The `kdl` parser's recovery from an unclosed annotation inside a long token
+                // (`=(=(=(...`) takes time quadratic in the token's length: stop here.
+                diags.push(Diagnostic {
+                    pos: lines.pos(i),
+                    message: "KDL syntax error: this type annotation `(` is not closed by `)` \
+                              (it holds one type name: `(u8)1`, `(\"my type\")node`)"
+                        .to_string(),
+                });
+                break;
+            }
             if !(is_kdl_space(c) || is_kdl_newline(c) || c == '\\') {
                 run = 0;
             }
@@ -137,6 +149,34 @@ pub(super) fn prepare<'a>(
     }
     // Whole characters were replaced by ASCII spaces, so this is UTF-8.
     Ok(String::from_utf8(bytes).map_or(Cow::Borrowed(source), Cow::Owned))
+}
+
+/// Whether the type annotation opened by the `(` at `i` is closed: a KDL type annotation holds
+/// one string (an identifier, or a quoted or raw string) between optional spaces, then `)`.
+fn type_annotation_closes(text: &str, i: usize) -> bool {
+    let mut j = i + 1;
+    while let Some(c) = char_at(text, j) {
+        let rest = text.get(j..).unwrap_or("");
+        if c == ')' {
+            return true;
+        } else if c == '"' {
+            match skip_quoted(text, j) {
+                Some(end) => j = end,
+                None => return false,
+            }
+        } else if c == '#' && rest.trim_start_matches('#').starts_with('"') {
+            let hashes = rest.bytes().take_while(|&b| b == b'#').count();
+            match skip_raw(text, j + hashes, hashes) {
+                Some(end) => j = end,
+                None => return false,
+            }
+        } else if is_kdl_newline(c) || "\\/(){};[]=#".contains(c) {
+            return false;
+        } else {
+            j += c.len_utf8();
+        }
+    }
+    false
 }
 
 /// Stack the `kdl` parser may need per byte of the text it is given. Its error recovery recurses
