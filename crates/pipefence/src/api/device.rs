@@ -133,7 +133,7 @@ impl Device {
                 },
             ),
             Driver::Deterministic { seed, strategy } => {
-                let s = Scheduler::new(id, seed, strategy);
+                let s = Scheduler::new(id, seed, strategy, desc.script.clone());
                 let clock = s.clock.clone();
                 (Arc::new(s), clock)
             }
@@ -143,7 +143,11 @@ impl Device {
                 Driver::Deterministic { seed, .. } => seed,
                 Driver::Threaded => 0,
             };
-            Model::new(desc.memory_model, seed)
+            let mut m = Model::new(desc.memory_model, seed);
+            if let Some(v) = m.vis.as_mut() {
+                v.script = desc.script.clone();
+            }
+            m
         });
         let core = Arc::new(DeviceCore::new(
             id,
