@@ -12,6 +12,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod exhaustive;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "pipefence",
@@ -67,6 +69,11 @@ enum Command {
         /// Write an SVG timeline.
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
+        /// Replay one schedule of the deterministic driver from its schedule string (printed
+        /// by `check --exhaustive` for every failure; docs/exploration.md); implies the
+        /// deterministic driver. Not with `--seed`.
+        #[arg(long, value_name = "STRING")]
+        schedule: Option<String>,
     },
     /// Run a scenario under many deterministic schedules.
     Check {
@@ -84,6 +91,16 @@ enum Command {
         /// Print exactly one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Explore every schedule (a depth-first search, no reduction) instead of sampling
+        /// seeds; `complete: true` only when no bound cut it (docs/exploration.md).
+        #[arg(long)]
+        exhaustive: bool,
+        /// With --exhaustive: stop after this many schedules (default 10000).
+        #[arg(long, value_name = "N")]
+        max_schedules: Option<u64>,
+        /// With --exhaustive: only schedules with at most K preemptions.
+        #[arg(long, value_name = "K")]
+        preemption_bound: Option<u32>,
     },
 }
 
@@ -121,7 +138,13 @@ fn command(cli: Cli) -> ExitCode {
             json,
             trace,
             timeline,
+            schedule,
         } => {
+            if let (Some(_), Some(s)) = (&schedule, seed) {
+                return usage_error(&format!(
+                    "--schedule replays one schedule and --seed {s} samples one: give only one"
+                ));
+            }
             if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
@@ -131,7 +154,7 @@ fn command(cli: Cli) -> ExitCode {
                 );
             }
             let driver = match driver {
-                Driver::Threaded if !strict => DriverKind::Threaded,
+                Driver::Threaded if !strict && schedule.is_none() => DriverKind::Threaded,
                 _ => DriverKind::Deterministic,
             };
             if let (Some(s), DriverKind::Threaded) = (seed, driver) {
@@ -140,7 +163,18 @@ fn command(cli: Cli) -> ExitCode {
                      driver has none (add --driver deterministic, or --strict)"
                 ));
             }
-            let mode = Mode { strict, validate };
+            let schedule = match schedule
+                .map(|s| pipefence::explore::Script::from_schedule_string(&s).map(|_| s))
+            {
+                Some(Err(e)) => return usage_error(&e),
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            let mode = Mode {
+                strict,
+                validate,
+                schedule,
+            };
             run_command(
                 &file,
                 json,
@@ -157,7 +191,16 @@ fn command(cli: Cli) -> ExitCode {
             seed,
             strict,
             json,
+            exhaustive,
+            max_schedules,
+            preemption_bound,
         } => {
+            if exhaustive {
+                return exhaustive::command(&file, json, strict, max_schedules, preemption_bound);
+            }
+            if max_schedules.is_some() || preemption_bound.is_some() {
+                return usage_error("--max-schedules and --preemption-bound need --exhaustive");
+            }
             if schedules == 0 {
                 return usage_error("--schedules must be at least 1");
             }
@@ -361,10 +404,12 @@ fn check_command(
 const SHOWN_FAILURES: usize = 10;
 
 /// Strict mode and validation, as asked on the command line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Mode {
     strict: bool,
     validate: bool,
+    /// `--schedule`: the schedule string replayed.
+    schedule: Option<String>,
 }
 
 fn run_command(
@@ -386,17 +431,26 @@ fn run_command(
         strict: mode.strict,
         validate: mode.validate,
         trace: trace.is_some() || timeline.is_some(),
+        schedule: mode
+            .schedule
+            .as_deref()
+            .and_then(|s| pipefence::explore::Script::from_schedule_string(s).ok())
+            .map(std::sync::Arc::new),
     };
     let outcome = run(&scenario, &opts);
+    let seed = match &mode.schedule {
+        Some(s) => format!("schedule {s}"),
+        None => format!("seed {seed}"),
+    };
     let title = match (driver, mode.strict, mode.validate) {
         (DriverKind::Threaded, _, true) => format!("{name} (threaded, validate)"),
         (DriverKind::Threaded, _, false) => format!("{name} (threaded)"),
-        (DriverKind::Deterministic, true, _) => format!("{name} (strict, seed {seed})"),
+        (DriverKind::Deterministic, true, _) => format!("{name} (strict, {seed})"),
         (DriverKind::Deterministic, false, true) => {
-            format!("{name} (deterministic, seed {seed}, validate)")
+            format!("{name} (deterministic, {seed}, validate)")
         }
         (DriverKind::Deterministic, false, false) => {
-            format!("{name} (deterministic, seed {seed})")
+            format!("{name} (deterministic, {seed})")
         }
     };
     if let Some(path) = &trace {

@@ -72,3 +72,39 @@ fn x4_exhaustive_api_reports_the_bound_that_stopped_it() {
     assert!(!e.complete);
     assert_eq!(e.bound, Some(Bound::PreemptionBound(0)));
 }
+
+/// Host threads `a` and `b` sleep `k` times each (every sleep a scheduling point; its virtual
+/// time never disables it); `main` joins `a`, then `b`.
+fn sleepers(device: &pipefence::Device, k: usize) {
+    let spawn = |name: &str| {
+        let d = device.clone();
+        pipefence::host::spawn(device, name, move || {
+            for _ in 0..k {
+                pipefence::host::sleep(&d, Duration::from_micros(1));
+            }
+        })
+        .unwrap()
+    };
+    let (a, b) = (spawn("a"), spawn("b"));
+    a.join().unwrap();
+    b.join().unwrap();
+}
+
+#[test]
+fn x3_exhaustive_counts_every_interleaving_of_two_sleeping_hosts() {
+    // `a` takes k + 1 turns (its start, then one after each sleep) and `main` one more after
+    // `a` ends (returning from the first join): a chain of k + 2 actions, interleaved with
+    // `b`'s chain of k + 1 in every way: C(2k + 3, k + 1) schedules. `main`'s last turn, once
+    // both have ended, is forced.
+    for (k, expected) in [(0, 3), (1, 10), (2, 35), (3, 126)] {
+        let e = explore::explore_exhaustive(
+            &DeviceDesc::default(),
+            &ExhaustiveOptions::default(),
+            |d| sleepers(d, k),
+            |_| true,
+        )
+        .unwrap();
+        assert!(e.complete, "{e:?}");
+        assert_eq!(e.schedules, expected, "k = {k}: {e:?}");
+    }
+}
