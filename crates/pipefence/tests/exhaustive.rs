@@ -108,3 +108,22 @@ fn x3_exhaustive_counts_every_interleaving_of_two_sleeping_hosts() {
         assert_eq!(e.schedules, expected, "k = {k}: {e:?}");
     }
 }
+
+#[test]
+fn x3_preemption_bound_zero_keeps_only_the_schedules_that_never_switch_away() {
+    // Without preemptions a started host runs to its end (a sleeping host stays enabled):
+    // `a` first, then `main` or `b`; or `b` first, then `a`, then `main`: 3 schedules.
+    let e = explore::explore_exhaustive(
+        &DeviceDesc::default(),
+        &ExhaustiveOptions {
+            max_schedules: 1000,
+            preemption_bound: Some(0),
+        },
+        |d| sleepers(d, 2),
+        |_| true,
+    )
+    .unwrap();
+    assert_eq!(e.schedules, 3, "{e:?}");
+    assert!(!e.complete);
+    assert_eq!(e.bound, Some(Bound::PreemptionBound(0)));
+}
