@@ -119,15 +119,19 @@ fn sampled(sc: &Scenario, strict: bool) -> BTreeSet<String> {
 
 fn exhaustive(sc: &Scenario, strict: bool, max: u64) -> (BTreeSet<String>, bool, u64) {
     let mut seen = BTreeSet::new();
+    let mut replays = BTreeSet::new();
     let r = check_exhaustive_each(
         sc,
         &opts(strict, max),
         |_| {},
-        |_, o| {
+        |replay, o| {
             seen.insert(signature(&mut o.clone()));
+            replays.insert(replay.to_string());
         },
     );
     assert_eq!(r.outcomes, seen.len());
+    // No schedule is explored twice.
+    assert_eq!(replays.len() as u64, r.schedules);
     (seen, r.complete, r.schedules)
 }
 

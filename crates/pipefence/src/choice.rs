@@ -53,8 +53,11 @@ struct ScriptState {
     prefix: Vec<u32>,
     tries: Vec<u32>,
     points: Vec<ChoicePoint>,
-    /// The last point is still open (its last try failed).
-    open: bool,
+    /// The open scheduling point (it stays open while its tries find blocked stages; choices
+    /// within the action it runs may follow before it is closed), and the index of its last
+    /// try.
+    sched: Option<usize>,
+    sched_try: usize,
     /// Stop the run when the try at this index finds its alternative disabled.
     abort_at: Option<usize>,
     aborted: bool,
@@ -106,9 +109,10 @@ impl Script {
         self.lock().tries.clone()
     }
 
-    /// The last try.
-    pub(crate) fn last_try(&self) -> Option<u32> {
-        self.lock().tries.last().copied()
+    /// The last proposal at the open scheduling point.
+    pub(crate) fn current(&self) -> Option<u32> {
+        let st = self.lock();
+        st.sched.and_then(|_| st.tries.get(st.sched_try).copied())
     }
 
     /// Every choice point so far.
@@ -127,10 +131,10 @@ impl Script {
         self.lock().aborted
     }
 
-    /// Opens a choice point of `n` alternatives; returns the first proposal.
+    /// Opens a choice point of `n` alternatives; returns the first proposal. A scheduling
+    /// point stays open until [`Script::taken`] or [`Script::close`].
     pub(crate) fn begin(&self, n: u32, scheduling: bool, continuing: Option<u32>) -> u32 {
         let mut st = self.lock();
-        st.open = true;
         let first_try = st.tries.len();
         st.points.push(ChoicePoint {
             alternatives: n,
@@ -140,56 +144,68 @@ impl Script {
             disabled: Vec::new(),
             first_try,
         });
-        propose(&mut st)
+        let idx = st.points.len() - 1;
+        let k = propose(&mut st, idx);
+        if scheduling {
+            st.sched = Some(idx);
+            st.sched_try = st.tries.len() - 1;
+        } else {
+            st.points[idx].taken = Some(k);
+        }
+        k
     }
 
-    /// The last proposal was found disabled (a blocked engine stage: nothing changed). The
-    /// point stays open for [`Script::again`] unless every alternative is now disabled.
+    /// The open scheduling point's last proposal was found disabled (a blocked engine stage:
+    /// nothing changed). The point stays open for [`Script::again`] unless every alternative
+    /// is now disabled.
     pub(crate) fn fail(&self) {
         let mut st = self.lock();
-        let Some(last) = st.tries.last().copied() else {
+        let Some(idx) = st.sched else {
             return;
         };
-        if st.abort_at == Some(st.tries.len() - 1) {
+        let at = st.sched_try;
+        let last = st.tries[at];
+        if st.abort_at == Some(at) {
             st.aborted = true;
         }
-        let Some(p) = st.points.last_mut() else {
-            return;
-        };
+        let p = &mut st.points[idx];
         if !p.disabled.contains(&last) {
             p.disabled.push(last);
         }
         if p.disabled.len() as u32 >= p.alternatives {
-            st.open = false;
+            st.sched = None;
         }
     }
 
-    /// The next proposal at the open point (after [`Script::fail`]).
+    /// The next proposal at the open scheduling point (after [`Script::fail`]).
     pub(crate) fn again(&self) -> u32 {
-        propose(&mut self.lock())
+        let mut st = self.lock();
+        let Some(idx) = st.sched else {
+            return 0;
+        };
+        let k = propose(&mut st, idx);
+        st.sched_try = st.tries.len() - 1;
+        k
     }
 
-    /// The last proposal ran: the open point is closed with it taken.
+    /// The open scheduling point's last proposal ran: the point is closed with it taken.
     pub(crate) fn taken(&self) {
         let mut st = self.lock();
-        if !st.open {
-            return;
-        }
-        st.open = false;
-        let last = st.tries.last().copied();
-        if let Some(p) = st.points.last_mut() {
-            p.taken = last;
+        if let Some(idx) = st.sched.take() {
+            let k = st.tries[st.sched_try];
+            st.points[idx].taken = Some(k);
         }
     }
 
-    /// The open point (if any) ends without an alternative taken (the listing changed).
+    /// The open scheduling point (if any) ends without an alternative taken (the listing
+    /// changed).
     pub(crate) fn close(&self) {
-        self.lock().open = false;
+        self.lock().sched = None;
     }
 
-    /// Whether a point is open (its last try failed).
+    /// Whether a scheduling point is open (its last try failed).
     pub(crate) fn is_open(&self) -> bool {
-        self.lock().open
+        self.lock().sched.is_some()
     }
 
     /// A choice within an action among `n` alternatives (none recorded when `n <= 1`).
@@ -198,15 +214,13 @@ impl Script {
             return 0;
         }
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        let k = self.begin(n, false, None);
-        self.taken();
-        u64::from(k)
+        u64::from(self.begin(n, false, None))
     }
 }
 
-/// The next proposal at the open point: the prefix's next try, else the canonical choice.
-fn propose(st: &mut ScriptState) -> u32 {
-    let p = st.points.last().expect("an open point");
+/// The next proposal at point `idx`: the prefix's next try, else the canonical choice.
+fn propose(st: &mut ScriptState, idx: usize) -> u32 {
+    let p = &st.points[idx];
     let k = match st.prefix.get(st.tries.len()) {
         Some(&k) if k < p.alternatives => k,
         _ => match p.continuing.filter(|c| !p.disabled.contains(c)) {
@@ -360,5 +374,18 @@ mod tests {
         assert_eq!(p[1].disabled, vec![1]);
         assert!(!p[1].preempts(0) && p[1].preempts(2));
         assert_eq!(s.tries(), vec![2, 1, 0, 0]);
+    }
+
+    #[test]
+    fn choices_within_an_action_leave_its_scheduling_point_open() {
+        // An ME step that reads (a strict-mode stale-or-fresh choice) before it completes.
+        let s = Script::new(Vec::new());
+        assert_eq!(s.begin(2, true, None), 0);
+        assert_eq!(s.choose(2), 0);
+        assert!(s.is_open());
+        s.taken();
+        let p = s.points();
+        assert_eq!((p[0].taken, p[1].taken), (Some(0), Some(0)));
+        assert!(p[0].scheduling && !p[1].scheduling);
     }
 }

@@ -69,7 +69,7 @@ impl Scheduler {
             return;
         };
         if ran {
-            if let Some(k) = script.last_try() {
+            if let Some(k) = script.current() {
                 st.last_who = st.script_alts.get(k as usize).map(|a| a.1);
             }
             script.taken();
