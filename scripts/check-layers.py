@@ -14,7 +14,7 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "
 
 # Lower number = lower layer. A module may name modules of a lower layer, or of its own layer.
 LAYERS = {
-    "types": 0, "rng": 0, "clock": 0, "error": 0, "memory": 0, "command": 0, "sync": 0,
+    "types": 0, "rng": 0, "choice": 0, "clock": 0, "error": 0, "memory": 0, "command": 0, "sync": 0,
     "trace": 0, "host_names": 0,
     "hazard": 1,
     "core": 2,

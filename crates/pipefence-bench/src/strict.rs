@@ -86,6 +86,7 @@ impl Mode {
             strict: self == Mode::Strict,
             validate: self == Mode::Validate,
             trace: false,
+            schedule: None,
         }
     }
 }

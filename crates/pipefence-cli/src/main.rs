@@ -15,6 +15,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+mod exhaustive;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "pipefence",
@@ -70,6 +72,11 @@ enum Command {
         /// Write an SVG timeline.
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
+        /// Replay one schedule of the deterministic driver from its schedule string (printed
+        /// by `check --exhaustive` for every failure; docs/exploration.md); implies the
+        /// deterministic driver. Not with `--seed`.
+        #[arg(long, value_name = "STRING")]
+        schedule: Option<String>,
     },
     /// Run a scenario under many deterministic schedules.
     Check {
@@ -101,6 +108,16 @@ enum Command {
         /// Write a Chrome/Perfetto trace of the same seeds into DIR, as DIR/seed-N.json.
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
+        /// Explore every schedule (a depth-first search, no reduction) instead of sampling
+        /// seeds; `complete: true` only when no bound cut it (docs/exploration.md).
+        #[arg(long)]
+        exhaustive: bool,
+        /// With --exhaustive: stop after this many schedules (default 10000).
+        #[arg(long, value_name = "N")]
+        max_schedules: Option<u64>,
+        /// With --exhaustive: only schedules with at most K preemptions.
+        #[arg(long, value_name = "K")]
+        preemption_bound: Option<u32>,
     },
     /// Print shell completions on stdout (for example `pipefence completions bash >
     /// ~/.local/share/bash-completion/completions/pipefence`).
@@ -151,7 +168,13 @@ fn command(cli: Cli) -> ExitCode {
             json,
             trace,
             timeline,
+            schedule,
         } => {
+            if let (Some(_), Some(s)) = (&schedule, seed) {
+                return usage_error(&format!(
+                    "--schedule replays one schedule and --seed {s} samples one: give only one"
+                ));
+            }
             if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
@@ -161,7 +184,7 @@ fn command(cli: Cli) -> ExitCode {
                 );
             }
             let driver = match driver {
-                Driver::Threaded if !strict => DriverKind::Threaded,
+                Driver::Threaded if !strict && schedule.is_none() => DriverKind::Threaded,
                 _ => DriverKind::Deterministic,
             };
             if let (Some(s), DriverKind::Threaded) = (seed, driver) {
@@ -170,7 +193,18 @@ fn command(cli: Cli) -> ExitCode {
                      driver has none (add --driver deterministic, or --strict)"
                 ));
             }
-            let mode = Mode { strict, validate };
+            let schedule = match schedule
+                .map(|s| pipefence::explore::Script::from_schedule_string(&s).map(|_| s))
+            {
+                Some(Err(e)) => return usage_error(&e),
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
+            let mode = Mode {
+                strict,
+                validate,
+                schedule,
+            };
             run_command(
                 &file,
                 json,
@@ -191,7 +225,23 @@ fn command(cli: Cli) -> ExitCode {
             fail_fast,
             timeline,
             trace,
+            exhaustive,
+            max_schedules,
+            preemption_bound,
         } => {
+            if exhaustive {
+                if validate || fail_fast || timeline.is_some() || trace.is_some() {
+                    return usage_error(
+                        "--exhaustive takes --strict, --json, --max-schedules and \
+                         --preemption-bound; --validate, --fail-fast, --timeline and --trace \
+                         are for sampled schedules",
+                    );
+                }
+                return exhaustive::command(&file, json, strict, max_schedules, preemption_bound);
+            }
+            if max_schedules.is_some() || preemption_bound.is_some() {
+                return usage_error("--max-schedules and --preemption-bound need --exhaustive");
+            }
             if strict && validate {
                 return usage_error(
                     "--strict already reports hazards; --validate reports them without strict \
@@ -410,6 +460,7 @@ fn check_command(
         let run_mode = Mode {
             strict,
             validate: mode.validate,
+            schedule: None,
         };
         if let Err(code) = write_failing_seeds(&name, &scenario, &report, run_mode, &outputs) {
             return code;
@@ -518,10 +569,12 @@ fn check_command(
 const SHOWN_FAILURES: usize = 10;
 
 /// Strict mode and validation, as asked on the command line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Mode {
     strict: bool,
     validate: bool,
+    /// `--schedule`: the schedule string replayed.
+    schedule: Option<String>,
 }
 
 fn run_command(
@@ -543,9 +596,14 @@ fn run_command(
         strict: mode.strict,
         validate: mode.validate,
         trace: trace.is_some() || timeline.is_some(),
+        schedule: mode
+            .schedule
+            .as_deref()
+            .and_then(|s| pipefence::explore::Script::from_schedule_string(s).ok())
+            .map(std::sync::Arc::new),
     };
     let outcome = run(&scenario, &opts);
-    let title = run_title(&name, driver, mode, seed);
+    let title = run_title(&name, driver, &mode, seed);
     if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
         return code;
     }
@@ -564,16 +622,20 @@ fn run_command(
 }
 
 /// The title of a run's trace and timeline.
-fn run_title(name: &str, driver: DriverKind, mode: Mode, seed: u64) -> String {
+fn run_title(name: &str, driver: DriverKind, mode: &Mode, seed: u64) -> String {
+    let seed = match &mode.schedule {
+        Some(s) => format!("schedule {s}"),
+        None => format!("seed {seed}"),
+    };
     match (driver, mode.strict, mode.validate) {
         (DriverKind::Threaded, _, true) => format!("{name} (threaded, validate)"),
         (DriverKind::Threaded, _, false) => format!("{name} (threaded)"),
-        (DriverKind::Deterministic, true, _) => format!("{name} (strict, seed {seed})"),
+        (DriverKind::Deterministic, true, _) => format!("{name} (strict, {seed})"),
         (DriverKind::Deterministic, false, true) => {
-            format!("{name} (deterministic, seed {seed}, validate)")
+            format!("{name} (deterministic, {seed}, validate)")
         }
         (DriverKind::Deterministic, false, false) => {
-            format!("{name} (deterministic, seed {seed})")
+            format!("{name} (deterministic, {seed})")
         }
     }
 }
@@ -633,9 +695,10 @@ fn write_failing_seeds(
             strict: mode.strict,
             validate: mode.validate,
             trace: true,
+            schedule: None,
         };
         let outcome = run(scenario, &opts);
-        let title = run_title(name, DriverKind::Deterministic, mode, seed);
+        let title = run_title(name, DriverKind::Deterministic, &mode, seed);
         let file = |dir: &PathBuf, ext: &str| dir.join(format!("seed-{seed}.{ext}"));
         write_pictures(
             &outcome,

@@ -116,7 +116,7 @@ impl CheckReport {
 
 /// What makes two outcomes the same: everything but timing (the elapsed time and the queue
 /// summaries are left out while it is serialized, then put back, so nothing is cloned).
-fn signature(o: &mut Outcome) -> String {
+pub fn signature(o: &mut Outcome) -> String {
     let elapsed = std::mem::take(&mut o.elapsed_ns);
     let queues = std::mem::take(&mut o.queues);
     let sig = serde_json::to_string(&*o).unwrap_or_default();
@@ -205,6 +205,7 @@ pub fn check_with(
                 strict: opts.strict,
                 validate: mode.validate,
                 trace: false,
+                schedule: None,
             },
         );
         if crate::run::interrupted() {

@@ -10,6 +10,7 @@
 //! program can do with `pipefence` directly. It prints nothing (the binary does).
 
 pub mod check;
+pub mod exhaustive;
 pub mod parse;
 pub mod plan;
 pub mod run;

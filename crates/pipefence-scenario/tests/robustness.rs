@@ -501,6 +501,7 @@ expect "big+524288" count=64 equals=5
                 strict: false,
                 validate: false,
                 trace: false,
+                schedule: None,
             },
         );
         let detail = |line: usize| {

@@ -1,6 +1,8 @@
 //! Schedule exploration for Rust tests (D4): run the same program under many seeded schedules
 //! of the deterministic driver, and replay any one of them exactly.
 
+pub use crate::choice::{ChoicePoint, Script};
+
 use crate::api::{Device, DeviceDesc, Driver};
 use crate::diagnose::RemovalReport;
 use crate::driver::Strategy;
@@ -81,4 +83,94 @@ pub fn explore<T>(
         });
     }
     Ok(out)
+}
+
+mod exhaustive;
+
+pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+
+/// A device description for the deterministic driver taking its choices from `script` (an
+/// explored schedule's replay: [`Script::from_schedule_string`]).
+pub fn script_desc(base: &DeviceDesc, script: Arc<Script>) -> DeviceDesc {
+    DeviceDesc {
+        driver: Driver::Deterministic {
+            seed: 0,
+            strategy: Strategy::Random,
+        },
+        script: Some(script),
+        ..base.clone()
+    }
+}
+
+/// One schedule of [`explore_exhaustive`].
+#[derive(Debug)]
+pub struct Explored<T> {
+    /// The schedule string that replays it ([`script_desc`] with
+    /// [`Script::from_schedule_string`]).
+    pub replay: String,
+    /// What the body returned.
+    pub value: T,
+    /// The removal report, if the device was removed.
+    pub removal: Option<Arc<RemovalReport>>,
+}
+
+/// Runs `body` on a fresh deterministic device once per schedule, every schedule of the
+/// deterministic driver (a stateless depth-first search, no reduction), within `opts`' bounds,
+/// handing each to `visit` (`false` stops). The [`Enumeration`] says whether the search was
+/// complete (every schedule explored) or which bound stopped it. As with [`explore`], the
+/// program must use [`crate::host::spawn`] for host threads and depend on nothing but the
+/// schedule. Errors: device creation errors.
+///
+/// ```
+/// use pipefence::{explore, DeviceDesc, FenceDesc, QueueDesc, QueueKind};
+/// let mut values = std::collections::BTreeSet::new();
+/// let e = explore::explore_exhaustive(
+///     &DeviceDesc::default(),
+///     &explore::ExhaustiveOptions::default(),
+///     |device| -> pipefence::Result<u64> {
+///         let q = device.create_queue(&QueueDesc::new(QueueKind::Compute, "q"))?;
+///         let f = device.create_fence(&FenceDesc::new(0))?;
+///         q.signal(&f, 1)?;
+///         device.wait_idle(std::time::Duration::from_secs(1))?;
+///         Ok(f.completed_value())
+///     },
+///     |s| values.insert(s.value.ok()) || true,
+/// )?;
+/// assert!(e.complete);
+/// assert_eq!(values.into_iter().collect::<Vec<_>>(), vec![Some(1)]);
+/// # Ok::<(), pipefence::Error>(())
+/// ```
+pub fn explore_exhaustive<T>(
+    base: &DeviceDesc,
+    opts: &ExhaustiveOptions,
+    mut body: impl FnMut(&Device) -> T,
+    mut visit: impl FnMut(Explored<T>) -> bool,
+) -> Result<Enumeration> {
+    let mut error = None;
+    let e = enumerate(
+        opts,
+        |script| match Device::new(script_desc(base, script.clone())) {
+            Ok(device) => {
+                let value = body(&device);
+                device.tools().settle(std::time::Duration::from_secs(3600));
+                Some((value, device.removal_report()))
+            }
+            Err(e) => {
+                error = Some(e);
+                None
+            }
+        },
+        |run, script| match run {
+            Some((value, removal)) => visit(Explored {
+                replay: script.schedule_string(),
+                value,
+                removal,
+            }),
+            None => false,
+        },
+    );
+    match error {
+        Some(err) => Err(err),
+        None => Ok(e),
+    }
 }

@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod api;
+mod choice;
 mod clock;
 pub mod command;
 pub(crate) mod core;

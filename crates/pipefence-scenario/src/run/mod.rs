@@ -60,6 +60,9 @@ pub struct RunOptions {
     pub validate: bool,
     /// Record a trace (returned in [`Outcome::trace`]).
     pub trace: bool,
+    /// The deterministic driver's choices come from this script (a schedule string's replay,
+    /// or an exhaustive check's run) instead of the seed.
+    pub schedule: Option<Arc<pipefence::explore::Script>>,
 }
 
 /// Locks `m`, also after a panic on another thread.
@@ -126,10 +129,12 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
         interrupt: Some(monitor::interrupt_flag()),
         ..base
     };
-    let desc = if deterministic || opts.strict {
-        pipefence::explore::deterministic_desc(&base, opts.seed)
-    } else {
-        base
+    let desc = match &opts.schedule {
+        Some(script) => pipefence::explore::script_desc(&base, script.clone()),
+        None if deterministic || opts.strict => {
+            pipefence::explore::deterministic_desc(&base, opts.seed)
+        }
+        None => base,
     };
     let device = match Device::new(desc) {
         Ok(d) => d,

@@ -163,7 +163,7 @@ impl Device {
                 },
             ),
             Driver::Deterministic { seed, strategy } => {
-                let s = Scheduler::new(id, seed, strategy);
+                let s = Scheduler::new(id, seed, strategy, desc.script.clone());
                 let clock = s.clock.clone();
                 (Arc::new(s), clock)
             }
@@ -173,7 +173,11 @@ impl Device {
                 Driver::Deterministic { seed, .. } => seed,
                 Driver::Threaded => 0,
             };
-            Model::new(desc.memory_model, seed)
+            let mut m = Model::new(desc.memory_model, seed);
+            if let Some(v) = m.vis.as_mut() {
+                v.script = desc.script.clone();
+            }
+            m
         });
         let core = Arc::new(DeviceCore::new(
             id,

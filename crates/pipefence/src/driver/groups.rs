@@ -9,7 +9,6 @@
 //! its last element. Both give exactly the choice a scan over every dispatch would give.
 
 use crate::engine::{Kernel, Site};
-use crate::rng::Rng;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -57,25 +56,26 @@ impl Group {
         }
     }
 
-    /// Takes the groups that complete in the next action, chosen with `rng`: one group (half the
+    /// Takes the groups that complete in the next action, chosen with `below` (`below(n)`: an index under
+    /// `n`, from the generator or a script): one group (half the
     /// time), or the whole of one remaining range at once (the same as completing them one
     /// after another with nothing in between, which is one of the schedules; it keeps a
     /// dispatch of 2^32 - 1 groups to a few dozen actions). Every interleaving of single
     /// completions stays reachable.
-    fn take(&mut self, rng: &mut Rng) -> Option<(u32, u32)> {
+    fn take(&mut self, below: &mut dyn FnMut(u64) -> u64) -> Option<(u32, u32)> {
         let n = self.left.len();
         if n == 0 {
             return None;
         }
-        let i = rng.below(n as u64) as usize;
+        let i = below(n as u64) as usize;
         let (start, end) = self.left[i];
-        if end - start > 1 && rng.below(2) == 0 {
+        if end - start > 1 && below(2) == 0 {
             self.left.remove(i);
             return Some((start, end));
         }
         let g = if n < MAX_GROUP_RANGES {
-            start + rng.below(u64::from(end - start)) as u32
-        } else if rng.below(2) == 0 {
+            start + below(u64::from(end - start)) as u32
+        } else if below(2) == 0 {
             start
         } else {
             end - 1
@@ -234,9 +234,13 @@ impl InFlight {
 
     /// Takes the groups of the dispatch at `slot` that complete in the next action (see
     /// [`Group::take`]); a dispatch with none left is gone.
-    pub(super) fn take(&mut self, slot: Slot, rng: &mut Rng) -> Option<(u32, u32)> {
+    pub(super) fn take(
+        &mut self,
+        slot: Slot,
+        below: &mut dyn FnMut(u64) -> u64,
+    ) -> Option<(u32, u32)> {
         let g = self.slots.get_mut(slot)?.as_mut()?;
-        let taken = g.take(rng);
+        let taken = g.take(below);
         if g.left.is_empty() {
             self.remove(slot);
         }
@@ -263,6 +267,7 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
 
     #[test]
     fn fenwick_finds_the_kth_live_cell_as_a_scan_would() {

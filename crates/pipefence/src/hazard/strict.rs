@@ -89,6 +89,8 @@ impl EngineVis {
 pub(crate) struct Visibility {
     engines: FxHashMap<u32, EngineVis>,
     rng: Rng,
+    /// Where the choices come from instead of `rng` ([`crate::DeviceDesc::script`]).
+    pub(crate) script: Option<Arc<crate::choice::Script>>,
     /// The buffer of the last access, with the address-space generation it is valid for.
     last: Option<(u64, Arc<BufferCore>)>,
     /// Early write-backs done, stale reads returned (statistics).
@@ -101,6 +103,7 @@ impl Visibility {
         Visibility {
             engines: FxHashMap::default(),
             rng: Rng::new(seed ^ 0x0005_71C7_0000_D5D5),
+            script: None,
             last: None,
             early_writebacks: 0,
             stale_reads: 0,
@@ -162,15 +165,23 @@ impl Visibility {
     /// (an early write-back, D5: "never late"; a run, so that a big buffer does not cost one
     /// scheduling step per line).
     pub(crate) fn write_back_random_line(&mut self, q: u32) {
-        let r = self.rng.next_u64();
+        // Scripted: one line, any of them (a run is the same as its lines one after another).
+        let script = self.script.clone();
+        let r = if script.is_some() {
+            0
+        } else {
+            self.rng.next_u64()
+        };
         let e = self.e(q);
         let mut lines: Vec<u64> = e.dirty.keys().copied().collect();
         if lines.is_empty() {
             return;
         }
         lines.sort_unstable();
-        let first = (r % lines.len() as u64) as usize;
-        let run = 1usize << ((r >> 32) % 7);
+        let (first, run) = match &script {
+            Some(s) => (s.choose(lines.len() as u64) as usize, 1),
+            None => ((r % lines.len() as u64) as usize, 1usize << ((r >> 32) % 7)),
+        };
         for line in lines.iter().skip(first).take(run) {
             if let Some(l) = e.dirty.remove(line) {
                 l.write_back_all();
@@ -251,7 +262,11 @@ impl Visibility {
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();
             let differs = cached.is_some_and(|c| c[first..first + n] != mem[first..first + n]);
-            let stale = differs && self.rng.next_u64().is_multiple_of(2);
+            let stale = differs
+                && match &self.script {
+                    Some(s) => s.choose(2) == 1,
+                    None => self.rng.next_u64().is_multiple_of(2),
+                };
             let e = self.e(q);
             let src = match cached {
                 Some(c) if stale => {

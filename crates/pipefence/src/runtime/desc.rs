@@ -40,6 +40,9 @@ pub struct DeviceDesc {
     /// next step, so a long schedule ends promptly. `None` (the default): no flag. The
     /// threaded driver does not read it (its runner removes the device itself).
     pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The deterministic driver takes its choices from this script instead of its seeded
+    /// strategy, and records them (`docs/exploration.md`). `None` (the default): the strategy.
+    pub script: Option<Arc<crate::choice::Script>>,
 }
 
 /// The driver that steps a device's engines (D4).
@@ -74,6 +77,7 @@ impl Default for DeviceDesc {
             trace: None,
             memory_model: MemoryModel::Plain,
             interrupt: None,
+            script: None,
         }
     }
 }

@@ -28,6 +28,7 @@
 use super::groups::{Group, InFlight, Slot};
 use super::listing::Left;
 use super::{Backend, Cond};
+use crate::choice::Script;
 use crate::clock::{duration_ns, Clock, CLOCK_EPOCH_NS};
 use crate::engine::kernels::{run_groups, PlainMemory, SpinTime, StrictMemory};
 use crate::engine::{EngineCtx, Fault, Kernel, Site, Stage, Step};
@@ -44,10 +45,12 @@ use std::time::{Duration, Instant};
 
 mod hosts;
 mod pick;
+mod scripted;
 
 pub(crate) use hosts::unregister_current;
 use hosts::{register_current, registered_host, Host, HostState, HostWait, HostWaker};
-use pick::{Listing, Pick};
+use pick::{Choice, Listing, Pick};
+use scripted::Who;
 
 /// How the deterministic driver picks among enabled actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,6 +171,14 @@ const PCT_STEPS: u64 = 512;
 #[derive(Debug)]
 struct State {
     rng: Rng,
+    /// Choices from a script instead of the strategy (`choice.rs`), and the alternatives of its
+    /// open scheduling point: whether it is strict mode's PFP-first point, and each
+    /// alternative with who performs it.
+    script: Option<Arc<Script>>,
+    script_alts: Vec<(Choice, Who)>,
+    script_pfp: bool,
+    /// Who performed the last scheduling action (a scripted run's preemptions).
+    last_who: Option<Who>,
     strategy: Strategy,
     priorities: BTreeMap<Actor, u64>,
     change_points: Vec<u64>,
@@ -215,7 +226,12 @@ pub(crate) struct Scheduler {
 
 impl Scheduler {
     /// A scheduler whose host 0 (`main`) is the calling thread, holding the turn.
-    pub(crate) fn new(device_id: u64, seed: u64, strategy: Strategy) -> Self {
+    pub(crate) fn new(
+        device_id: u64,
+        seed: u64,
+        strategy: Strategy,
+        script: Option<Arc<Script>>,
+    ) -> Self {
         let mut rng = Rng::new(seed ^ 0x5EED_5EED_5EED_5EED);
         let change_points = match strategy {
             Strategy::Pct { depth } => (1..depth.max(1)).map(|_| rng.below(PCT_STEPS)).collect(),
@@ -226,6 +242,10 @@ impl Scheduler {
         Scheduler {
             st: Mutex::new(State {
                 rng,
+                script,
+                script_alts: Vec::new(),
+                script_pfp: false,
+                last_who: None,
                 strategy,
                 priorities: BTreeMap::new(),
                 change_points,

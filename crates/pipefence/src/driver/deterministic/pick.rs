@@ -188,12 +188,22 @@ impl Scheduler {
             {
                 dev.remove(RemovalReason::Requested);
             }
+            // A scripted run that only repeats one already explored stops.
+            if !dev.is_removed() && st.script.as_ref().is_some_and(|s| s.aborted()) {
+                dev.remove(RemovalReason::Requested);
+            }
             // A failed try changed nothing but the disabled stages: the listing it left is the
             // one listing again would give. When it has nothing left, list again (a hang is
             // decided on a new listing).
             let mut listing = match st.listing.take() {
                 Some(l) if !reaped && l.removed == dev.is_removed() && l.len() > 0 => l,
-                _ => self.list(dev, st),
+                _ => {
+                    // A scripted point left open by a failed try ends with the listing.
+                    if let Some(s) = st.script.as_ref() {
+                        s.close();
+                    }
+                    self.list(dev, st)
+                }
             };
             // After the small actors come the dispatches in flight (counted, not listed: one
             // action each, in launch order), then the endless kernels.
@@ -234,22 +244,10 @@ impl Scheduler {
                 }
                 return Pick::Nothing;
             }
-            // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
-            let pfp = if !dev.strict() {
-                None
-            } else if let Some(left) = listing.left.as_ref() {
-                let n = left.pfps() as u64;
-                (n > 0).then(|| Choice::Listed(left.nth_pfp(st.rng.below(n) as usize)))
+            let choice = if let Some(script) = st.script.clone() {
+                self.choose_scripted(dev, st, &script, &listing, n_groups, &tail)
             } else {
-                let pfps: Vec<usize> = (0..listing.entries.len())
-                    .filter(|i| matches!(listing.entries[*i].actor, Actor::Pfp(_)))
-                    .collect();
-                (!pfps.is_empty())
-                    .then(|| Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize]))
-            };
-            let choice = match pfp {
-                Some(c) => c,
-                None => self.choose(st, &mut listing, n_groups, &tail),
+                self.choose_seeded(dev, st, &mut listing, n_groups, &tail)
             };
             let (pos, actor, ready, wake) = match choice {
                 Choice::Listed(i) => {
@@ -259,6 +257,7 @@ impl Scheduler {
                 }
                 Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
                 Choice::Group(slot) => {
+                    self.script_tried(st, true);
                     st.steps += 1;
                     let ready = st.groups.get(slot).map_or(0, |g| g.ready);
                     self.clock.advance_to(ready);
@@ -268,6 +267,9 @@ impl Scheduler {
                     continue;
                 }
             };
+            if !matches!(actor, Actor::Pfp(_) | Actor::Me(_)) {
+                self.script_tried(st, true);
+            }
             st.steps += 1;
             self.clock.advance_to(ready);
             match actor {
@@ -298,6 +300,7 @@ impl Scheduler {
                     let mut keep = false;
                     match step {
                         Step::Progressed => {
+                            self.script_tried(st, true);
                             st.disabled.clear();
                             if stage == Stage::Me {
                                 match copy {
@@ -318,8 +321,10 @@ impl Scheduler {
                             st.disabled.insert(actor);
                             st.failed_tries += 1;
                             keep = !moved && launches.is_empty();
+                            self.script_tried(st, !keep);
                         }
                         Step::Faulted(f) => {
+                            self.script_tried(st, true);
                             let reason = f.removal_reason();
                             dev.remove_with_fault(reason, Some((id, f)));
                         }
@@ -403,6 +408,35 @@ impl Scheduler {
         }
     }
 
+    /// The seeded strategy's pick: in strict mode an enabled PFP step first (D5's maximal
+    /// run-ahead), else [`Scheduler::choose`].
+    fn choose_seeded(
+        &self,
+        dev: &DeviceShared,
+        st: &mut MutexGuard<'_, State>,
+        listing: &mut Listing,
+        n_groups: usize,
+        tail: &[(Actor, u64, Wake)],
+    ) -> Choice {
+        // Strict mode: maximal PFP run-ahead (D5) - an enabled PFP step goes first.
+        let pfp = if !dev.strict() {
+            None
+        } else if let Some(left) = listing.left.as_ref() {
+            let n = left.pfps() as u64;
+            (n > 0).then(|| Choice::Listed(left.nth_pfp(st.rng.below(n) as usize)))
+        } else {
+            let pfps: Vec<usize> = (0..listing.entries.len())
+                .filter(|i| matches!(listing.entries[*i].actor, Actor::Pfp(_)))
+                .collect();
+            (!pfps.is_empty())
+                .then(|| Choice::Listed(pfps[st.rng.below(pfps.len() as u64) as usize]))
+        };
+        match pfp {
+            Some(c) => c,
+            None => self.choose(st, listing, n_groups, tail),
+        }
+    }
+
     /// Completes some groups of the dispatch in flight at `slot` (one action, D4); `None` when
     /// there is nothing left to complete there.
     pub(super) fn complete_groups(
@@ -415,7 +449,13 @@ impl Scheduler {
         let g = st.groups.get(slot)?;
         let (kernel, queue, index, site, op) = (g.kernel.clone(), g.queue, g.index, g.site, g.op);
         let state = &mut **st;
-        let (first, last) = state.groups.take(slot, &mut state.rng)?;
+        let (first, last) = match state.script.clone() {
+            Some(s) => state.groups.take(slot, &mut |n| s.choose(n))?,
+            None => {
+                let rng = &mut state.rng;
+                state.groups.take(slot, &mut |n| rng.below(n))?
+            }
+        };
         let g = GroupRun {
             kernel,
             queue,

@@ -1,0 +1,110 @@
+//! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
+
+use super::{load, usage_error};
+use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
+use std::process::ExitCode;
+
+/// Failing outcomes printed in full.
+const SHOWN: usize = 10;
+
+pub(crate) fn command(
+    file: &std::path::Path,
+    json: bool,
+    strict: bool,
+    max_schedules: Option<u64>,
+    preemption_bound: Option<u32>,
+) -> ExitCode {
+    let given =
+        |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    if given("--schedules") || given("--seed") {
+        return usage_error("--exhaustive explores every schedule: --schedules and --seed are for sampled checks (bound it with --max-schedules or --preemption-bound)");
+    }
+    if max_schedules == Some(0) {
+        return usage_error("--max-schedules must be at least 1");
+    }
+    let (name, scenario) = match load(file, json) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let opts = ExhaustiveCheckOptions {
+        strict,
+        bounds: ExhaustiveOptions {
+            max_schedules: max_schedules.unwrap_or(DEFAULT_MAX_SCHEDULES),
+            preemption_bound,
+        },
+    };
+    let mut last = std::time::Instant::now();
+    let mut shown = false;
+    let report = check_exhaustive(&scenario, &opts, |p| {
+        if last.elapsed() >= std::time::Duration::from_millis(500) {
+            last = std::time::Instant::now();
+            shown = true;
+            eprint!(
+                "\r{name}: {} schedules, {:.0}/s, {} failing  ",
+                p.done, p.per_second, p.failures
+            );
+        }
+    });
+    if shown {
+        eprintln!();
+    }
+    let ms = report.elapsed_ns as f64 / 1e6;
+    let per_s = if report.elapsed_ns > 0 {
+        report.schedules as f64 / (report.elapsed_ns as f64 / 1e9)
+    } else {
+        0.0
+    };
+    let mut summary = if report.complete && report.failing == 0 {
+        format!(
+            "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
+             scenario in the model; no reduction), in {ms:.1} ms ({per_s:.0}/s)\n",
+            report.schedules, report.outcomes
+        )
+    } else if report.complete {
+        format!(
+            "{name}: every schedule explored: {} schedules, {} outcomes, {} failing, in \
+             {ms:.1} ms\n",
+            report.schedules, report.outcomes, report.failing
+        )
+    } else {
+        format!(
+            "{name}: bounded by {}: {} schedules explored, not a proof; {} outcomes, {} \
+             failing, in {ms:.1} ms ({per_s:.0}/s)\n",
+            report.bound.as_deref().unwrap_or("a bound"),
+            report.schedules,
+            report.outcomes,
+            report.failing
+        )
+    };
+    let flag = if strict { " --strict" } else { "" };
+    for f in report.failures.iter().take(SHOWN) {
+        summary += &format!(
+            "  {:?} (exit {}), {} schedules: replay with `pipefence run {name}{flag} --schedule {}`\n",
+            f.status, f.exit, f.count, f.replay
+        );
+        for w in &f.what {
+            summary += &format!("      {w}\n");
+        }
+    }
+    let hidden: u64 = report
+        .failures
+        .iter()
+        .skip(SHOWN)
+        .map(|f| f.count)
+        .sum::<u64>()
+        + report.other_failing;
+    if hidden > 0 {
+        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
+    }
+    if json {
+        eprint!("{summary}");
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return usage_error(&format!("cannot serialize the report: {e}")),
+        }
+    } else {
+        print!("{summary}");
+    }
+    ExitCode::from(report.exit_code() as u8)
+}

@@ -1,0 +1,176 @@
+//! `pipefence check --exhaustive` and `pipefence run --schedule` on the real binary.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn pipefence(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pipefence"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run pipefence")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn x3_max_schedules_5_on_a_big_scenario_is_not_complete_and_says_so() {
+    let args = [
+        "check",
+        "examples/async-compute.kdl",
+        "--exhaustive",
+        "--max-schedules",
+        "5",
+    ];
+    let out = pipefence(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("bounded by --max-schedules 5: 5 schedules explored, not a proof"),
+        "{text}"
+    );
+    assert!(!text.contains("proved"), "{text}");
+    let out = pipefence(&[&args[..], &["--json"]].concat());
+    let v = json(&out);
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["bound"], "--max-schedules 5");
+    assert_eq!(v["schedules"], 5);
+    assert_eq!(v["failing"], 0);
+    assert_eq!(v["failures"], serde_json::json!([]));
+}
+
+#[test]
+fn x3_a_small_fixed_scenario_is_proved() {
+    let dir = std::env::temp_dir().join(format!("pipefence-x3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fence.kdl");
+    std::fs::write(
+        &file,
+        "device tdr-ms=2000\nfence f\nfence g\nqueue a kind=compute\nqueue b kind=compute\n\
+         signal a f 1\nwait b f 1\nsignal b g 1\ncpu-wait g 1 timeout-ms=5000\n\
+         expect-fence g equals=1\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = pipefence(&["check", f, "--exhaustive", "--strict", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["bound"], Value::Null);
+    assert_eq!(v["failing"], 0);
+    let out = pipefence(&["check", f, "--exhaustive", "--strict"]);
+    let n = v["schedules"].as_u64().unwrap();
+    assert!(
+        stdout(&out).contains(&format!("proved: {n} schedules, 1 outcomes, all pass")),
+        "{}",
+        stdout(&out)
+    );
+    // A preemption bound of 0 leaves schedules out: not a proof.
+    let out = pipefence(&[
+        "check",
+        f,
+        "--exhaustive",
+        "--preemption-bound",
+        "0",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["bound"], "--preemption-bound 0");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn x2_run_schedule_replays_an_exhaustive_failure_byte_identically() {
+    let file = "tests/scenarios/write-write.kdl";
+    let out = pipefence(&[
+        "check",
+        file,
+        "--exhaustive",
+        "--max-schedules",
+        "300",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["complete"], false);
+    assert!(v["failing"].as_u64().unwrap() > 0);
+    let failure = &v["failures"][0];
+    let replay = failure["replay"].as_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("pipefence-x2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |n: u32| {
+        let trace = dir.join(format!("{n}.trace.json"));
+        let out = pipefence(&[
+            "run",
+            file,
+            "--schedule",
+            replay,
+            "--json",
+            "--trace",
+            trace.to_str().unwrap(),
+        ]);
+        (out, std::fs::read(&trace).unwrap())
+    };
+    let ((a, ta), (b, tb)) = (run(1), run(2));
+    assert_eq!(a.status.code(), Some(1));
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(ta, tb);
+    // The outcome is the one the exploration recorded (which keeps only the expectations that
+    // did not pass).
+    let mut got = json(&a);
+    let mut want = failure["outcome"].clone();
+    for o in [&mut got, &mut want] {
+        o.as_object_mut().unwrap().remove("elapsed_ns");
+    }
+    got["expectations"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["passed"] != true);
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn x2_schedule_and_seed_together_are_a_usage_error() {
+    let out = pipefence(&[
+        "run",
+        "tests/scenarios/write-write.kdl",
+        "--schedule",
+        "v1:AA",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pipefence(&[
+        "run",
+        "tests/scenarios/write-write.kdl",
+        "--schedule",
+        "v2:AA",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/write-write.kdl",
+        "--max-schedules",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,183 @@
+//! `pipefence check --exhaustive`: every schedule of a scenario on the deterministic driver
+//! (`pipefence::explore::enumerate`, a stateless depth-first search without reduction), with
+//! honest bounds: the report is `complete` only when every schedule was explored
+//! (`docs/exploration.md`). Failing schedules are grouped by outcome as `check` groups them,
+//! each with the schedule string that replays it (`pipefence run FILE --schedule STRING`).
+
+use crate::check::{describe, signature, Progress, MAX_FAILURE_GROUPS};
+use crate::plan::Scenario;
+use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
+use pipefence::explore::{enumerate, Bound, ExhaustiveOptions};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::time::Instant;
+
+/// How to check exhaustively.
+#[derive(Debug, Clone)]
+pub struct ExhaustiveCheckOptions {
+    /// Strict mode.
+    pub strict: bool,
+    /// The bounds.
+    pub bounds: ExhaustiveOptions,
+}
+
+/// One distinct failing outcome of an exhaustive check.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExhaustiveFailure {
+    /// The schedule string of the first schedule that produced it (replay with `run
+    /// --schedule`, plus `--strict` when the check was strict).
+    pub replay: String,
+    /// How many schedules produced it.
+    pub count: u64,
+    /// `failed` or `removed`.
+    pub status: Status,
+    /// The exit status `run --schedule` gives.
+    pub exit: i32,
+    /// What failed, in words.
+    pub what: Vec<String>,
+    /// Expectations of the first schedule that passed (left out of `outcome`).
+    pub passed_expectations: u64,
+    /// The outcome of the first schedule, with only its expectations that did not pass.
+    pub outcome: Outcome,
+}
+
+/// The result of an exhaustive check (its `--json` shape).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExhaustiveReport {
+    /// Always 1.
+    pub version: u32,
+    /// Always `exhaustive`.
+    pub mode: &'static str,
+    /// Every schedule was explored without a bound cutting any: a proof for this scenario in
+    /// this model.
+    pub complete: bool,
+    /// The bound that stopped it (`--max-schedules N`, `--preemption-bound K`, `stopped`), or
+    /// `null` when complete.
+    pub bound: Option<String>,
+    /// Schedules explored.
+    pub schedules: u64,
+    /// Distinct outcomes seen.
+    pub outcomes: usize,
+    /// Failing schedules.
+    pub failing: u64,
+    /// The distinct failing outcomes, in the order found (at most 32).
+    pub failures: Vec<ExhaustiveFailure>,
+    /// Failing schedules whose outcome is none of `failures`.
+    pub other_failing: u64,
+    /// Runs stopped early because their new choice was a blocked engine stage (the same as a
+    /// schedule already explored): not counted in `schedules`.
+    pub repeated_runs: u64,
+    /// The most choice points of one schedule.
+    pub max_choice_points: usize,
+    /// The check was interrupted (Ctrl-C).
+    pub interrupted: bool,
+    /// Wall-clock nanoseconds of the whole check.
+    pub elapsed_ns: u64,
+}
+
+impl ExhaustiveReport {
+    /// The exit status: that of the first failing outcome, 0 when every schedule passed.
+    pub fn exit_code(&self) -> i32 {
+        self.failures.first().map_or(0, |f| f.exit)
+    }
+}
+
+/// Explores every schedule of `sc` within `opts`' bounds, calling `progress` after each.
+pub fn check_exhaustive(
+    sc: &Scenario,
+    opts: &ExhaustiveCheckOptions,
+    progress: impl FnMut(Progress),
+) -> ExhaustiveReport {
+    check_exhaustive_each(sc, opts, progress, |_, _| {})
+}
+
+/// [`check_exhaustive`], also handing every schedule's outcome to `visit` with its schedule
+/// string.
+pub fn check_exhaustive_each(
+    sc: &Scenario,
+    opts: &ExhaustiveCheckOptions,
+    mut progress: impl FnMut(Progress),
+    mut visit: impl FnMut(&str, &Outcome),
+) -> ExhaustiveReport {
+    let start = Instant::now();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut groups: Vec<(String, ExhaustiveFailure)> = Vec::new();
+    let (mut failing, mut other_failing, mut done) = (0u64, 0u64, 0u64);
+    let e = enumerate(
+        &opts.bounds,
+        |script| {
+            run(
+                sc,
+                &RunOptions {
+                    driver: DriverKind::Deterministic,
+                    strict: opts.strict,
+                    schedule: Some(script.clone()),
+                    ..RunOptions::default()
+                },
+            )
+        },
+        |mut o, script| {
+            if crate::run::interrupted() {
+                return false;
+            }
+            let replay = script.schedule_string();
+            visit(&replay, &o);
+            done += 1;
+            let sig = signature(&mut o);
+            if seen.len() < crate::check::MAX_DISTINCT_OUTCOMES {
+                seen.insert(sig.clone());
+            }
+            if o.status != Status::Passed {
+                failing += 1;
+                if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
+                    g.count += 1;
+                } else if groups.len() < MAX_FAILURE_GROUPS {
+                    let before = o.expectations.len();
+                    o.expectations.retain(|e| e.passed != Some(true));
+                    let passed_expectations = (before - o.expectations.len()) as u64;
+                    groups.push((
+                        sig,
+                        ExhaustiveFailure {
+                            replay,
+                            count: 1,
+                            status: o.status,
+                            exit: o.exit_code(),
+                            what: describe(&o),
+                            passed_expectations,
+                            outcome: o,
+                        },
+                    ));
+                } else {
+                    other_failing += 1;
+                }
+            }
+            let secs = start.elapsed().as_secs_f64();
+            progress(Progress {
+                done,
+                total: opts.bounds.max_schedules,
+                failures: failing,
+                per_second: if secs > 0.0 { done as f64 / secs } else { 0.0 },
+            });
+            true
+        },
+    );
+    let interrupted = crate::run::interrupted();
+    ExhaustiveReport {
+        version: 1,
+        mode: "exhaustive",
+        complete: e.complete && !interrupted,
+        bound: e.bound.map(|b| match b {
+            Bound::Stopped if interrupted => "interrupted".to_string(),
+            b => b.to_string(),
+        }),
+        schedules: e.schedules,
+        outcomes: seen.len(),
+        failing,
+        failures: groups.into_iter().map(|(_, f)| f).collect(),
+        other_failing,
+        repeated_runs: e.repeated_runs,
+        max_choice_points: e.max_depth,
+        interrupted,
+        elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+    }
+}

@@ -1,0 +1,81 @@
+//! Scripted choices (`choice.rs`): the scheduling choice points of a run whose choices come
+//! from a [`Script`] instead of the seeded strategy.
+//!
+//! A scheduling point's alternatives are the actions [`Scheduler::choose`] picks among, in the
+//! same order (the listed actions still enabled, the dispatches in flight in launch order, the
+//! endless kernels), or in strict mode, while a PFP step is enabled, the enabled PFP steps (D5's
+//! maximal run-ahead). A try that finds its engine stage blocked changes nothing: the point
+//! stays open and the script proposes again among the same alternatives.
+
+use super::pick::{Choice, Listing};
+use super::*;
+
+/// Who performs an alternative: an actor, or the dispatch in flight at a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Who {
+    Actor(Actor),
+    Group(Slot),
+}
+
+impl Scheduler {
+    /// Picks one of the enabled actions as `script` says (see the module comment).
+    pub(super) fn choose_scripted(
+        &self,
+        dev: &DeviceShared,
+        st: &mut State,
+        script: &Script,
+        listing: &Listing,
+        n_groups: usize,
+        tail: &[(Actor, u64, Wake)],
+    ) -> Choice {
+        let listed: Vec<usize> = (0..listing.len()).map(|k| listing.nth(k)).collect();
+        let is_pfp = |i: &usize| matches!(listing.entries[*i].actor, Actor::Pfp(_));
+        let pfp_point = dev.strict() && listed.iter().any(is_pfp);
+        if script.is_open() && st.script_pfp == pfp_point && !st.script_alts.is_empty() {
+            let k = script.again() as usize;
+            if let Some(&(c, _)) = st.script_alts.get(k) {
+                return c;
+            }
+        }
+        script.close();
+        let entry = |i: usize| (Choice::Listed(i), Who::Actor(listing.entries[i].actor));
+        let alts: Vec<(Choice, Who)> = if pfp_point {
+            listed.into_iter().filter(is_pfp).map(entry).collect()
+        } else {
+            let mut alts: Vec<(Choice, Who)> = listed.into_iter().map(entry).collect();
+            for r in 0..n_groups {
+                let slot = st.groups.nth(r);
+                alts.push((Choice::Group(slot), Who::Group(slot)));
+            }
+            for (i, (a, _, _)) in tail.iter().enumerate() {
+                alts.push((Choice::Tail(i), Who::Actor(*a)));
+            }
+            alts
+        };
+        let continuing = st
+            .last_who
+            .and_then(|w| alts.iter().position(|a| a.1 == w))
+            .map(|c| c as u32);
+        let k = script.begin(alts.len() as u32, true, continuing) as usize;
+        let c = alts[k.min(alts.len() - 1)].0;
+        st.script_alts = alts;
+        st.script_pfp = pfp_point;
+        c
+    }
+
+    /// A scripted run's scheduling try ended: it ran (`ran`) or found its stage blocked.
+    pub(super) fn script_tried(&self, st: &mut State, ran: bool) {
+        let Some(script) = st.script.clone() else {
+            return;
+        };
+        if ran {
+            if let Some(k) = script.current() {
+                st.last_who = st.script_alts.get(k as usize).map(|a| a.1);
+            }
+            script.taken();
+            st.script_alts.clear();
+        } else {
+            script.fail();
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Exhaustive exploration: a stateless depth-first enumeration of every schedule of the
+//! deterministic driver (`docs/exploration.md`).
+//!
+//! Each schedule is run from the start with a [`Script`] that follows a prefix of tries, then
+//! chooses canonically, and records its choice points. The search then backtracks to the
+//! deepest choice point with an alternative not yet tried (and, with a preemption bound,
+//! allowed), and runs the prefix up to that point plus that alternative. A run whose new
+//! alternative turns out to be a blocked engine stage changed nothing at that point: it is the
+//! same as a schedule already explored, so it is stopped and not counted. No reduction is
+//! applied: schedules that differ only in the order of independent actions are counted apart.
+
+use crate::choice::{ChoicePoint, Script};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Schedules explored at most by default ([`ExhaustiveOptions::max_schedules`]).
+pub const DEFAULT_MAX_SCHEDULES: u64 = 10_000;
+
+/// How to explore exhaustively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExhaustiveOptions {
+    /// Stop after this many schedules (the result is then not complete).
+    pub max_schedules: u64,
+    /// Explore only schedules with at most this many preemptions (CHESS): switching away from
+    /// the actor that ran last while it was still enabled. `None`: no bound.
+    pub preemption_bound: Option<u32>,
+}
+
+impl Default for ExhaustiveOptions {
+    fn default() -> Self {
+        ExhaustiveOptions {
+            max_schedules: DEFAULT_MAX_SCHEDULES,
+            preemption_bound: None,
+        }
+    }
+}
+
+/// What stopped an exploration before it explored every schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `max_schedules` schedules were explored and some were left.
+    MaxSchedules(u64),
+    /// Some schedules had more preemptions than this.
+    PreemptionBound(u32),
+    /// The caller stopped it.
+    Stopped,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::MaxSchedules(n) => write!(f, "--max-schedules {n}"),
+            Bound::PreemptionBound(k) => write!(f, "--preemption-bound {k}"),
+            Bound::Stopped => write!(f, "stopped"),
+        }
+    }
+}
+
+/// The result of an exhaustive exploration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enumeration {
+    /// Every schedule was explored: no bound cut any branch. Only then is the result a proof
+    /// (for this program, in this model).
+    pub complete: bool,
+    /// What stopped it, when not complete.
+    pub bound: Option<Bound>,
+    /// Schedules explored (each run to its end and handed to the visitor).
+    pub schedules: u64,
+    /// Runs stopped early as the same as a schedule already explored (their new alternative
+    /// was a blocked engine stage).
+    pub repeated_runs: u64,
+    /// The most choice points of one schedule.
+    pub max_depth: usize,
+}
+
+#[derive(Debug)]
+struct Node {
+    point: ChoicePoint,
+    tried: BTreeSet<u32>,
+    /// Preemptions of the path before this point.
+    before: u32,
+}
+
+impl Node {
+    fn new(point: ChoicePoint, before: u32) -> Self {
+        let mut tried: BTreeSet<u32> = point.disabled.iter().copied().collect();
+        tried.extend(point.taken);
+        Node {
+            point,
+            tried,
+            before,
+        }
+    }
+
+    /// Preemptions of the path up to and including this point's taken alternative.
+    fn through(&self) -> u32 {
+        self.before + u32::from(self.point.taken.is_some_and(|t| self.point.preempts(t)))
+    }
+}
+
+/// Explores every schedule of `body` (each run on a device whose description has the script
+/// it is handed as [`crate::DeviceDesc::script`]), handing each explored schedule's value and
+/// script (its [`Script::schedule_string`] replays it) to `visit`, which returns `false` to
+/// stop. Runs stopped as repeats are not handed on.
+pub fn enumerate<T>(
+    opts: &ExhaustiveOptions,
+    mut body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(T, &Script) -> bool,
+) -> Enumeration {
+    let mut path: Vec<Node> = Vec::new();
+    let mut tries: Vec<u32> = Vec::new();
+    let mut next: Option<(usize, u32)> = None;
+    let mut result = Enumeration {
+        complete: false,
+        bound: None,
+        schedules: 0,
+        repeated_runs: 0,
+        max_depth: 0,
+    };
+    let mut preemption_cut = false;
+    loop {
+        let script = Arc::new(match next {
+            None => Script::new(Vec::new()),
+            Some((d, alt)) => {
+                let start = path[d].point.first_try;
+                let mut prefix = tries[..start].to_vec();
+                prefix.push(alt);
+                Script::exploring(prefix, start)
+            }
+        });
+        let value = body(&script);
+        let points = script.points();
+        let from = match next {
+            None => 0,
+            Some((d, alt)) => {
+                assert!(
+                    points
+                        .get(d)
+                        .is_some_and(|p| p.first_try == path[d].point.first_try),
+                    "exhaustive exploration: the program did not repeat the same choices for \
+                     the same prefix (it must depend on nothing but the schedule)"
+                );
+                path.truncate(d + 1);
+                path[d].tried.insert(alt);
+                if points[d].disabled.contains(&alt) {
+                    path[d].point.disabled.push(alt);
+                    result.repeated_runs += 1;
+                    usize::MAX
+                } else {
+                    path[d].point = points[d].clone();
+                    d + 1
+                }
+            }
+        };
+        if from != usize::MAX {
+            for p in &points[from..] {
+                let before = path.last().map_or(0, Node::through);
+                path.push(Node::new(p.clone(), before));
+            }
+            tries = script.tries();
+            result.schedules += 1;
+            result.max_depth = result.max_depth.max(points.len());
+            if !visit(value, &script) {
+                result.bound = Some(Bound::Stopped);
+                return result;
+            }
+        }
+        next = None;
+        'search: for d in (0..path.len()).rev() {
+            let n = &path[d];
+            for alt in 0..n.point.alternatives {
+                if n.tried.contains(&alt) {
+                    continue;
+                }
+                if let Some(k) = opts.preemption_bound {
+                    if n.before + u32::from(n.point.preempts(alt)) > k {
+                        preemption_cut = true;
+                        continue;
+                    }
+                }
+                next = Some((d, alt));
+                break 'search;
+            }
+        }
+        if next.is_none() {
+            result.complete = !preemption_cut;
+            if preemption_cut {
+                result.bound = opts.preemption_bound.map(Bound::PreemptionBound);
+            }
+            return result;
+        }
+        if result.schedules >= opts.max_schedules {
+            result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+            return result;
+        }
+    }
+}
