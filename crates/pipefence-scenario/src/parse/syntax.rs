@@ -16,6 +16,10 @@ use super::sort_dedup;
 /// { ... } }`).
 const MAX_DEPTH: usize = 16;
 
+/// Type annotations not closed by `)` from which the scan reports the first itself (fewer go to
+/// the `kdl` parser, which reports them with the file's other errors).
+const MAX_UNCLOSED_ANNOTATIONS: usize = 32;
+
 /// The longest run of slashdashes (`/-`) that follow each other directly.
 const MAX_SLASHDASH_RUN: usize = 8;
 
@@ -26,8 +30,8 @@ const KDL_STACK: usize = 32 << 20;
 /// not a panic) on deep input: once per `{` level, once per chunk of a `/* */` comment, once per
 /// slashdash that directly follows another. A scan that knows KDL v2's strings and comments
 /// rejects nesting deeper than [`MAX_DEPTH`], slashdash runs longer than [`MAX_SLASHDASH_RUN`],
-/// unterminated `/*` comments and type annotations `(` not closed by `)` (whose recovery takes
-/// the parser time quadratic in the token), and replaces every `/* */` comment by as many spaces as it
+/// unterminated `/*` comments and [`MAX_UNCLOSED_ANNOTATIONS`] or more type annotations `(` not
+/// closed by `)` (whose recovery takes the parser time quadratic in the token), and replaces every `/* */` comment by as many spaces as it
 /// has bytes (a comment is whitespace in KDL, and byte offsets stay those of `source`).
 pub(super) fn prepare<'a>(
     source: &'a str,
@@ -37,6 +41,8 @@ pub(super) fn prepare<'a>(
     let mut diags = Vec::new();
     let mut depth = 0usize;
     let mut run = 0usize;
+    // Type annotations not closed by `)`: how many, and where the first one is.
+    let mut unclosed: (usize, Option<usize>) = (0, None);
     let mut i = 0usize;
     while let Some(c) = char_at(source, i) {
         let rest = source.get(i..).unwrap_or("");
@@ -119,15 +125,8 @@ pub(super) fn prepare<'a>(
                 depth -= 1;
             }
             if c == '(' && !type_annotation_closes(source, i) {
-                // The `kdl` parser's recovery from an unclosed annotation inside a long token
-                // (`=(=(=(...`) takes time quadratic in the token's length: stop here.
-                diags.push(Diagnostic {
-                    pos: lines.pos(i),
-                    message: "KDL syntax error: this type annotation `(` is not closed by `)` \
-                              (it holds one type name: `(u8)1`, `(\"my type\")node`)"
-                        .to_string(),
-                });
-                break;
+                unclosed.0 += 1;
+                unclosed.1.get_or_insert(i);
             }
             if !(is_kdl_space(c) || is_kdl_newline(c) || c == '\\') {
                 run = 0;
@@ -135,7 +134,22 @@ pub(super) fn prepare<'a>(
             i += c.len_utf8();
         }
     }
+    if let (n @ MAX_UNCLOSED_ANNOTATIONS.., Some(first)) = unclosed {
+        // The `kdl` parser's recovery from unclosed annotations inside a long token
+        // (`=(=(=(...`) takes time quadratic in the token's length; a few it reports as usual.
+        diags.push(Diagnostic {
+            pos: lines.pos(first),
+            message: format!(
+                "KDL syntax error: this type annotation `(` is not closed by `)` (it holds one \
+                 type name: `(u8)1`, `(\"my type\")node`), nor are {} more after it",
+                n - 1
+            ),
+        });
+    }
     if !diags.is_empty() {
+        // The first error in the file, whichever check found it.
+        diags.sort_by_key(|d| (d.pos.line, d.pos.column));
+        diags.truncate(1);
         return Err(diags);
     }
     if blanks.is_empty() {

@@ -42,8 +42,9 @@ mod semantics;
 mod syntax;
 /// E3: the `kdl` parser's recovery from a type annotation that is never closed, inside a long
 /// token (`=(=(=(...`), took time quadratic in its length: 2,000 repeats (6 KB) 9.9 s, 20,000
-/// about 15 minutes. The scan before it reports the first unclosed `(` at once; annotations
-/// that close (an identifier or a quoted string between spaces) still reach the parser.
+/// about 15 minutes. The scan before it reports the first of 32 or more unclosed `(` at once;
+/// fewer, and annotations that close (an identifier or a quoted string between spaces), still
+/// reach the parser.
 #[test]
 fn e3_an_unclosed_type_annotation_is_reported_at_once() {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -63,8 +64,16 @@ fn e3_an_unclosed_type_annotation_is_reported_at_once() {
         "{}",
         diags[0].message
     );
-    let diags = parse("t.kdl", "fence f\nbuffer b size=64 (\n").expect_err("open at the end");
-    assert_eq!((diags[0].pos.line, diags[0].pos.column), (2, 18));
+    assert!(
+        diags[0].message.ends_with("nor are 19999 more after it"),
+        "{}",
+        diags[0].message
+    );
+    // A few are left to the `kdl` parser, which reports them with the file's other errors.
+    let diags = parse("t.kdl", "fence f ) 1\nbuffer b size=64 (\n").expect_err("two errors");
+    assert!(diags.len() >= 2, "{diags:?}");
+    assert_eq!(diags[0].pos.line, 1, "{diags:?}");
+    assert!(diags.iter().any(|d| d.pos.line == 2), "{diags:?}");
     // Closed annotations pass the scan; the language then names what it does not take.
     for closed in [
         "(t)fence f\n",
