@@ -1,8 +1,9 @@
 //! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
 
-use super::{load, usage_error};
+use super::{load, plural, replay_program_here, shell_word, usage_error};
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Failing outcomes printed in full.
@@ -34,10 +35,12 @@ pub(crate) fn command(
             preemption_bound,
         },
     };
+    // Progress only on a terminal: a pipe or a log gets no `\r` lines.
+    let terminal = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now();
     let mut shown = false;
     let report = check_exhaustive(&scenario, &opts, |p| {
-        if last.elapsed() >= std::time::Duration::from_millis(500) {
+        if terminal && last.elapsed() >= std::time::Duration::from_millis(500) {
             last = std::time::Instant::now();
             shown = true;
             eprint!(
@@ -47,7 +50,8 @@ pub(crate) fn command(
         }
     });
     if shown {
-        eprintln!();
+        // Clear the progress line.
+        eprint!("\r\x1b[2K");
     }
     let ms = report.elapsed_ns as f64 / 1e6;
     let per_s = if report.elapsed_ns > 0 {
@@ -78,10 +82,15 @@ pub(crate) fn command(
         )
     };
     let flag = if strict { " --strict" } else { "" };
+    let program = replay_program_here();
+    let quoted = shell_word(&name);
     for f in report.failures.iter().take(SHOWN) {
         summary += &format!(
-            "  {:?} (exit {}), {} schedules: replay with `pipefence run {name}{flag} --schedule {}`\n",
-            f.status, f.exit, f.count, f.replay
+            "  {:?} (exit {}), {}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
+            f.status,
+            f.exit,
+            plural(f.count, "schedule"),
+            f.replay
         );
         for w in &f.what {
             summary += &format!("      {w}\n");

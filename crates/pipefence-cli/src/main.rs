@@ -134,6 +134,15 @@ enum Command {
     },
 }
 
+/// `n` and `what`, with an `s` unless `n` is 1 ("1 distinct outcome", "3 schedules").
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("pipefence: {msg}");
     ExitCode::from(2)
@@ -254,9 +263,9 @@ fn command(cli: Cli) -> ExitCode {
             if seed.checked_add(schedules - 1).is_none() {
                 return usage_error(&format!(
                     "--seed {seed} with --schedules {schedules} runs past the last seed \
-                     ({}); at most {} schedules fit from this seed",
+                     ({}); at most {} fit from this seed",
                     u64::MAX,
-                    (u64::MAX - seed).saturating_add(1)
+                    plural((u64::MAX - seed).saturating_add(1), "schedule")
                 ));
             }
             for (flag, dir) in [("--timeline", &timeline), ("--trace", &trace)] {
@@ -480,10 +489,10 @@ fn check_command(
         format!("{} schedules", report.schedules)
     };
     let mut summary = format!(
-        "{name}: {ran} (seeds {}..{}), {} distinct outcomes, {} failing, in {:.1} ms\n",
+        "{name}: {ran} (seeds {}..{}), {}, {} failing, in {:.1} ms\n",
         seed,
         u128::from(seed) + u128::from(report.schedules),
-        report.outcomes,
+        plural(report.outcomes as u64, "distinct outcome"),
         report.failing,
         report.elapsed_ns as f64 / 1e6
     );
@@ -494,17 +503,7 @@ fn check_command(
     } else {
         "--driver deterministic"
     };
-    let program = replay_program(
-        program_on_path("pipefence").as_deref(),
-        std::env::current_exe()
-            .and_then(std::fs::canonicalize)
-            .ok()
-            .as_deref(),
-        std::env::current_dir()
-            .and_then(std::fs::canonicalize)
-            .ok()
-            .as_deref(),
-    );
+    let program = replay_program_here();
     let quoted_name = shell_word(&name);
     let seeds = |v: &[u64], count: u64| {
         let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
@@ -726,6 +725,21 @@ fn program_on_path(program: &str) -> Option<PathBuf> {
 /// pipefence-cli --` when it is a Cargo build (`R/target/PROFILE/pipefence`, or
 /// `R/target/TRIPLE/PROFILE/pipefence`) and the current directory is inside `R`; otherwise the
 /// binary's own path.
+/// The program a replay hint names for this process, where the user is ([`replay_program`]).
+fn replay_program_here() -> String {
+    replay_program(
+        program_on_path("pipefence").as_deref(),
+        std::env::current_exe()
+            .and_then(std::fs::canonicalize)
+            .ok()
+            .as_deref(),
+        std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .ok()
+            .as_deref(),
+    )
+}
+
 fn replay_program(on_path: Option<&Path>, exe: Option<&Path>, cwd: Option<&Path>) -> String {
     let Some(exe) = exe else {
         return "pipefence".to_string();
@@ -779,10 +793,15 @@ fn human_summary(name: &str, o: &Outcome) -> String {
         let w = o.queues.iter().map(|q| q.queue.len()).max().unwrap_or(0);
         for q in &o.queues {
             s += &format!(
-                "  {:w$}  {:8} {:>6} commands  busy {:>9}  blocked {:>9}\n",
+                "  {:w$}  {:8} {:>6} {:<8}  busy {:>9}  blocked {:>9}\n",
                 q.queue,
                 q.kind,
                 q.commands,
+                if q.commands == 1 {
+                    "command"
+                } else {
+                    "commands"
+                },
                 ms(q.busy_ns),
                 ms(q.blocked_ns)
             );
