@@ -1,13 +1,10 @@
 //! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
 
-use super::{load, plural, replay_program_here, shell_word, usage_error};
+use super::{load, plural, replay_program_here, shell_word, usage_error, SHOWN_FAILURES};
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
 use std::io::IsTerminal;
 use std::process::ExitCode;
-
-/// Failing outcomes printed in full.
-const SHOWN: usize = 10;
 
 pub(crate) fn command(
     file: &std::path::Path,
@@ -84,7 +81,7 @@ pub(crate) fn command(
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
     let quoted = shell_word(&name);
-    for f in report.failures.iter().take(SHOWN) {
+    for f in report.failures.iter().take(SHOWN_FAILURES) {
         summary += &format!(
             "  {:?} (exit {}), {}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
             f.status,
@@ -99,7 +96,7 @@ pub(crate) fn command(
     let hidden: u64 = report
         .failures
         .iter()
-        .skip(SHOWN)
+        .skip(SHOWN_FAILURES)
         .map(|f| f.count)
         .sum::<u64>()
         + report.other_failing;

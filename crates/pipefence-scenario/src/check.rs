@@ -114,6 +114,14 @@ impl CheckReport {
     }
 }
 
+/// Drops the expectations that passed from a kept failing outcome (only those that did not pass
+/// tell about the failure; the rest would fill the report) and returns how many there were.
+pub(crate) fn drop_passed_expectations(o: &mut Outcome) -> u64 {
+    let before = o.expectations.len();
+    o.expectations.retain(|e| e.passed != Some(true));
+    (before - o.expectations.len()) as u64
+}
+
 /// What makes two outcomes the same: everything but timing (the elapsed time and the queue
 /// summaries are left out while it is serialized, then put back, so nothing is cloned).
 pub fn signature(o: &mut Outcome) -> String {
@@ -229,9 +237,7 @@ pub fn check_with(
                     g.seeds.push(seed);
                 }
             } else if groups.len() < MAX_FAILURE_GROUPS {
-                let before = o.expectations.len();
-                o.expectations.retain(|e| e.passed != Some(true));
-                let passed_expectations = (before - o.expectations.len()) as u64;
+                let passed_expectations = drop_passed_expectations(&mut o);
                 groups.push((
                     sig,
                     Failure {

@@ -132,9 +132,7 @@ pub fn check_exhaustive_each(
                 if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
                     g.count += 1;
                 } else if groups.len() < MAX_FAILURE_GROUPS {
-                    let before = o.expectations.len();
-                    o.expectations.retain(|e| e.passed != Some(true));
-                    let passed_expectations = (before - o.expectations.len()) as u64;
+                    let passed_expectations = crate::check::drop_passed_expectations(&mut o);
                     groups.push((
                         sig,
                         ExhaustiveFailure {
