@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::status_kib;
+use common::{list, queue, shared, status_kib};
 use pipefence::{
     Buffer, BufferDesc, CommandListDesc, Comparison, Device, DeviceDesc, Error, Flush, Heap,
     Kernel, Misuse, Object, QueueDesc, QueueKind, UserKernel, WaitEngine, WriteSource,
@@ -771,27 +771,19 @@ fn m4_write_slice_wakes_waiters_on_every_word() {
     // Host waiters on the first, a middle and the last word of the range, in both halves of
     // the 8-byte words; and an engine waiting on the last word.
     let d = device();
-    let s = d
-        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("s"))
-        .unwrap();
-    let out = d
-        .create_buffer(&BufferDesc::new(64, Heap::Shared).named("out"))
-        .unwrap();
-    let q = d
-        .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
-        .unwrap();
-    let mut l = d
-        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
-        .unwrap();
-    l.wait_value32(
-        s.address(40),
-        Comparison::Equal,
-        11,
-        u32::MAX,
-        WaitEngine::Me,
-    )
-    .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
-    l.close().unwrap();
+    let s = shared(&d, "s", 64);
+    let out = shared(&d, "out", 64);
+    let q = queue(&d, QueueKind::Compute, "q");
+    let l = list(&d, QueueKind::Compute, "l", |l| {
+        l.wait_value32(
+            s.address(40),
+            Comparison::Equal,
+            11,
+            u32::MAX,
+            WaitEngine::Me,
+        )
+        .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
+    });
     q.execute_command_lists(&[&l]).unwrap();
     let waiters: Vec<_> = [(4u64, 2u32), (16, 5), (40, 11)]
         .into_iter()
@@ -834,21 +826,13 @@ fn m4_slice_access_on_the_deterministic_driver_is_one_host_access() {
             ..DeviceDesc::default()
         })
         .unwrap();
-        let s = d
-            .create_buffer(&BufferDesc::new(64, Heap::Shared).named("s"))
-            .unwrap();
-        let out = d
-            .create_buffer(&BufferDesc::new(64, Heap::Shared).named("out"))
-            .unwrap();
-        let q = d
-            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
-            .unwrap();
-        let mut l = d
-            .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
-            .unwrap();
-        l.wait_value32(s.address(8), Comparison::Equal, 3, u32::MAX, WaitEngine::Me)
-            .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
-        l.close().unwrap();
+        let s = shared(&d, "s", 64);
+        let out = shared(&d, "out", 64);
+        let q = queue(&d, QueueKind::Compute, "q");
+        let l = list(&d, QueueKind::Compute, "l", |l| {
+            l.wait_value32(s.address(8), Comparison::Equal, 3, u32::MAX, WaitEngine::Me)
+                .write_value32_bottom_of_pipe(out.address(0), 1, Flush::NONE, WriteSource::Value);
+        });
         q.execute_command_lists(&[&l]).unwrap();
         s.write_slice(0, &[1, 2, 3]).unwrap();
         out.wait_u32(0, Comparison::Equal, 1, u32::MAX, T).unwrap();
