@@ -15,7 +15,7 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "
 # Lower number = lower layer. A module may name modules of a lower layer, or of its own layer.
 LAYERS = {
     "types": 0, "rng": 0, "choice": 0, "clock": 0, "error": 0, "memory": 0, "command": 0, "sync": 0,
-    "trace": 0, "host_names": 0,
+    "trace": 0, "host_names": 0, "footprint": 0,
     "hazard": 1,
     "core": 2,
     "engine": 3,
@@ -27,7 +27,8 @@ BOTTOM_ALLOWED = {("types", "command"), ("sync", "types"), ("trace", "types"),
                   ("sync", "clock"), ("memory", "sync"), ("command", "memory"),
                   ("trace", "command"), ("error", "command"), ("sync", "error"),
                   ("command", "error"), ("memory", "error"), ("trace", "error"),
-                  ("trace", "sync"), ("host_names", "sync")}
+                  ("trace", "sync"), ("host_names", "sync"),
+                  ("memory", "footprint"), ("sync", "footprint"), ("choice", "footprint")}
 # The hazard model is carried by the core (its handle) and reads the core's memory and names:
 # one known pair, documented in docs/architecture.md.
 KNOWN_PAIRS = {("hazard", "core"), ("hazard", "engine")}

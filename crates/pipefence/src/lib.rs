@@ -61,6 +61,7 @@ pub(crate) mod driver;
 mod engine;
 mod error;
 pub mod explore;
+pub mod footprint;
 mod hazard;
 pub mod host;
 mod host_names;

@@ -14,6 +14,7 @@
 //! Who validates: callers check alignment and bounds and turn failures into errors or page
 //! faults; the accessors here return `None` for an access outside the buffer, never panic.
 
+use crate::footprint::{self, Kind};
 use crate::sync::shim::{AtomicU64, Ordering, RwLock};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -326,6 +327,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
+        self.note(offset, 4, Kind::Read);
         let w = self.load_word(usize::try_from(offset / 8).ok()?)?;
         Some((w >> half_shift(offset)) as u32)
     }
@@ -336,6 +338,7 @@ impl BufferCore {
         if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
+        self.note(offset, 8, Kind::Read);
         self.load_word(usize::try_from(offset / 8).ok()?)
     }
 
@@ -345,6 +348,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
+        self.note(offset, 4, Kind::Write);
         let shift = half_shift(offset);
         let mask = u64::from(u32::MAX) << shift;
         let v = u64::from(value) << shift;
@@ -362,6 +366,7 @@ impl BufferCore {
         if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
+        self.note(offset, 8, Kind::Write);
         self.word(offset)?.store(value, Ordering::Release);
         Some(())
     }
@@ -372,6 +377,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
+        self.note(offset, 4, Kind::Write);
         let shift = half_shift(offset);
         let old = self
             .word(offset)?
@@ -391,7 +397,26 @@ impl BufferCore {
         if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
+        self.note(offset, 8, Kind::Write);
         Some(self.word(offset)?.fetch_add(value, Ordering::AcqRel))
+    }
+
+    /// [`fetch_add64`](Self::fetch_add64) for a caller that does not use the old value: an
+    /// update that commutes with other such adds (`footprint.rs`).
+    #[inline]
+    pub(crate) fn add64(&self, offset: u64, value: u64) -> Option<()> {
+        if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
+            return None;
+        }
+        self.note(offset, 8, Kind::Update);
+        self.word(offset)?.fetch_add(value, Ordering::AcqRel);
+        Some(())
+    }
+
+    /// Records an access for a reducing exploration (`footprint.rs`).
+    #[inline]
+    fn note(&self, offset: u64, len: u64, kind: Kind) {
+        footprint::record_mem(self.base.wrapping_add(offset), len, kind);
     }
 
     /// Atomic 32-bit compare-exchange: stores `new` if the u32 holds `current`. `Ok(old)` if
@@ -406,6 +431,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !self.contains(offset, 4) {
             return None;
         }
+        self.note(offset, 4, Kind::Write);
         let shift = half_shift(offset);
         let r = self
             .word(offset)?
@@ -430,6 +456,7 @@ impl BufferCore {
         if !offset.is_multiple_of(8) || !self.contains(offset, 8) {
             return None;
         }
+        self.note(offset, 8, Kind::Write);
         Some(
             self.word(offset)?
                 .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire),
@@ -443,6 +470,7 @@ impl BufferCore {
         if offset >= self.size {
             return None;
         }
+        self.note(offset & !7, 8, Kind::Write);
         self.word(offset)
     }
 
@@ -452,6 +480,7 @@ impl BufferCore {
         if !offset.is_multiple_of(4) || !len.is_multiple_of(4) || !self.contains(offset, len) {
             return None;
         }
+        self.note(offset, len, Kind::Write);
         let end = offset + len;
         let mut o = offset;
         if o % 8 == 4 && o < end {
@@ -513,6 +542,7 @@ impl BufferCore {
         mut f: impl FnMut(u64),
     ) -> Option<()> {
         let ws = self.words.get(first..last)?;
+        self.note(first as u64 * 8, (last - first) as u64 * 8, Kind::Read);
         let Some(lazy) = &self.lazy else {
             for w in ws {
                 f(w.load(order));
@@ -545,6 +575,7 @@ impl BufferCore {
         if first >= last {
             return;
         }
+        self.note(first as u64 * 4, (last - first) as u64 * 4, Kind::Read);
         // Sized once, then filled in place (no per-word capacity check).
         let start = out.len();
         out.resize(start + (last - first), 0);
@@ -592,6 +623,7 @@ impl BufferCore {
     #[inline]
     pub(crate) fn words(&self, first: usize, last: usize) -> Option<&[AtomicU64]> {
         let ws = self.words.get(first..last)?;
+        self.note(first as u64 * 8, (last - first) as u64 * 8, Kind::Write);
         if let Some(lazy) = &self.lazy {
             lazy.fill_range(&self.words, first, last);
         }

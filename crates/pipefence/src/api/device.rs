@@ -227,6 +227,8 @@ impl Device {
         };
         sh.check_live(|| format!("create_queue `{name}`"))?;
         let progress = Arc::new(FenceCore::new(0));
+        // A queue's progress fence: ids apart from the application's fences.
+        progress.set_id((1 << 32) | u64::from(id));
         lock(&sh.fences).push(Arc::downgrade(&progress));
         lock(&sh.queue_names).push(name.clone());
         let mut engine = Engine::new(id, desc.kind, sh.desc.fifo_depth, Some(progress.clone()));
@@ -401,6 +403,7 @@ impl Device {
             .check_live(|| format!("create_fence `{name}`"))?;
         let core = Arc::new(FenceCore::new(initial));
         core.set_name(&name);
+        core.set_id(id as u64);
         {
             let mut fences = lock(&self.shared.fences);
             if fences.len() >= 64 && fences.len().is_power_of_two() {

@@ -137,8 +137,21 @@ impl Engine {
     ) -> u64 {
         let v = match source {
             WriteSource::Value => value,
-            WriteSource::GpuTimestamp => ticks(ctx.now_ns(), ctx.device.timestamp_frequency),
-            WriteSource::SystemTimestamp => ticks(ctx.now_ns(), SYSTEM_TIMESTAMP_FREQUENCY),
+            WriteSource::GpuTimestamp => {
+                // A value that depends on when it is taken (footprint.rs: the clock matters).
+                crate::footprint::record(
+                    crate::footprint::Obj::Clock,
+                    crate::footprint::Kind::Write,
+                );
+                ticks(ctx.now_ns(), ctx.device.timestamp_frequency)
+            }
+            WriteSource::SystemTimestamp => {
+                crate::footprint::record(
+                    crate::footprint::Obj::Clock,
+                    crate::footprint::Kind::Write,
+                );
+                ticks(ctx.now_ns(), SYSTEM_TIMESTAMP_FREQUENCY)
+            }
         };
         v & width.mask()
     }

@@ -622,7 +622,7 @@ impl GroupMemory for PlainMemory<'_> {
 
     #[inline]
     fn atomic_add64(&mut self, (db, dof): &Self::Region, value: u64) {
-        db.fetch_add64(*dof, value);
+        db.add64(*dof, value);
     }
 
     #[inline]
@@ -731,7 +731,7 @@ impl GroupMemory for StrictMemory<'_> {
     fn atomic_add64(&mut self, dst: &u64, value: u64) {
         let (device, queue) = (self.device, self.queue);
         if let Some(vis) = self.model.vis.as_mut() {
-            vis.atomic_add(device, queue, *dst, Width::W64, value);
+            vis.atomic_add64_unused(device, queue, *dst, value);
         }
     }
 

@@ -8,6 +8,7 @@
 
 use crate::command::Width;
 use crate::core::DeviceCore;
+use crate::footprint::{record, record_mem, Kind, Obj};
 use crate::memory::BufferCore;
 use crate::rng::Rng;
 use rustc_hash::FxHashMap;
@@ -121,11 +122,13 @@ impl Visibility {
 
     /// Drops engine `q`'s read cache (an invalidate).
     pub(crate) fn invalidate(&mut self, q: u32) {
+        record(Obj::Cache(q), Kind::Write);
         self.e(q).cache.clear();
     }
 
     /// Makes engine `q`'s dirty words visible to its own PFP and ME.
     pub(crate) fn mark_cp_visible(&mut self, q: u32) {
+        record(Obj::Cache(q), Kind::Write);
         for l in self.e(q).dirty.values_mut() {
             for d in l.words.iter_mut().flatten() {
                 d.cp_visible = true;
@@ -136,6 +139,7 @@ impl Visibility {
     /// Writes back engine `q`'s words written by dispatches below `disp` and copies below
     /// `copy` (a release).
     pub(crate) fn write_back_tasks(&mut self, q: u32, disp: u32, copy: u32) {
+        record(Obj::Cache(q), Kind::Write);
         let e = self.e(q);
         e.dirty.retain(|_, l| {
             for i in 0..LINE_WORDS {
@@ -154,6 +158,7 @@ impl Visibility {
 
     /// Writes back every engine's dirty words (`wait_idle`).
     pub(crate) fn write_back_all(&mut self) {
+        record(Obj::All, Kind::Write);
         for e in self.engines.values_mut() {
             for (_, l) in e.dirty.drain() {
                 l.write_back_all();
@@ -183,11 +188,33 @@ impl Visibility {
             None => ((r % lines.len() as u64) as usize, 1usize << ((r >> 32) % 7)),
         };
         for line in lines.iter().skip(first).take(run) {
+            record(Obj::Line(q, *line), Kind::Write);
             if let Some(l) = e.dirty.remove(line) {
                 l.write_back_all();
             }
         }
         self.early_writebacks += 1;
+    }
+
+    /// Engine `q`'s dirty lines, in address order (a reducing exploration's write-back
+    /// alternatives: one per line).
+    pub(crate) fn dirty_lines(&self, q: u32) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .engines
+            .get(&q)
+            .map(|e| e.dirty.keys().copied().collect())
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
+    }
+
+    /// Writes back engine `q`'s dirty line `line` (an early write-back of that line, D5).
+    pub(crate) fn write_back_line(&mut self, q: u32, line: u64) {
+        record(Obj::Line(q, line), Kind::Write);
+        if let Some(l) = self.e(q).dirty.remove(&line) {
+            l.write_back_all();
+            self.early_writebacks += 1;
+        }
     }
 
     /// A CP value write by engine `q` lands in memory: its own dirty copy is dropped, so a
@@ -197,6 +224,7 @@ impl Visibility {
         for i in 0..width.bytes() / 4 {
             let a = (address & !3) + i * 4;
             let line = a & !(LINE - 1);
+            record(Obj::Line(q, line), Kind::Write);
             if let Some(l) = e.dirty.get_mut(&line) {
                 l.words[((a % LINE) / 4) as usize] = None;
                 if l.is_empty() {
@@ -209,6 +237,12 @@ impl Visibility {
     /// What engine `q`'s PFP or ME reads at `address`: memory plus its own CP-visible dirty
     /// words (never stale).
     pub(crate) fn cp_read(&self, q: u32, address: u64, width: Width, memory: u64) -> u64 {
+        for i in 0..width.bytes() / 4 {
+            record(
+                Obj::Line(q, ((address & !3) + i * 4) & !(LINE - 1)),
+                Kind::Read,
+            );
+        }
         let Some(e) = self.engines.get(&q) else {
             return memory;
         };
@@ -258,6 +292,7 @@ impl Visibility {
             let line = a & !(LINE - 1);
             let first = ((a - line) / 4) as usize;
             let n = (LINE_WORDS - first).min(out.len() - i);
+            record(Obj::Line(q, line), Kind::Read);
             let mem = self.load_line(dev, line);
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();
@@ -319,6 +354,8 @@ impl Visibility {
             let line = a & !(LINE - 1);
             let first = ((a - line) / 4) as usize;
             let n = (LINE_WORDS - first).min(values.len() - i);
+            record(Obj::Line(q, line), Kind::Write);
+            record_mem(a, n as u64 * 4, Kind::Write);
             let resolved = match self.e(q).dirty.contains_key(&line) {
                 true => None,
                 false => match self.resolve(dev, a) {
@@ -367,11 +404,25 @@ impl Visibility {
         width: Width,
         value: u64,
     ) -> u64 {
-        self.atomic_rmw(dev, q, address, width, |b, off| match width {
+        self.atomic_rmw(dev, q, address, width, Kind::Write, |b, off| match width {
             Width::W32 => b.fetch_add32(off, value as u32).map_or(0, u64::from),
             Width::W64 => b.fetch_add64(off, value).unwrap_or(0),
         })
         .unwrap_or(0)
+    }
+
+    /// [`atomic_add`](Self::atomic_add) of 64 bits whose old value nobody reads (a built-in
+    /// kernel's): such adds commute with each other (`footprint.rs`).
+    pub(crate) fn atomic_add64_unused(
+        &mut self,
+        dev: &DeviceCore,
+        q: u32,
+        address: u64,
+        value: u64,
+    ) {
+        let _ = self.atomic_rmw(dev, q, address, Width::W64, Kind::Update, |b, off| {
+            b.add64(off, value)
+        });
     }
 
     /// An atomic compare-exchange by a task of engine `q` at memory, like
@@ -385,7 +436,7 @@ impl Visibility {
         current: u64,
         new: u64,
     ) -> Result<u64, u64> {
-        self.atomic_rmw(dev, q, address, width, |b, off| match width {
+        self.atomic_rmw(dev, q, address, width, Kind::Write, |b, off| match width {
             Width::W32 => b
                 .compare_exchange32(off, current as u32, new as u32)
                 .map_or(Err(0), |r| r.map(u64::from).map_err(u64::from)),
@@ -403,8 +454,10 @@ impl Visibility {
         q: u32,
         address: u64,
         width: Width,
+        kind: Kind,
         op: impl FnOnce(&BufferCore, u64) -> R,
     ) -> Option<R> {
+        record(Obj::Line(q, address & !(LINE - 1)), kind);
         self.e(q).write_back_words(address, width.bytes() / 4);
         let (b, off) = dev.memory.resolve(address, width.bytes())?;
         let r = op(&b, off);

@@ -125,6 +125,8 @@ impl DeviceShared {
         if self.is_removed() {
             return false;
         }
+        // Removal touches everything (footprint.rs).
+        crate::footprint::record(crate::footprint::Obj::All, crate::footprint::Kind::Write);
         let report = Arc::new(build_report(self, reason, fault.as_ref()));
         if self.trace_sink().is_some() {
             let now = self.now_ns();

@@ -17,6 +17,7 @@
 
 use super::notify::{spin_until, Crossing, Notify, Parker, Release};
 use super::shim::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::footprint::{self, Kind, Obj};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -97,6 +98,8 @@ impl FenceState {
 /// The shared state of one fence (opaque: reached through [`Fence`](crate::Fence)).
 pub struct FenceCore {
     name: std::sync::OnceLock<Arc<str>>,
+    /// The fence's id on its device (`footprint.rs` keys; `u64::MAX` until set).
+    id: std::sync::atomic::AtomicU64,
     mirror: AtomicU64,
     removed: AtomicBool,
     state: Mutex<FenceState>,
@@ -134,6 +137,7 @@ impl FenceCore {
     pub(crate) fn new(initial: u64) -> Self {
         FenceCore {
             name: std::sync::OnceLock::new(),
+            id: std::sync::atomic::AtomicU64::new(u64::MAX),
             mirror: AtomicU64::new(initial),
             removed: AtomicBool::new(false),
             state: Mutex::new(FenceState {
@@ -148,6 +152,20 @@ impl FenceCore {
         let _ = self.name.set(name.into());
     }
 
+    /// Sets the fence's id on its device (at creation).
+    pub(crate) fn set_id(&self, id: u64) {
+        self.id.store(id, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Records an access for a reducing exploration (`footprint.rs`).
+    #[inline]
+    pub(crate) fn note(&self, kind: Kind) {
+        footprint::record(
+            Obj::Fence(self.id.load(std::sync::atomic::Ordering::Relaxed)),
+            kind,
+        );
+    }
+
     /// The fence's name.
     pub fn name(&self) -> &str {
         self.name.get().map_or("fence", |n| n)
@@ -156,6 +174,7 @@ impl FenceCore {
     /// The completed value (F4): what the last signal wrote, `u64::MAX` after removal.
     #[inline]
     pub(crate) fn completed_value(&self) -> u64 {
+        self.note(Kind::Read);
         self.mirror.load(Ordering::Acquire)
     }
 
@@ -167,6 +186,7 @@ impl FenceCore {
 
     /// The value the last signal wrote, even after removal (for reports).
     pub(crate) fn value_before_removal(&self) -> u64 {
+        self.note(Kind::Read);
         lock(&self.state).value
     }
 
@@ -192,6 +212,7 @@ impl FenceCore {
         now_ns: u64,
         release: Option<Release>,
     ) -> bool {
+        self.note(Kind::Write);
         let fired = {
             let mut s = lock(&self.state);
             if s.removed {
@@ -229,6 +250,7 @@ impl FenceCore {
     }
 
     fn register_inner(&self, target: u64, notify: Arc<dyn Notify>, once: bool) -> Registration {
+        self.note(Kind::Write);
         let crossing = {
             let mut s = lock(&self.state);
             #[cfg(loom)]
@@ -256,6 +278,7 @@ impl FenceCore {
     /// the value reached `u64::MAX`, later registrations fire at once, later signals are
     /// discarded. The device is not affected. Idempotent.
     pub(crate) fn release(&self) {
+        self.note(Kind::Write);
         let (mut fired, crossing) = {
             let mut s = lock(&self.state);
             if s.released || s.removed {
@@ -272,6 +295,7 @@ impl FenceCore {
     /// Removes a pending registration. Returns `true` if it was still pending (it will not
     /// fire), `false` if it already fired.
     pub(crate) fn deregister(&self, target: u64, key: u64) -> bool {
+        self.note(Kind::Write);
         let (pending, dropped) = lock(&self.state).waiters.remove(target, key);
         drop(dropped);
         pending

@@ -67,11 +67,13 @@ impl Ticket {
         if BREAK_TICKET_LATCH.with(|b| b.get()) {
             return self.fence.completed_value() >= self.target;
         }
+        self.fence.note(crate::footprint::Kind::Read);
         self.satisfied.load(Ordering::Acquire)
     }
 
     /// What satisfied it (`None` while pending, or when a removal did).
     pub(crate) fn satisfied_by(&self) -> Option<Crossing> {
+        self.fence.note(crate::footprint::Kind::Read);
         if !self.satisfied.load(Ordering::Acquire) {
             return None;
         }
