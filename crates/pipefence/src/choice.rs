@@ -16,7 +16,45 @@
 //!
 //! It calls nothing else in the crate.
 
+use crate::footprint::{Footprint, Kind, Obj};
 use std::sync::{Mutex, MutexGuard};
+
+/// Who performs an alternative of a scheduling choice: the same actor has the same key in every
+/// run of the same program (a reducing exploration compares them across runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ActorKey {
+    /// A host thread, by slot (0 is `main`).
+    Host(u32),
+    /// A queue's pre-fetch parser.
+    Pfp(u32),
+    /// A queue's micro engine.
+    Me(u32),
+    /// A queue's retirement of bottom-of-pipe writes and signals.
+    Retire(u32),
+    /// Strict mode: an early write-back of one of a queue's dirty lines: the queue, and the
+    /// line's address in a reducing exploration (`u64::MAX`: whichever line it chooses).
+    Writeback(u32, u64),
+    /// One group of a dispatch: queue, dispatch index on the queue, group.
+    Group(u32, u64, u32),
+    /// Some groups of a dispatch (too many groups to list one by one).
+    Dispatch(u32, u64),
+    /// An endless kernel's removal, by launch serial.
+    Endless(u64),
+}
+
+/// One action of a recorded run: who performed it, at which choice point, and what it touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Who performed it.
+    pub actor: ActorKey,
+    /// The index (in [`Script::points`]) of the scheduling point that chose it.
+    pub point: usize,
+    /// What it touched.
+    pub footprint: Footprint,
+    /// Choices within the action with more than one alternative were made (its footprint
+    /// depends on them: a sleep set must not keep it).
+    pub chose_within: bool,
+}
 
 /// One choice point of a scripted run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +73,11 @@ pub struct ChoicePoint {
     pub disabled: Vec<u32>,
     /// The index in [`Script::tries`] of this point's first try.
     pub first_try: usize,
+    /// A reducing exploration's scheduling point: who performs each alternative.
+    pub actors: Vec<ActorKey>,
+    /// A reducing exploration's scheduling point: the sleep set when it opened (actors whose
+    /// next action need not be explored here, with that action's footprint).
+    pub sleep: Vec<(ActorKey, Footprint)>,
 }
 
 impl ChoicePoint {
@@ -61,6 +104,18 @@ struct ScriptState {
     /// Stop the run when the try at this index finds its alternative disabled.
     abort_at: Option<usize>,
     aborted: bool,
+    /// Record actors, events and sleep sets (a reducing exploration).
+    reducing: bool,
+    events: Vec<Event>,
+    /// The sleep set from the point whose first try is at `sleep_at` on.
+    sleep_at: Option<usize>,
+    sleep_init: Vec<(ActorKey, Footprint)>,
+    sleep: Vec<(ActorKey, Footprint)>,
+    sleeping: bool,
+    /// Every enabled alternative was asleep: the run explores nothing new.
+    sleep_blocked: bool,
+    /// The event of a host action, completed when the host reaches its next scheduling point.
+    host_pending: Option<usize>,
 }
 
 /// A source of choices for the deterministic driver that follows a prefix of tries, then
@@ -90,6 +145,91 @@ impl Script {
         let s = Script::new(prefix);
         s.lock().abort_at = Some(at);
         s
+    }
+
+    /// A script for a reducing exploration: it follows `prefix`, stops as
+    /// [`Script::exploring`] does (when `at` is given), records who performs each scheduling
+    /// alternative and what each action touched ([`Script::events`]), and from the point whose
+    /// first try is `at` on keeps the sleep set `sleep`: it does not choose an actor asleep,
+    /// and stops the run when every enabled alternative is ([`Script::sleep_blocked`]).
+    pub fn reducing(
+        prefix: Vec<u32>,
+        at: Option<usize>,
+        sleep: Vec<(ActorKey, Footprint)>,
+    ) -> Self {
+        let s = Script::new(prefix);
+        {
+            let mut st = s.lock();
+            st.abort_at = at;
+            st.reducing = true;
+            st.sleep_at = at;
+            st.sleep_init = sleep;
+            if at.is_none() {
+                st.sleeping = true;
+            }
+        }
+        s
+    }
+
+    /// Whether this script records for a reducing exploration.
+    pub(crate) fn is_reducing(&self) -> bool {
+        self.lock().reducing
+    }
+
+    /// The actions of the run so far ([`Script::reducing`] only).
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// Every enabled alternative at some point was asleep, so the run stopped there.
+    pub fn sleep_blocked(&self) -> bool {
+        self.lock().sleep_blocked
+    }
+
+    /// Records an action that ran: `actor` (one of the open scheduling point's) touched
+    /// `footprint`. A host action's footprint grows until [`Script::host_reached`].
+    pub(crate) fn event(&self, actor: ActorKey, footprint: Footprint) {
+        let mut st = self.lock();
+        if !st.reducing {
+            return;
+        }
+        let point = st.points.iter().rposition(|p| p.scheduling).unwrap_or(0);
+        let chose_within = st.points[point + 1..]
+            .iter()
+            .any(|p| !p.scheduling && p.alternatives > 1);
+        st.events.push(Event {
+            actor,
+            point,
+            footprint,
+            chose_within,
+        });
+        let e = st.events.len() - 1;
+        if matches!(actor, ActorKey::Host(_)) {
+            st.host_pending = Some(e);
+        } else {
+            wake_sleepers(&mut st, e);
+        }
+    }
+
+    /// Host `host` reached its next scheduling point: its action touched `footprint` too.
+    pub(crate) fn host_reached(&self, host: u32, footprint: Footprint) {
+        let mut st = self.lock();
+        let Some(e) = st.host_pending.take() else {
+            return;
+        };
+        if st.events[e].actor != ActorKey::Host(host) {
+            st.host_pending = Some(e);
+            return;
+        }
+        let mut all: Vec<_> = st.events[e].footprint.accesses().to_vec();
+        all.extend_from_slice(footprint.accesses());
+        let from = st.events[e].point;
+        let chose_within = st.points[from + 1..]
+            .iter()
+            .any(|p| !p.scheduling && p.alternatives > 1);
+        st.events[e].footprint = Footprint::new(all);
+        st.events[e].chose_within = chose_within;
+        wake_sleepers(&mut st, e);
     }
 
     /// Parses a schedule string ([`Script::schedule_string`]) into a script replaying it.
@@ -134,8 +274,28 @@ impl Script {
     /// Opens a choice point of `n` alternatives; returns the first proposal. A scheduling
     /// point stays open until [`Script::taken`] or [`Script::close`].
     pub(crate) fn begin(&self, n: u32, scheduling: bool, continuing: Option<u32>) -> u32 {
+        self.begin_with(n, scheduling, continuing, Vec::new())
+    }
+
+    /// [`Script::begin`] of a scheduling point whose alternatives are performed by `actors`.
+    pub(crate) fn begin_with(
+        &self,
+        n: u32,
+        scheduling: bool,
+        continuing: Option<u32>,
+        actors: Vec<ActorKey>,
+    ) -> u32 {
         let mut st = self.lock();
         let first_try = st.tries.len();
+        if scheduling && st.sleep_at == Some(first_try) {
+            st.sleep = std::mem::take(&mut st.sleep_init);
+            st.sleeping = true;
+        }
+        let sleep = if scheduling && st.sleeping {
+            st.sleep.clone()
+        } else {
+            Vec::new()
+        };
         st.points.push(ChoicePoint {
             alternatives: n,
             scheduling,
@@ -143,6 +303,8 @@ impl Script {
             taken: None,
             disabled: Vec::new(),
             first_try,
+            actors,
+            sleep,
         });
         let idx = st.points.len() - 1;
         let k = propose(&mut st, idx);
@@ -218,20 +380,64 @@ impl Script {
     }
 }
 
-/// The next proposal at point `idx`: the prefix's next try, else the canonical choice.
+/// The next proposal at point `idx`: the prefix's next try, else the canonical choice (not
+/// an actor asleep; when every alternative left is, the run is sleep-blocked and stops).
 fn propose(st: &mut ScriptState, idx: usize) -> u32 {
     let p = &st.points[idx];
+    let asleep = |a: u32| {
+        p.scheduling
+            && p.actors
+                .get(a as usize)
+                .is_some_and(|k| p.sleep.iter().any(|(s, _)| s == k))
+    };
     let k = match st.prefix.get(st.tries.len()) {
         Some(&k) if k < p.alternatives => k,
-        _ => match p.continuing.filter(|c| !p.disabled.contains(c)) {
+        _ => match p
+            .continuing
+            .filter(|c| !p.disabled.contains(c) && !asleep(*c))
+        {
             Some(c) => c,
-            None => (0..p.alternatives)
-                .find(|a| !p.disabled.contains(a))
-                .unwrap_or(0),
+            None => match (0..p.alternatives).find(|a| !p.disabled.contains(a) && !asleep(*a)) {
+                Some(a) => a,
+                None => {
+                    if st.reducing && p.scheduling && p.alternatives > 0 {
+                        st.sleep_blocked = true;
+                        st.aborted = true;
+                    }
+                    (0..p.alternatives)
+                        .find(|a| !p.disabled.contains(a))
+                        .unwrap_or(0)
+                }
+            },
         },
     };
     st.tries.push(k);
     k
+}
+
+/// Event `e` ran: actors asleep whose next action conflicts with it wake up (and its own actor
+/// leaves the sleep set).
+fn wake_sleepers(st: &mut ScriptState, e: usize) {
+    if !st.sleeping || st.sleep.is_empty() {
+        return;
+    }
+    let ev = &st.events[e];
+    let (actor, fp) = (ev.actor, ev.footprint.clone());
+    st.sleep.retain(|(k, f)| *k != actor && !f.conflicts(&fp));
+}
+
+/// The footprint a sleep set keeps for an actor's next action, from what it touched when it
+/// ran: a dispatch group's may also finish its dispatch (when the groups left before it
+/// complete), which touches its queue.
+pub fn sleep_footprint(actor: ActorKey, fp: &Footprint) -> Footprint {
+    match actor {
+        ActorKey::Group(q, _, _) => {
+            let mut v = fp.accesses().to_vec();
+            v.push((Obj::Queue(q), Kind::Write));
+            Footprint::new(v)
+        }
+        _ => fp.clone(),
+    }
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -247,6 +247,36 @@ impl InFlight {
         taken
     }
 
+    /// The groups left of the dispatch at `slot`, in group order, when there are at most
+    /// `max` of them (a reducing exploration's alternatives: one per group).
+    pub(super) fn groups_left(&self, slot: Slot, max: u64) -> Option<Vec<u32>> {
+        let g = self.get(slot)?;
+        let n: u64 = g.left.iter().map(|&(s, e)| u64::from(e - s)).sum();
+        (n <= max).then(|| g.left.iter().flat_map(|&(s, e)| s..e).collect())
+    }
+
+    /// Takes group `group` of the dispatch at `slot` (one of [`InFlight::groups_left`]).
+    pub(super) fn take_group(&mut self, slot: Slot, group: u32) -> Option<(u32, u32)> {
+        let g = self.slots.get_mut(slot)?.as_mut()?;
+        let i = g.left.iter().position(|&(s, e)| s <= group && group < e)?;
+        let (start, end) = g.left[i];
+        match (group == start, group + 1 == end) {
+            (true, true) => {
+                g.left.remove(i);
+            }
+            (true, false) => g.left[i].0 = group + 1,
+            (false, true) => g.left[i].1 = group,
+            (false, false) => {
+                g.left[i].1 = group;
+                g.left.insert(i + 1, (group + 1, end));
+            }
+        }
+        if g.left.is_empty() {
+            self.remove(slot);
+        }
+        Some((group, group + 1))
+    }
+
     fn remove(&mut self, slot: Slot) {
         let Some(g) = self.slots.get_mut(slot).and_then(Option::take) else {
             return;

@@ -93,6 +93,7 @@ impl VirtualClock {
 
 impl Clock for VirtualClock {
     fn now_ns(&self) -> u64 {
+        crate::footprint::record(crate::footprint::Obj::Clock, crate::footprint::Kind::Read);
         self.ns.load(Ordering::Relaxed)
     }
 }
@@ -285,6 +286,10 @@ impl Scheduler {
         let mut st = lock(&self.st);
         st.hosts.push(Host::new(name, HostState::Ready));
         let h = st.hosts.len() - 1;
+        crate::footprint::record(
+            crate::footprint::Obj::Host(h as u32),
+            crate::footprint::Kind::Write,
+        );
         st.candidates.insert(h);
         h
     }
@@ -301,6 +306,9 @@ impl Scheduler {
         };
         while st.turn != Some(me) {
             st = condvar_wait_until(&cv, st, None);
+        }
+        if st.script.as_ref().is_some_and(|s| s.is_reducing()) {
+            crate::footprint::start();
         }
     }
 
@@ -329,6 +337,14 @@ impl Scheduler {
             // Not our turn (a thread outside the model): run unscheduled.
             return Wake::Ok;
         }
+        let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
+        if reducing {
+            // The host's action since it was picked ends here.
+            let fp = crate::footprint::take();
+            if let Some(s) = st.script.clone() {
+                s.host_reached(me as u32, fp);
+            }
+        }
         let done = matches!(y, HostStep::Done);
         let state = match y {
             HostStep::Yield => HostState::Ready,
@@ -351,6 +367,9 @@ impl Scheduler {
             match picked {
                 Pick::Host(h) if h == me => {
                     st.set_host_state(me, HostState::Running);
+                    if reducing {
+                        crate::footprint::start();
+                    }
                     return st.hosts[me].wake;
                 }
                 Pick::Host(h) => {
@@ -363,6 +382,9 @@ impl Scheduler {
                     let cv = st.hosts[me].cv.clone();
                     while st.turn != Some(me) {
                         st = condvar_wait_until(&cv, st, None);
+                    }
+                    if reducing {
+                        crate::footprint::start();
                     }
                     return st.hosts[me].wake;
                 }

@@ -2,6 +2,8 @@
 //! completing dispatch groups.
 
 use super::*;
+use crate::choice::ActorKey;
+use crate::footprint::{self, Kind, Obj};
 
 /// `spin` in virtual time: its cost is the group's ready time (D4), so running it does nothing.
 pub(super) struct VirtualTime;
@@ -244,24 +246,43 @@ impl Scheduler {
                 }
                 return Pick::Nothing;
             }
+            let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
             let choice = if let Some(script) = st.script.clone() {
                 self.choose_scripted(dev, st, &script, &listing, n_groups, &tail)
             } else {
                 self.choose_seeded(dev, st, &mut listing, n_groups, &tail)
             };
             let (pos, actor, ready, wake) = match choice {
-                Choice::Listed(i) => {
+                Choice::Listed(i) | Choice::WritebackLine(i, _) => {
                     let e = listing.entries[i];
                     let ready = e.ready.unwrap_or_else(|| self.clock.now_ns());
                     (i, e.actor, ready, e.wake)
                 }
                 Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
-                Choice::Group(slot) => {
+                Choice::Group(slot) | Choice::GroupOne(slot, _) => {
                     self.script_tried(st, true);
                     st.steps += 1;
                     let ready = st.groups.get(slot).map_or(0, |g| g.ready);
+                    let key = reducing.then(|| match (choice, st.groups.get(slot)) {
+                        (Choice::GroupOne(_, g), Some(d)) => ActorKey::Group(d.queue, d.index, g),
+                        (_, d) => {
+                            ActorKey::Dispatch(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index))
+                        }
+                    });
+                    if reducing {
+                        footprint::start();
+                        footprint::record(Obj::Clock, Kind::Update);
+                    }
                     self.clock.advance_to(ready);
-                    if let Some(p) = self.complete_groups(dev, st, &listing, slot) {
+                    let one = match choice {
+                        Choice::GroupOne(_, g) => Some(g),
+                        _ => None,
+                    };
+                    let p = self.complete_groups(dev, st, &listing, slot, one);
+                    if let Some(key) = key {
+                        self.reduced_event(st, key, Vec::new());
+                    }
+                    if let Some(p) = p {
                         return p;
                     }
                     continue;
@@ -271,11 +292,44 @@ impl Scheduler {
                 self.script_tried(st, true);
             }
             st.steps += 1;
+            if reducing {
+                footprint::start();
+                let later = match choice {
+                    Choice::Listed(i) => listing.entries[i].ready.is_some(),
+                    Choice::WritebackLine(..) => false,
+                    _ => true,
+                };
+                if later {
+                    footprint::record(Obj::Clock, Kind::Update);
+                }
+            }
             self.clock.advance_to(ready);
             match actor {
                 Actor::Host(h) => {
                     st.hosts[h].wake = wake;
                     st.disabled.clear();
+                    if reducing {
+                        let mut extra = vec![(Obj::Host(h as u32), Kind::Write)];
+                        match &st.hosts[h].state {
+                            HostState::Blocked(HostWait::Tickets(ts, _)) => {
+                                for t in ts {
+                                    t.is_satisfied();
+                                }
+                            }
+                            HostState::Blocked(HostWait::Memory { buffer, offset, .. }) => {
+                                let _ = buffer.load32(*offset & !3);
+                            }
+                            HostState::Blocked(HostWait::HostDone(j)) => {
+                                extra.push((Obj::Host(*j as u32), Kind::Read));
+                            }
+                            HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
+                            _ => {}
+                        }
+                        if wake == Wake::TimedOut {
+                            extra.push((Obj::All, Kind::Read));
+                        }
+                        self.reduced_event(st, ActorKey::Host(h as u32), extra);
+                    }
                     return Pick::Host(h);
                 }
                 Actor::Pfp(id) | Actor::Me(id) => {
@@ -330,6 +384,8 @@ impl Scheduler {
                         }
                     }
                     let watchdog = duration_ns(dev.desc.watchdog_timeout);
+                    let launched: Vec<(u64, u32)> =
+                        launches.iter().map(|l| (l.index, l.groups)).collect();
                     for l in launches {
                         if l.groups == 0 {
                             continue;
@@ -362,6 +418,18 @@ impl Scheduler {
                             l.op,
                         ));
                     }
+                    if reducing {
+                        if keep {
+                            footprint::take();
+                        } else {
+                            let mut extra = vec![(Obj::Queue(id), Kind::Write)];
+                            for (index, _) in &launched {
+                                extra.push((Obj::Dispatch(id, *index), Kind::Write));
+                            }
+                            let key = scripted::actor_key(actor);
+                            self.reduced_event(st, key, extra);
+                        }
+                    }
                     if keep {
                         let pct = matches!(st.strategy, Strategy::Pct { .. });
                         let priorities = &st.priorities;
@@ -387,13 +455,28 @@ impl Scheduler {
                         }
                         st.disabled.clear();
                     }
+                    if reducing {
+                        let extra = vec![(Obj::Queue(id), Kind::Write)];
+                        self.reduced_event(st, ActorKey::Retire(id), extra);
+                    }
                     return Pick::Progressed;
                 }
                 Actor::Writeback(id) => {
+                    let line = match choice {
+                        Choice::WritebackLine(_, line) => Some(line),
+                        _ => None,
+                    };
                     if let Some(vis) = dev.model().as_mut().and_then(|m| m.vis.as_mut()) {
-                        vis.write_back_random_line(id);
+                        match line {
+                            Some(line) => vis.write_back_line(id, line),
+                            None => vis.write_back_random_line(id),
+                        }
                     }
                     st.disabled.clear();
+                    if reducing {
+                        let key = ActorKey::Writeback(id, line.unwrap_or(u64::MAX));
+                        self.reduced_event(st, key, Vec::new());
+                    }
                     return Pick::Progressed;
                 }
                 Actor::Endless(serial) => {
@@ -402,6 +485,10 @@ impl Scheduler {
                         dev.remove_with_fault(RemovalReason::Hung, Some((x.queue, x.fault)));
                     }
                     st.disabled.clear();
+                    if reducing {
+                        let extra = vec![(Obj::All, Kind::Write)];
+                        self.reduced_event(st, ActorKey::Endless(serial), extra);
+                    }
                     return Pick::Progressed;
                 }
             }
@@ -445,17 +532,20 @@ impl Scheduler {
         st: &mut MutexGuard<'_, State>,
         listing: &Listing,
         slot: Slot,
+        one: Option<u32>,
     ) -> Option<Pick> {
         let g = st.groups.get(slot)?;
         let (kernel, queue, index, site, op) = (g.kernel.clone(), g.queue, g.index, g.site, g.op);
         let state = &mut **st;
-        let (first, last) = match state.script.clone() {
-            Some(s) => state.groups.take(slot, &mut |n| s.choose(n))?,
-            None => {
+        let (first, last) = match (one, state.script.clone()) {
+            (Some(g), _) => state.groups.take_group(slot, g)?,
+            (None, Some(s)) => state.groups.take(slot, &mut |n| s.choose(n))?,
+            (None, None) => {
                 let rng = &mut state.rng;
                 state.groups.take(slot, &mut |n| rng.below(n))?
             }
         };
+        footprint::record(Obj::Dispatch(queue, index), Kind::Read);
         let g = GroupRun {
             kernel,
             queue,
@@ -504,7 +594,10 @@ impl Scheduler {
                     let n = g.groups.end - g.groups.start;
                     q.groups_completed
                         .fetch_add(u64::from(n), Ordering::Relaxed);
-                    lock(&q.engine).groups_done(g.index, n);
+                    if lock(&q.engine).groups_done(g.index, n) {
+                        // The dispatch finished: its queue's state changed.
+                        footprint::record(Obj::Queue(g.queue), Kind::Write);
+                    }
                 }
             }
             Err(failure) => {
@@ -612,7 +705,10 @@ impl Scheduler {
                         Choice::Tail(i) => {
                             state.priorities.insert(tail[i].0, low);
                         }
-                        Choice::Group(slot) => state.groups.set_priority(slot, low),
+                        Choice::Group(slot) | Choice::GroupOne(slot, _) => {
+                            state.groups.set_priority(slot, low)
+                        }
+                        Choice::WritebackLine(..) => {}
                     }
                 }
                 best
@@ -630,6 +726,31 @@ pub(super) enum Choice {
     Group(Slot),
     /// The action at this index of the actions after the dispatches.
     Tail(usize),
+    /// A reducing exploration: completing this one group of the dispatch at this slot.
+    GroupOne(Slot, u32),
+    /// A reducing exploration: the listed write-back at this index, of this line.
+    WritebackLine(usize, u64),
+}
+
+impl Scheduler {
+    /// A reducing exploration: the action just performed by `actor` ends; its footprint is
+    /// what it recorded since it began, plus `extra` and the device's state, which every action
+    /// reads.
+    pub(super) fn reduced_event(
+        &self,
+        st: &mut State,
+        actor: ActorKey,
+        mut extra: Vec<crate::footprint::Access>,
+    ) {
+        let Some(script) = st.script.clone() else {
+            footprint::take();
+            return;
+        };
+        let mut v = footprint::take().accesses().to_vec();
+        v.append(&mut extra);
+        v.push((Obj::Device, Kind::Read));
+        script.event(actor, crate::footprint::Footprint::new(v));
+    }
 }
 
 /// The groups of one dispatch the scheduler completes in one action.

@@ -9,12 +9,29 @@
 
 use super::pick::{Choice, Listing};
 use super::*;
+use crate::choice::ActorKey;
 
 /// Who performs an alternative: an actor, or the dispatch in flight at a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Who {
     Actor(Actor),
     Group(Slot),
+}
+
+/// A reducing exploration lists a dispatch's groups one by one up to this many left (each is
+/// its own actor); past it the dispatch is one actor that chooses which groups complete.
+pub(super) const MAX_LISTED_GROUPS: u64 = 4096;
+
+/// The key of an actor across runs.
+pub(super) fn actor_key(a: Actor) -> ActorKey {
+    match a {
+        Actor::Host(h) => ActorKey::Host(h as u32),
+        Actor::Pfp(q) => ActorKey::Pfp(q),
+        Actor::Me(q) => ActorKey::Me(q),
+        Actor::Retire(q) => ActorKey::Retire(q),
+        Actor::Endless(s) => ActorKey::Endless(s),
+        Actor::Writeback(q) => ActorKey::Writeback(q, u64::MAX),
+    }
 }
 
 impl Scheduler {
@@ -42,10 +59,40 @@ impl Scheduler {
         let alts: Vec<(Choice, Who)> = if pfp_point {
             listed.into_iter().filter(is_pfp).map(entry).collect()
         } else {
-            let mut alts: Vec<(Choice, Who)> = listed.into_iter().map(entry).collect();
+            let mut alts: Vec<(Choice, Who)> = Vec::with_capacity(listed.len());
+            for i in listed {
+                match listing.entries[i].actor {
+                    Actor::Writeback(q) if script.is_reducing() => {
+                        // One alternative per dirty line: each line is its own actor.
+                        let lines = dev
+                            .model()
+                            .as_ref()
+                            .and_then(|m| m.vis.as_ref().map(|v| v.dirty_lines(q)))
+                            .unwrap_or_default();
+                        for line in lines {
+                            alts.push((
+                                Choice::WritebackLine(i, line),
+                                Who::Actor(Actor::Writeback(q)),
+                            ));
+                        }
+                    }
+                    _ => alts.push(entry(i)),
+                }
+            }
             for r in 0..n_groups {
                 let slot = st.groups.nth(r);
-                alts.push((Choice::Group(slot), Who::Group(slot)));
+                match script
+                    .is_reducing()
+                    .then(|| st.groups.groups_left(slot, MAX_LISTED_GROUPS))
+                    .flatten()
+                {
+                    Some(left) => {
+                        for g in left {
+                            alts.push((Choice::GroupOne(slot, g), Who::Group(slot)));
+                        }
+                    }
+                    None => alts.push((Choice::Group(slot), Who::Group(slot))),
+                }
             }
             for (i, (a, _, _)) in tail.iter().enumerate() {
                 alts.push((Choice::Tail(i), Who::Actor(*a)));
@@ -56,7 +103,28 @@ impl Scheduler {
             .last_who
             .and_then(|w| alts.iter().position(|a| a.1 == w))
             .map(|c| c as u32);
-        let k = script.begin(alts.len() as u32, true, continuing) as usize;
+        let actors = if script.is_reducing() {
+            alts.iter()
+                .map(|(c, w)| match (*c, *w) {
+                    (Choice::WritebackLine(i, line), _) => match listing.entries[i].actor {
+                        Actor::Writeback(q) => ActorKey::Writeback(q, line),
+                        a => actor_key(a),
+                    },
+                    (_, Who::Actor(a)) => actor_key(a),
+                    (Choice::GroupOne(slot, g), _) => {
+                        let d = st.groups.get(slot);
+                        ActorKey::Group(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index), g)
+                    }
+                    (_, Who::Group(slot)) => {
+                        let d = st.groups.get(slot);
+                        ActorKey::Dispatch(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index))
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let k = script.begin_with(alts.len() as u32, true, continuing, actors) as usize;
         let c = alts[k.min(alts.len() - 1)].0;
         st.script_alts = alts;
         st.script_pfp = pfp_point;
