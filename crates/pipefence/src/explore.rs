@@ -87,6 +87,7 @@ pub fn explore<T>(
 
 mod exhaustive;
 
+mod dpor;
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 
 /// A device description for the deterministic driver taking its choices from `script` (an

@@ -51,6 +51,7 @@ fn x4_exhaustive_api_reports_the_bound_that_stopped_it() {
         &ExhaustiveOptions {
             max_schedules: 3,
             preemption_bound: None,
+            ..ExhaustiveOptions::default()
         },
         two_queues,
         |_| true,
@@ -64,6 +65,7 @@ fn x4_exhaustive_api_reports_the_bound_that_stopped_it() {
         &ExhaustiveOptions {
             max_schedules: 100_000,
             preemption_bound: Some(0),
+            ..ExhaustiveOptions::default()
         },
         two_queues,
         |_| true,
@@ -118,6 +120,7 @@ fn x3_preemption_bound_zero_keeps_only_the_schedules_that_never_switch_away() {
         &ExhaustiveOptions {
             max_schedules: 1000,
             preemption_bound: Some(0),
+            ..ExhaustiveOptions::default()
         },
         |d| sleepers(d, 2),
         |_| true,

@@ -24,6 +24,10 @@ pub struct ExhaustiveOptions {
     /// Explore only schedules with at most this many preemptions (CHESS): switching away from
     /// the actor that ran last while it was still enabled. `None`: no bound.
     pub preemption_bound: Option<u32>,
+    /// Explore one schedule per equivalence class of schedules that differ only in the order
+    /// of independent actions (partial-order reduction, `explore/dpor.rs`). A preemption
+    /// bound turns it off (the bounded search counts schedules, not classes).
+    pub reduction: bool,
 }
 
 impl Default for ExhaustiveOptions {
@@ -31,6 +35,7 @@ impl Default for ExhaustiveOptions {
         ExhaustiveOptions {
             max_schedules: DEFAULT_MAX_SCHEDULES,
             preemption_bound: None,
+            reduction: true,
         }
     }
 }
@@ -71,6 +76,11 @@ pub struct Enumeration {
     pub repeated_runs: u64,
     /// The most choice points of one schedule.
     pub max_depth: usize,
+    /// Runs stopped because every action they could take next was asleep (equivalent to a
+    /// schedule already explored; reduction only).
+    pub sleep_blocked: u64,
+    /// The search reduced by partial order: `schedules` counts classes of equivalent schedules.
+    pub reduced: bool,
 }
 
 #[derive(Debug)]
@@ -107,6 +117,9 @@ pub fn enumerate<T>(
     mut body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(T, &Script) -> bool,
 ) -> Enumeration {
+    if opts.reduction && opts.preemption_bound.is_none() {
+        return super::dpor::enumerate_reduced(opts, body, visit);
+    }
     let mut path: Vec<Node> = Vec::new();
     let mut tries: Vec<u32> = Vec::new();
     let mut next: Option<(usize, u32)> = None;
@@ -116,6 +129,8 @@ pub fn enumerate<T>(
         schedules: 0,
         repeated_runs: 0,
         max_depth: 0,
+        sleep_blocked: 0,
+        reduced: false,
     };
     let mut preemption_cut = false;
     loop {

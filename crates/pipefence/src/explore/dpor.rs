@@ -1,0 +1,403 @@
+//! Exhaustive exploration with partial-order reduction: source-DPOR with sleep sets (Abdulla,
+//! Aronis, Jonsson, Sagonas, POPL 2014), stateless, over the dependence relation of
+//! `footprint.rs` (`docs/exploration.md`, "The dependence relation").
+//!
+//! Each run records its actions (who performed each, at which scheduling point, and what it
+//! touched). Two actions are dependent when their footprints conflict; happens-before is the
+//! transitive closure of each actor's own order and the order of dependent actions. For every
+//! race of a run (two dependent actions of different actors, not ordered by anything between
+//! them) the search makes sure that some schedule reverses it: at the scheduling point before
+//! the first action it adds, unless one is there already, an *initial* of what follows (an
+//! actor whose next action there does not depend on the first one's or anything after it).
+//! Sleep sets keep a sibling already explored from being explored again after actions
+//! independent of it; a run whose every enabled actor is asleep stops (it is equivalent to one
+//! already explored). Choices within an action (which line is written back, whether a read is
+//! stale, which groups of a very large dispatch complete) are all explored.
+//!
+//! Virtual time: an action that moves the clock commutes with others that move it (the clock
+//! becomes the later time either way) and conflicts with reading it. The clock is read by
+//! every action that asks for the time, but only timestamps make the time part of an outcome:
+//! until a run writes one, reads of the clock are left out of the relation; once one does, the
+//! search starts again with them in.
+
+use super::exhaustive::{Bound, Enumeration, ExhaustiveOptions};
+use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
+use crate::footprint::{Footprint, Kind, Obj};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+#[derive(Debug)]
+struct Node {
+    point: ChoicePoint,
+    /// Alternatives to explore here.
+    backtrack: BTreeSet<u32>,
+    /// Alternatives explored here, or found disabled.
+    done: BTreeSet<u32>,
+    /// The explored alternatives' actors with the footprint of their action here: asleep in
+    /// the siblings explored after them.
+    slept: Vec<(ActorKey, Footprint)>,
+}
+
+impl Node {
+    fn new(point: ChoicePoint) -> Self {
+        let mut done: BTreeSet<u32> = point.disabled.iter().copied().collect();
+        done.extend(point.taken);
+        let backtrack = if point.scheduling {
+            point.taken.into_iter().collect()
+        } else {
+            (0..point.alternatives).collect()
+        };
+        Node {
+            point,
+            backtrack,
+            done,
+            slept: Vec::new(),
+        }
+    }
+
+    fn actor_of(&self, alt: u32) -> Option<ActorKey> {
+        self.point.actors.get(alt as usize).copied()
+    }
+
+    fn asleep(&self, actor: ActorKey) -> bool {
+        self.point.sleep.iter().any(|(k, _)| *k == actor)
+    }
+}
+
+/// A set of event indices.
+#[derive(Debug, Clone, Default)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn insert(&mut self, i: usize) {
+        let w = i / 64;
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << (i % 64);
+    }
+
+    fn contains(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    fn union(&mut self, o: &Bits) {
+        if self.0.len() < o.0.len() {
+            self.0.resize(o.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a |= b;
+        }
+    }
+}
+
+/// A quick over-approximation of which objects a footprint touches (a bit per hash of the
+/// object, memory by 64-byte line): two footprints with disjoint masks cannot conflict.
+fn mask(f: &Footprint) -> u64 {
+    let mut m = 0u64;
+    let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+    for &(o, _) in f.accesses() {
+        m |= match o {
+            Obj::All => u64::MAX,
+            Obj::Mem(s, e) => {
+                let (a, b) = (s / 64, e.saturating_sub(1) / 64);
+                if b - a > 16 {
+                    u64::MAX
+                } else {
+                    (a..=b).fold(0, |m, l| m | bit(l))
+                }
+            }
+            Obj::Line(q, _) | Obj::Cache(q) => bit(0x1000_0000_0000 | u64::from(q)),
+            Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
+            Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
+            Obj::Dispatch(q, i) => bit(0x4000_0000_0000 ^ (u64::from(q) << 40) ^ i),
+            Obj::Clock => bit(0x5000_0000_0000),
+            Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
+            Obj::Device => bit(0x7000_0000_0000),
+        };
+    }
+    m
+}
+
+/// The happens-before of a run's events, kept along the search: the events before the point
+/// where a run diverges are the previous run's, so only the new ones are computed.
+#[derive(Debug, Default)]
+struct History {
+    events: Vec<Event>,
+    masks: Vec<u64>,
+    /// Per event: the events that happen before it.
+    preds: Vec<Bits>,
+}
+
+impl History {
+    fn dependent(&self, i: usize, j: usize) -> bool {
+        self.masks[i] & self.masks[j] != 0
+            && self.events[i]
+                .footprint
+                .conflicts(&self.events[j].footprint)
+    }
+
+    /// Replaces the events from the first at a point `>= from` on with `new`'s (the run's);
+    /// returns the index of the first new event.
+    fn update(&mut self, mut new: Vec<Event>, from: usize) -> usize {
+        let keep = self
+            .events
+            .iter()
+            .position(|e| e.point >= from)
+            .unwrap_or(self.events.len())
+            .min(new.len());
+        self.events.truncate(keep);
+        self.masks.truncate(keep);
+        self.preds.truncate(keep);
+        for e in new.drain(keep..) {
+            let j = self.events.len();
+            self.masks.push(mask(&e.footprint));
+            self.events.push(e);
+            let mut p = Bits::default();
+            let mut same_actor_seen = false;
+            for i in (0..j).rev() {
+                if p.contains(i) {
+                    continue;
+                }
+                let same = self.events[i].actor == self.events[j].actor;
+                if (same && !same_actor_seen) || self.dependent(i, j) {
+                    same_actor_seen |= same;
+                    let pi = self.preds[i].clone();
+                    p.union(&pi);
+                    p.insert(i);
+                }
+            }
+            self.preds.push(p);
+        }
+        keep
+    }
+
+    /// The previous event of `j`'s actor.
+    fn prev_same(&self, j: usize) -> Option<usize> {
+        (0..j)
+            .rev()
+            .find(|&i| self.events[i].actor == self.events[j].actor)
+    }
+}
+
+/// Explores every schedule of `body` up to equivalence (see the module comment); `visit` as in
+/// [`super::exhaustive::enumerate`].
+pub(super) fn enumerate_reduced<T>(
+    opts: &ExhaustiveOptions,
+    mut body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(T, &Script) -> bool,
+) -> Enumeration {
+    let mut clock_matters = false;
+    'restart: loop {
+        let mut path: Vec<Node> = Vec::new();
+        let mut tries: Vec<u32> = Vec::new();
+        let mut hist = History::default();
+        let mut next: Option<(usize, u32)> = None;
+        let mut result = Enumeration {
+            complete: false,
+            bound: None,
+            schedules: 0,
+            repeated_runs: 0,
+            max_depth: 0,
+            sleep_blocked: 0,
+            reduced: true,
+        };
+        loop {
+            let script = Arc::new(match next {
+                None => Script::reducing(Vec::new(), None, Vec::new()),
+                Some((d, alt)) => {
+                    let start = path[d].point.first_try;
+                    let mut prefix = tries[..start].to_vec();
+                    prefix.push(alt);
+                    let sleep = if path[d].point.scheduling {
+                        let mut s = path[d].point.sleep.clone();
+                        s.extend(path[d].slept.iter().cloned());
+                        s
+                    } else {
+                        Vec::new()
+                    };
+                    Script::reducing(prefix, Some(start), sleep)
+                }
+            });
+            let value = body(&script);
+            let points = script.points();
+            let mut events = script.events();
+            if !clock_matters
+                && events.iter().any(|e| {
+                    e.footprint
+                        .accesses()
+                        .iter()
+                        .any(|&(o, k)| o == Obj::Clock && k == Kind::Write)
+                })
+            {
+                clock_matters = true;
+                continue 'restart;
+            }
+            if !clock_matters {
+                for e in &mut events {
+                    let v: Vec<_> = e
+                        .footprint
+                        .accesses()
+                        .iter()
+                        .copied()
+                        .filter(|&(o, _)| o != Obj::Clock)
+                        .collect();
+                    e.footprint = Footprint::new(v);
+                }
+            }
+            let from = match next {
+                None => 0,
+                Some((d, alt)) => {
+                    assert!(
+                        points
+                            .get(d)
+                            .is_some_and(|p| p.first_try == path[d].point.first_try),
+                        "exhaustive exploration: the program did not repeat the same choices \
+                         for the same prefix (it must depend on nothing but the schedule)"
+                    );
+                    path.truncate(d + 1);
+                    path[d].done.insert(alt);
+                    if points[d].disabled.contains(&alt) {
+                        path[d].point.disabled.push(alt);
+                        result.repeated_runs += 1;
+                        usize::MAX
+                    } else {
+                        let sleep = std::mem::take(&mut path[d].point.sleep);
+                        path[d].point = points[d].clone();
+                        path[d].point.sleep = sleep;
+                        path[d].backtrack.insert(alt);
+                        d + 1
+                    }
+                }
+            };
+            if from != usize::MAX {
+                for p in &points[from..] {
+                    path.push(Node::new(p.clone()));
+                }
+                tries = script.tries();
+                result.max_depth = result.max_depth.max(points.len());
+                let first_new = hist.update(events, from.saturating_sub(1));
+                add_backtracks(&hist, first_new, &mut path);
+                if script.sleep_blocked() {
+                    result.sleep_blocked += 1;
+                } else {
+                    result.schedules += 1;
+                    if !visit(value, &script) {
+                        result.bound = Some(Bound::Stopped);
+                        return result;
+                    }
+                }
+            }
+            next = None;
+            'search: for d in (0..path.len()).rev() {
+                let n = &path[d];
+                for &alt in &n.backtrack {
+                    if n.done.contains(&alt) {
+                        continue;
+                    }
+                    if n.point.scheduling && n.actor_of(alt).is_some_and(|a| n.asleep(a)) {
+                        continue;
+                    }
+                    next = Some((d, alt));
+                    break 'search;
+                }
+            }
+            let Some((d, _)) = next else {
+                result.complete = true;
+                return result;
+            };
+            // The alternative explored at `d` until now sleeps in its siblings.
+            if path[d].point.scheduling {
+                if let Some(taken) = path[d].point.taken {
+                    let ev = hist.events.iter().find(|e| e.point == d);
+                    if let (Some(actor), Some(ev)) = (path[d].actor_of(taken), ev) {
+                        if !ev.chose_within && !path[d].slept.iter().any(|(k, _)| *k == actor) {
+                            let fp = sleep_footprint(actor, &ev.footprint);
+                            path[d].slept.push((actor, fp));
+                        }
+                    }
+                }
+            }
+            if result.schedules >= opts.max_schedules {
+                result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+                return result;
+            }
+        }
+    }
+}
+
+/// For each race whose later event is new (index `>= first_new`), makes sure some schedule
+/// reverses it (source-DPOR's backtrack rule).
+fn add_backtracks(h: &History, first_new: usize, path: &mut [Node]) {
+    let n = h.events.len();
+    for j in first_new..n {
+        let before: Bits = match h.prev_same(j) {
+            Some(p) => {
+                let mut b = h.preds[p].clone();
+                b.insert(p);
+                b
+            }
+            None => Bits::default(),
+        };
+        let mut racing: Vec<usize> = (0..j)
+            .filter(|&i| {
+                h.events[i].actor != h.events[j].actor
+                    && !before.contains(i)
+                    && h.preds[j].contains(i)
+                    && h.dependent(i, j)
+            })
+            .collect();
+        // Only the races not implied by another: i happens before no other racing event.
+        let all = racing.clone();
+        racing.retain(|&i| !all.iter().any(|&k| k > i && h.preds[k].contains(i)));
+        for i in racing {
+            let pi = h.events[i].point;
+            let Some(node) = path.get_mut(pi) else {
+                continue;
+            };
+            if !node.point.scheduling {
+                continue;
+            }
+            // v: the events after i that do not happen after it, then j.
+            let v: Vec<usize> = (i + 1..j).filter(|&k| !h.preds[k].contains(i)).collect();
+            let mut initials: Vec<ActorKey> = Vec::new();
+            let j_initial = !v.iter().any(|&k| h.preds[j].contains(k));
+            if j_initial {
+                initials.push(h.events[j].actor);
+            }
+            for (x, &k) in v.iter().enumerate() {
+                if !v[..x].iter().any(|&k2| h.preds[k].contains(k2))
+                    && !initials.contains(&h.events[k].actor)
+                {
+                    initials.push(h.events[k].actor);
+                }
+            }
+            let present = |node: &Node, a: ActorKey| {
+                node.backtrack
+                    .iter()
+                    .chain(node.done.iter())
+                    .any(|&alt| node.actor_of(alt) == Some(a))
+            };
+            if initials.iter().any(|&a| present(node, a)) {
+                continue;
+            }
+            let enabled = |node: &Node, a: ActorKey| {
+                (0..node.point.alternatives).find(|&alt| {
+                    node.actor_of(alt) == Some(a) && !node.point.disabled.contains(&alt)
+                })
+            };
+            if let Some(alt) = initials
+                .iter()
+                .filter(|&&a| !node.asleep(a))
+                .find_map(|&a| enabled(node, a))
+            {
+                node.backtrack.insert(alt);
+            } else if !initials.iter().any(|&a| node.asleep(a)) {
+                // No initial can run here: explore everything here.
+                for alt in 0..node.point.alternatives {
+                    node.backtrack.insert(alt);
+                }
+            }
+        }
+    }
+}
