@@ -12,6 +12,7 @@ pub(crate) fn command(
     strict: bool,
     max_schedules: Option<u64>,
     preemption_bound: Option<u32>,
+    reduction: bool,
 ) -> ExitCode {
     let given =
         |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
@@ -30,6 +31,7 @@ pub(crate) fn command(
         bounds: ExhaustiveOptions {
             max_schedules: max_schedules.unwrap_or(DEFAULT_MAX_SCHEDULES),
             preemption_bound,
+            reduction,
         },
     };
     // Progress only on a terminal: a pipe or a log gets no `\r` lines.

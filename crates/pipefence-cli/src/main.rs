@@ -108,10 +108,14 @@ enum Command {
         /// Write a Chrome/Perfetto trace of the same seeds into DIR, as DIR/seed-N.json.
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
-        /// Explore every schedule (a depth-first search, no reduction) instead of sampling
-        /// seeds; `complete: true` only when no bound cut it (docs/exploration.md).
+        /// Explore every schedule up to the order of independent actions (partial-order
+        /// reduction) instead of sampling seeds; `complete: true` only when no bound cut it
+        /// (docs/exploration.md).
         #[arg(long)]
         exhaustive: bool,
+        /// With --exhaustive: no partial-order reduction (every interleaving counts apart).
+        #[arg(long)]
+        no_reduction: bool,
         /// With --exhaustive: stop after this many schedules (default 10000).
         #[arg(long, value_name = "N")]
         max_schedules: Option<u64>,
@@ -237,6 +241,7 @@ fn command(cli: Cli) -> ExitCode {
             exhaustive,
             max_schedules,
             preemption_bound,
+            no_reduction,
         } => {
             if exhaustive {
                 if validate || fail_fast || timeline.is_some() || trace.is_some() {
@@ -246,10 +251,19 @@ fn command(cli: Cli) -> ExitCode {
                          are for sampled schedules",
                     );
                 }
-                return exhaustive::command(&file, json, strict, max_schedules, preemption_bound);
+                return exhaustive::command(
+                    &file,
+                    json,
+                    strict,
+                    max_schedules,
+                    preemption_bound,
+                    !no_reduction,
+                );
             }
-            if max_schedules.is_some() || preemption_bound.is_some() {
-                return usage_error("--max-schedules and --preemption-bound need --exhaustive");
+            if max_schedules.is_some() || preemption_bound.is_some() || no_reduction {
+                return usage_error(
+                    "--max-schedules, --preemption-bound and --no-reduction need --exhaustive",
+                );
             }
             if strict && validate {
                 return usage_error(

@@ -67,6 +67,12 @@ pub struct ExhaustiveReport {
     /// Runs stopped early because their new choice was a blocked engine stage (the same as a
     /// schedule already explored): not counted in `schedules`.
     pub repeated_runs: u64,
+    /// Partial-order reduction was on: `schedules` counts classes of schedules that differ
+    /// only in the order of independent actions.
+    pub reduced: bool,
+    /// Runs stopped because every action they could take next was asleep (equivalent to a
+    /// schedule already explored): not counted in `schedules`.
+    pub sleep_blocked: u64,
     /// The most choice points of one schedule.
     pub max_choice_points: usize,
     /// The check was interrupted (Ctrl-C).
@@ -174,6 +180,8 @@ pub fn check_exhaustive_each(
         failures: groups.into_iter().map(|(_, f)| f).collect(),
         other_failing,
         repeated_runs: e.repeated_runs,
+        reduced: e.reduced,
+        sleep_blocked: e.sleep_blocked,
         max_choice_points: e.max_depth,
         interrupted,
         elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),

@@ -94,6 +94,7 @@ fn opts(strict: bool, max_schedules: u64) -> ExhaustiveCheckOptions {
         bounds: ExhaustiveOptions {
             max_schedules,
             preemption_bound: None,
+            ..ExhaustiveOptions::default()
         },
     }
 }
