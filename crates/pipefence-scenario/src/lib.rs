@@ -7,10 +7,12 @@
 //! `docs/run.schema.json`.
 //!
 //! The crate is a thin layer over the library's public API: everything a scenario does, a Rust
-//! program can do with `pipefence` directly. It prints nothing (the binary does).
+//! program can do with `pipefence` directly. It prints nothing (the binary does). [`check`] samples seeds, on one thread or many and
+//! in shards; [`merge`] combines the shards' JSON reports into the report of the whole check.
 
 pub mod check;
 pub mod exhaustive;
+pub mod merge;
 pub mod parse;
 pub mod plan;
 pub mod run;
