@@ -414,7 +414,7 @@ fn merge_refuses_missing_duplicate_and_mixed_shards_naming_the_files() {
     );
     let garbage = dir.join("garbage.json");
     std::fs::write(&garbage, "{not json").unwrap();
-    refused(&[garbage.clone()], &[&name(&garbage), "not JSON"]);
+    refused(std::slice::from_ref(&garbage), &[&name(&garbage), "not JSON"]);
     let unsharded = dir.join("unsharded.json");
     std::fs::write(
         &unsharded,
@@ -422,7 +422,7 @@ fn merge_refuses_missing_duplicate_and_mixed_shards_naming_the_files() {
     )
     .unwrap();
     refused(
-        &[unsharded.clone()],
+        std::slice::from_ref(&unsharded),
         &[&name(&unsharded), "no `shard` field"],
     );
     let _ = std::fs::remove_dir_all(&dir);
