@@ -414,7 +414,10 @@ fn merge_refuses_missing_duplicate_and_mixed_shards_naming_the_files() {
     );
     let garbage = dir.join("garbage.json");
     std::fs::write(&garbage, "{not json").unwrap();
-    refused(std::slice::from_ref(&garbage), &[&name(&garbage), "not JSON"]);
+    refused(
+        std::slice::from_ref(&garbage),
+        &[&name(&garbage), "not JSON"],
+    );
     let unsharded = dir.join("unsharded.json");
     std::fs::write(
         &unsharded,

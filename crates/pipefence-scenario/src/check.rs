@@ -7,8 +7,12 @@ use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::sync::{mpsc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How far past the lowest seed not handed on yet a thread of [`CheckMode::jobs`] may start
+/// one, per thread.
+const AHEAD_PER_JOB: u64 = 64;
 
 /// Distinct failing outcomes a report keeps in full ([`CheckReport::failures`]); failing
 /// schedules with another outcome are only counted ([`CheckReport::other_failing`]).
@@ -384,7 +388,10 @@ fn run_one(sc: &Scenario, opts: &CheckOptions, mode: CheckMode, seed: u64) -> Op
 /// Runs the `n` schedules of `opts` on `mode.jobs` threads, handing each to `each` in seed
 /// order on this thread until it returns `false`. Each thread takes the next seed not taken,
 /// runs it on its own device and sends the outcome back; outcomes that arrive ahead of a
-/// lower seed wait for it. Returns `false` when no thread could be started (nothing ran).
+/// lower seed wait for it, and a thread does not start a seed more than [`AHEAD_PER_JOB`] times
+/// the number of threads past the lowest seed not handed on yet (so the outcomes waiting stay
+/// few whatever one slow seed does). Returns `false` when no thread could be started (nothing
+/// ran).
 fn run_parallel(
     sc: &Scenario,
     opts: &CheckOptions,
@@ -394,15 +401,37 @@ fn run_parallel(
 ) -> bool {
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
+    // The lowest seed (index) not handed on yet; threads ahead of it by `window` wait here.
+    let handed = Mutex::new(0u64);
+    let moved = Condvar::new();
+    let window = AHEAD_PER_JOB.saturating_mul(mode.jobs as u64);
+    let wait_turn = |i: u64| {
+        let mut h = handed.lock().unwrap_or_else(PoisonError::into_inner);
+        while i >= h.saturating_add(window) && !stop.load(Ordering::Relaxed) {
+            // A timeout as well as the wake-up: a missed one costs a moment, not a hang.
+            h = moved
+                .wait_timeout(h, Duration::from_millis(100))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    };
+    let set_handed = |to: u64| {
+        *handed.lock().unwrap_or_else(PoisonError::into_inner) = to;
+        moved.notify_all();
+    };
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(u64, Option<Ran>)>();
         let mut started = 0;
         for j in 0..mode.jobs.min(usize::try_from(n).unwrap_or(usize::MAX)) {
             let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
+            let (next, stop, wait_turn) = (&next, &stop, &wait_turn);
             let worker = move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= n || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                wait_turn(i);
+                if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let ran = run_one(sc, opts, mode, opts.seed + i);
@@ -437,9 +466,11 @@ fn run_parallel(
                 }
                 expected += 1;
             }
+            set_handed(expected);
         }
         // Stop the threads: each ends after the schedule it is running.
         stop.store(true, Ordering::Relaxed);
+        set_handed(expected);
         drop(rx);
         true
     })
