@@ -173,25 +173,3 @@ fn deterministic_devices_on_concurrent_threads_give_the_schedules_of_one_thread(
         assert_eq!(got, &want, "thread {t}");
     }
 }
-
-/// The README's example ("Using pipefence from an engine's test suite"), as it is shown there.
-#[test]
-fn one_signal_is_seen_in_every_schedule() {
-    use pipefence::{FenceDesc, QueueDesc, QueueKind};
-    check_every_schedule(&EveryScheduleOptions::default(), |desc| {
-        let device = Device::new(desc).map_err(|e| e.to_string())?;
-        let q = device
-            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
-            .map_err(|e| e.to_string())?;
-        let f = device
-            .create_fence(&FenceDesc::new(0))
-            .map_err(|e| e.to_string())?;
-        q.signal(&f, 1).map_err(|e| e.to_string())?;
-        device
-            .wait_idle(std::time::Duration::from_secs(1))
-            .map_err(|e| e.to_string())?;
-        (f.completed_value() == 1)
-            .then_some(())
-            .ok_or("fence not signalled".to_string())
-    });
-}
