@@ -195,7 +195,8 @@ impl Shard {
         let (lo, hi) = (at(self.index), at(self.index + 1));
         CheckOptions {
             schedules: hi - lo,
-            seed: opts.seed + lo,
+            // An empty block past the last seed (u64::MAX) starts at it.
+            seed: opts.seed.saturating_add(lo),
             strict: opts.strict,
         }
     }
