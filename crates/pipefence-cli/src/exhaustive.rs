@@ -52,59 +52,29 @@ pub(crate) fn command(
         // Clear the progress line.
         eprint!("\r\x1b[2K");
     }
-    let ms = report.elapsed_ns as f64 / 1e6;
-    let per_s = if report.elapsed_ns > 0 {
-        report.schedules as f64 / (report.elapsed_ns as f64 / 1e9)
-    } else {
-        0.0
+    let view = ExhaustiveView {
+        name: &name,
+        strict,
+        complete: report.complete,
+        bound: report.bound.as_deref(),
+        schedules: report.schedules,
+        outcomes: report.outcomes,
+        failing: report.failing,
+        elapsed_ns: report.elapsed_ns,
+        failures: report
+            .failures
+            .iter()
+            .map(|f| ExhaustiveFailureView {
+                status: format!("{:?}", f.status),
+                exit: f.exit,
+                count: f.count,
+                replay: &f.replay,
+                what: &f.what,
+            })
+            .collect(),
+        other_failing: report.other_failing,
     };
-    let mut summary = if report.complete && report.failing == 0 {
-        format!(
-            "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
-             scenario in the model; no reduction), in {ms:.1} ms ({per_s:.0}/s)\n",
-            report.schedules, report.outcomes
-        )
-    } else if report.complete {
-        format!(
-            "{name}: every schedule explored: {} schedules, {} outcomes, {} failing, in \
-             {ms:.1} ms\n",
-            report.schedules, report.outcomes, report.failing
-        )
-    } else {
-        format!(
-            "{name}: bounded by {}: {} schedules explored, not a proof; {} outcomes, {} \
-             failing, in {ms:.1} ms ({per_s:.0}/s)\n",
-            report.bound.as_deref().unwrap_or("a bound"),
-            report.schedules,
-            report.outcomes,
-            report.failing
-        )
-    };
-    let flag = if strict { " --strict" } else { "" };
-    let program = replay_program_here();
-    let quoted = shell_word(&name);
-    for f in report.failures.iter().take(SHOWN_FAILURES) {
-        summary += &format!(
-            "  {:?} (exit {}), {}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
-            f.status,
-            f.exit,
-            plural(f.count, "schedule"),
-            f.replay
-        );
-        for w in &f.what {
-            summary += &format!("      {w}\n");
-        }
-    }
-    let hidden: u64 = report
-        .failures
-        .iter()
-        .skip(SHOWN_FAILURES)
-        .map(|f| f.count)
-        .sum::<u64>()
-        + report.other_failing;
-    if hidden > 0 {
-        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
-    }
+    let summary = summary(&view);
     if json {
         eprint!("{summary}");
         match serde_json::to_string_pretty(&report) {
@@ -115,4 +85,87 @@ pub(crate) fn command(
         print!("{summary}");
     }
     ExitCode::from(report.exit_code() as u8)
+}
+
+/// What the summary of an exhaustive check says about one distinct failing outcome.
+pub(crate) struct ExhaustiveFailureView<'a> {
+    /// `Failed` or `Removed`.
+    pub(crate) status: String,
+    pub(crate) exit: i32,
+    pub(crate) count: u64,
+    pub(crate) replay: &'a str,
+    pub(crate) what: &'a [String],
+}
+
+/// What the summary of an exhaustive check says, from its report or merged shards' reports.
+pub(crate) struct ExhaustiveView<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) strict: bool,
+    pub(crate) complete: bool,
+    pub(crate) bound: Option<&'a str>,
+    pub(crate) schedules: u64,
+    pub(crate) outcomes: usize,
+    pub(crate) failing: u64,
+    pub(crate) elapsed_ns: u64,
+    pub(crate) failures: Vec<ExhaustiveFailureView<'a>>,
+    pub(crate) other_failing: u64,
+}
+
+/// The human summary of an exhaustive check.
+pub(crate) fn summary(r: &ExhaustiveView) -> String {
+    let (name, strict) = (r.name, r.strict);
+    let ms = r.elapsed_ns as f64 / 1e6;
+    let per_s = if r.elapsed_ns > 0 {
+        r.schedules as f64 / (r.elapsed_ns as f64 / 1e9)
+    } else {
+        0.0
+    };
+    let mut summary = if r.complete && r.failing == 0 {
+        format!(
+            "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
+             scenario in the model; no reduction), in {ms:.1} ms ({per_s:.0}/s)\n",
+            r.schedules, r.outcomes
+        )
+    } else if r.complete {
+        format!(
+            "{name}: every schedule explored: {} schedules, {} outcomes, {} failing, in \
+             {ms:.1} ms\n",
+            r.schedules, r.outcomes, r.failing
+        )
+    } else {
+        format!(
+            "{name}: bounded by {}: {} schedules explored, not a proof; {} outcomes, {} \
+             failing, in {ms:.1} ms ({per_s:.0}/s)\n",
+            r.bound.unwrap_or("a bound"),
+            r.schedules,
+            r.outcomes,
+            r.failing
+        )
+    };
+    let flag = if strict { " --strict" } else { "" };
+    let program = replay_program_here();
+    let quoted = shell_word(name);
+    for f in r.failures.iter().take(SHOWN_FAILURES) {
+        summary += &format!(
+            "  {} (exit {}), {}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
+            f.status,
+            f.exit,
+            plural(f.count, "schedule"),
+            f.replay
+        );
+        for w in f.what {
+            summary += &format!("      {w}\n");
+        }
+    }
+    let hidden: u64 = r
+        .failures
+        .iter()
+        .skip(SHOWN_FAILURES)
+        .map(|f| f.count)
+        .sum::<u64>()
+        + r.other_failing;
+    if hidden > 0 {
+        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
+    }
+    summary
 }

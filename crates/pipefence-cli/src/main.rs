@@ -4,7 +4,10 @@
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
-use pipefence_scenario::check::{check_with, CheckMode, CheckOptions, CheckReport};
+use pipefence_scenario::check::{
+    check_with, parse_count, CheckMode, CheckOptions, CheckReport, Shard,
+};
+use pipefence_scenario::merge::{SampledOptions, ScenarioId, ShardedReport};
 use pipefence_scenario::run::{
     run, site_text, writer_text, DriverKind, Outcome, RunOptions, Status,
 };
@@ -16,6 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod exhaustive;
+mod shard;
+
+use shard::ShardSource;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -122,6 +128,36 @@ enum Command {
         /// With --exhaustive: only schedules with at most K preemptions.
         #[arg(long, value_name = "K")]
         preemption_bound: Option<u32>,
+        /// Run only shard INDEX of TOTAL (0/4 to 3/4): the contiguous block of seeds from
+        /// SEED + floor(INDEX * SCHEDULES / TOTAL) to SEED + floor((INDEX + 1) * SCHEDULES /
+        /// TOTAL), so TOTAL shards run every seed once; `pipefence merge` combines their
+        /// --json reports. Without it, Bazel's TEST_SHARD_INDEX / TEST_TOTAL_SHARDS (then
+        /// TEST_SHARD_STATUS_FILE is touched) or a Kubernetes indexed job's
+        /// JOB_COMPLETION_INDEX (with --total-shards) give the shard. Not with --exhaustive
+        /// yet.
+        #[arg(long, value_name = "INDEX/TOTAL")]
+        shard: Option<String>,
+        /// The number of shards when the index is JOB_COMPLETION_INDEX (a Kubernetes indexed
+        /// job's completions); default PIPEFENCE_TOTAL_SHARDS.
+        #[arg(long, value_name = "N")]
+        total_shards: Option<String>,
+        /// Threads that run schedules at once (default: the number of CPUs). The report, human
+        /// and --json (but elapsed times), is the same whatever N; --fail-fast still stops at
+        /// the lowest failing seed.
+        #[arg(short = 'j', long, value_name = "N")]
+        jobs: Option<String>,
+    },
+    /// Merge the --json reports of a check's shards (`check FILE --shard I/N --json`) into the
+    /// report of the whole check: the same counts, outcomes and first seeds as the unsharded
+    /// check; exit status as check's.
+    Merge {
+        /// Every shard's report, once each, in any order.
+        #[arg(required = true, value_name = "REPORT")]
+        files: Vec<PathBuf>,
+        /// Print the merged report as one JSON object on stdout (the shape of `check --json`;
+        /// the summary goes to stderr).
+        #[arg(long)]
+        json: bool,
     },
     /// Print shell completions on stdout (for example `pipefence completions bash >
     /// ~/.local/share/bash-completion/completions/pipefence`).
@@ -242,8 +278,33 @@ fn command(cli: Cli) -> ExitCode {
             max_schedules,
             preemption_bound,
             no_reduction,
+            shard,
+            total_shards,
+            jobs,
         } => {
+            let shard = match shard::resolve(shard.as_deref(), total_shards.as_deref()) {
+                Ok(s) => s,
+                Err(e) => return usage_error(&e),
+            };
             if exhaustive {
+                if let Some((s, source)) = shard {
+                    let from = match source {
+                        ShardSource::Flag => "--shard",
+                        ShardSource::Bazel => "TEST_SHARD_INDEX/TEST_TOTAL_SHARDS",
+                        ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
+                    };
+                    return usage_error(&format!(
+                        "shard {}/{} (from {from}): sharding exhaustive checks is not supported \
+                         yet; shard a sampled check, or run --exhaustive unsharded",
+                        s.index, s.total
+                    ));
+                }
+                if let Some(j) = jobs {
+                    return usage_error(&format!(
+                        "--jobs {j}: an exhaustive check runs on one thread (--jobs is for \
+                         sampled checks)"
+                    ));
+                }
                 if validate || fail_fast || timeline.is_some() || trace.is_some() {
                     return usage_error(
                         "--exhaustive takes --strict, --json, --max-schedules and \
@@ -292,6 +353,14 @@ fn command(cli: Cli) -> ExitCode {
                     }
                 }
             }
+            let jobs = match jobs {
+                None => std::thread::available_parallelism().map_or(1, usize::from),
+                Some(j) => match parse_count(&j) {
+                    Ok(0) => return usage_error("--jobs 0: at least 1 thread runs schedules"),
+                    Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                    Err(e) => return usage_error(&format!("--jobs {e}")),
+                },
+            };
             let opts = CheckOptions {
                 schedules,
                 seed,
@@ -300,9 +369,19 @@ fn command(cli: Cli) -> ExitCode {
             let mode = CheckMode {
                 validate,
                 fail_fast,
+                ..CheckMode::default()
             };
-            check_command(&file, json, &opts, mode, Outputs { timeline, trace })
+            let parallel = Parallel { shard, jobs };
+            check_command(
+                &file,
+                json,
+                &opts,
+                mode,
+                parallel,
+                Outputs { timeline, trace },
+            )
         }
+        Command::Merge { files, json } => shard::merge_command(&files, json),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "pipefence", &mut buf);
@@ -386,6 +465,14 @@ fn load(
     file: &std::path::Path,
     json: bool,
 ) -> Result<(String, pipefence_scenario::plan::Scenario), ExitCode> {
+    load_identified(file, json).map(|(name, scenario, _)| (name, scenario))
+}
+
+/// [`load`], also returning the file's name and hash (what `merge` compares).
+fn load_identified(
+    file: &std::path::Path,
+    json: bool,
+) -> Result<(String, pipefence_scenario::plan::Scenario, ScenarioId), ExitCode> {
     let name = file.display().to_string();
     let fail = |line: usize, column: usize, message: String| {
         if json {
@@ -402,6 +489,7 @@ fn load(
         Ok(b) => b,
         Err(e) => return Err(fail(0, 0, format!("{name}: cannot read: {e}"))),
     };
+    let id = ScenarioId::new(&name, &bytes);
     let source = match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => {
@@ -430,7 +518,7 @@ fn load(
         }
     };
     match parse(&name, &source) {
-        Ok(s) => Ok((name, s)),
+        Ok(s) => Ok((name, s, id)),
         Err(diags) => {
             eprint!("{}", render_diagnostics(&name, &source, &diags));
             if json {
@@ -454,23 +542,56 @@ fn load(
     }
 }
 
+/// `check`'s sharding and threads, as asked.
+#[derive(Debug, Clone, Copy)]
+struct Parallel {
+    /// The shard, and whether it came from Bazel's environment.
+    shard: Option<(Shard, ShardSource)>,
+    /// Threads.
+    jobs: usize,
+}
+
 fn check_command(
     file: &std::path::Path,
     json: bool,
-    opts: &CheckOptions,
+    whole: &CheckOptions,
     mode: CheckMode,
+    parallel: Parallel,
     outputs: Outputs,
 ) -> ExitCode {
-    let (name, scenario) = match load(file, json) {
+    let (name, scenario, id) = match load_identified(file, json) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let (schedules, seed, strict) = (opts.schedules, opts.seed, opts.strict);
+    if let Some((_, ShardSource::Bazel)) = parallel.shard {
+        // Bazel asks a test that shards to touch this file, or it fails the test.
+        if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE") {
+            if let Err(e) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                return usage_error(&format!(
+                    "TEST_SHARD_STATUS_FILE {}: cannot create it: {e}",
+                    Path::new(&path).display()
+                ));
+            }
+        }
+    }
+    let opts = match parallel.shard {
+        Some((shard, _)) => shard.options(whole),
+        None => whole.clone(),
+    };
+    let mode = CheckMode {
+        jobs: parallel.jobs,
+        shard_data: parallel.shard.is_some(),
+        ..mode
+    };
     let failing = Arc::new(AtomicU64::new(0));
-    let bar = progress_bar(&name, schedules, Arc::clone(&failing));
+    let bar = progress_bar(&name, opts.schedules, Arc::clone(&failing));
     let report = check_with(
         &scenario,
-        opts,
+        &opts,
         mode,
         |p| {
             failing.store(p.failures, Ordering::Relaxed);
@@ -481,7 +602,7 @@ fn check_command(
     bar.finish_and_clear();
     if !report.interrupted {
         let run_mode = Mode {
-            strict,
+            strict: opts.strict,
             validate: mode.validate,
             schedule: None,
         };
@@ -489,36 +610,128 @@ fn check_command(
             return code;
         }
     }
-    let ran = if report.interrupted {
-        format!(
-            "{} of {schedules} schedules (interrupted)",
-            report.schedules
-        )
-    } else if mode.fail_fast && report.failing > 0 && report.schedules < schedules {
+    let title = match parallel.shard {
+        Some((shard, _)) => format!("{name} (shard {}/{})", shard.index, shard.total),
+        None => name.clone(),
+    };
+    let view = CheckView {
+        title: &title,
+        name: &name,
+        seed: opts.seed,
+        asked: opts.schedules,
+        strict: opts.strict,
+        validate: mode.validate,
+        fail_fast: mode.fail_fast,
+        schedules: report.schedules,
+        outcomes: report.outcomes,
+        failing: report.failing,
+        interrupted: report.interrupted,
+        elapsed_ns: report.elapsed_ns,
+        failures: report
+            .failures
+            .iter()
+            .map(|f| FailureView {
+                seed: f.seed,
+                count: f.count,
+                seeds: &f.seeds,
+                status: format!("{:?}", f.status),
+                exit: f.exit,
+                what: &f.what,
+            })
+            .collect(),
+        other_failing: report.other_failing,
+        other_seeds: &report.other_seeds,
+    };
+    let summary = check_summary(&view);
+    if json {
+        eprint!("{summary}");
+        let text = match parallel.shard {
+            Some((shard, _)) => {
+                let options = SampledOptions {
+                    seed: whole.seed,
+                    schedules: whole.schedules,
+                    strict: whole.strict,
+                    validate: mode.validate,
+                    fail_fast: mode.fail_fast,
+                };
+                serde_json::to_string_pretty(&ShardedReport::new(&report, shard, &id, options))
+            }
+            None => serde_json::to_string_pretty(&report),
+        };
+        match text {
+            Ok(s) => println!("{s}"),
+            Err(e) => return usage_error(&format!("cannot serialize the report: {e}")),
+        }
+    } else {
+        print!("{summary}");
+    }
+    ExitCode::from(report.exit_code() as u8)
+}
+
+/// What `check`'s summary says about one distinct failing outcome.
+struct FailureView<'a> {
+    seed: u64,
+    count: u64,
+    seeds: &'a [u64],
+    /// `Failed` or `Removed`.
+    status: String,
+    exit: i32,
+    what: &'a [String],
+}
+
+/// What `check`'s summary says, from a check's report or from merged shards' reports.
+struct CheckView<'a> {
+    /// The summary's first word: the file, maybe with the shard.
+    title: &'a str,
+    /// The scenario file, for the replay hints.
+    name: &'a str,
+    seed: u64,
+    /// Schedules asked for.
+    asked: u64,
+    strict: bool,
+    validate: bool,
+    fail_fast: bool,
+    schedules: u64,
+    outcomes: usize,
+    failing: u64,
+    interrupted: bool,
+    elapsed_ns: u64,
+    failures: Vec<FailureView<'a>>,
+    other_failing: u64,
+    other_seeds: &'a [u64],
+}
+
+/// `check`'s human summary.
+fn check_summary(r: &CheckView) -> String {
+    let (name, seed, schedules) = (r.name, r.seed, r.asked);
+    let ran = if r.interrupted {
+        format!("{} of {schedules} schedules (interrupted)", r.schedules)
+    } else if r.fail_fast && r.failing > 0 && r.schedules < schedules {
         format!(
             "{} of {schedules} schedules (--fail-fast: stopped at the first failing one)",
-            report.schedules
+            r.schedules
         )
     } else {
-        format!("{} schedules", report.schedules)
+        format!("{} schedules", r.schedules)
     };
     let mut summary = format!(
-        "{name}: {ran} (seeds {}..{}), {}, {} failing, in {:.1} ms\n",
+        "{}: {ran} (seeds {}..{}), {}, {} failing, in {:.1} ms\n",
+        r.title,
         seed,
-        u128::from(seed) + u128::from(report.schedules),
-        plural(report.outcomes as u64, "distinct outcome"),
-        report.failing,
-        report.elapsed_ns as f64 / 1e6
+        u128::from(seed) + u128::from(r.schedules),
+        plural(r.outcomes as u64, "distinct outcome"),
+        r.failing,
+        r.elapsed_ns as f64 / 1e6
     );
-    let replay = if strict {
+    let replay = if r.strict {
         "--strict"
-    } else if mode.validate {
+    } else if r.validate {
         "--driver deterministic --validate"
     } else {
         "--driver deterministic"
     };
     let program = replay_program_here();
-    let quoted_name = shell_word(&name);
+    let quoted_name = shell_word(name);
     let seeds = |v: &[u64], count: u64| {
         let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
         if count > v.len() as u64 {
@@ -526,36 +739,36 @@ fn check_command(
         }
         s.join(" ")
     };
-    for f in report.failures.iter().take(SHOWN_FAILURES) {
+    for f in r.failures.iter().take(SHOWN_FAILURES) {
         summary += &format!(
-            "  seed {} ({:?}, exit {}): replay with `{program} run {quoted_name} {replay} --seed {}`\n",
+            "  seed {} ({}, exit {}): replay with `{program} run {quoted_name} {replay} --seed {}`\n",
             f.seed, f.status, f.exit, f.seed
         );
         if f.count > 1 {
             summary += &format!(
                 "    and {} more schedules with this outcome (seeds {})\n",
                 f.count - 1,
-                seeds(&f.seeds[1..], f.count - 1)
+                seeds(f.seeds.get(1..).unwrap_or_default(), f.count - 1)
             );
         }
-        for w in &f.what {
+        for w in f.what {
             summary += &format!("      {w}\n");
         }
     }
-    let hidden: u64 = report
+    let hidden: u64 = r
         .failures
         .iter()
         .skip(SHOWN_FAILURES)
         .map(|f| f.count)
         .sum::<u64>()
-        + report.other_failing;
+        + r.other_failing;
     if hidden > 0 {
-        let mut first: Vec<u64> = report
+        let mut first: Vec<u64> = r
             .failures
             .iter()
             .skip(SHOWN_FAILURES)
             .map(|f| f.seed)
-            .chain(report.other_seeds.iter().copied())
+            .chain(r.other_seeds.iter().copied())
             .collect();
         first.sort_unstable();
         first.truncate(8);
@@ -566,16 +779,7 @@ fn check_command(
             pipefence_scenario::check::MAX_FAILURE_GROUPS
         );
     }
-    if json {
-        eprint!("{summary}");
-        match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => return usage_error(&format!("cannot serialize the report: {e}")),
-        }
-    } else {
-        print!("{summary}");
-    }
-    ExitCode::from(report.exit_code() as u8)
+    summary
 }
 
 /// Failing seeds `check` prints in full (the rest are listed by seed).

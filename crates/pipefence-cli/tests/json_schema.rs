@@ -184,6 +184,15 @@ fn every_real_output_validates_against_its_schema() {
             "100",
             "--strict",
         ]));
+        checks.push(args(&[
+            "check",
+            f,
+            "--json",
+            "--schedules",
+            "8",
+            "--shard",
+            "1/3",
+        ]));
     }
     checks.push(args(&["check", &invalid, "--json"]));
 

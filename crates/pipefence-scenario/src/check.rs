@@ -5,10 +5,14 @@
 use crate::plan::Scenario;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
 use serde::Serialize;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
-use std::time::Instant;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How far past the lowest seed not handed on yet a thread of [`CheckMode::jobs`] may start
+/// one, per thread.
+const AHEAD_PER_JOB: u64 = 64;
 
 /// Distinct failing outcomes a report keeps in full ([`CheckReport::failures`]); failing
 /// schedules with another outcome are only counted ([`CheckReport::other_failing`]).
@@ -38,8 +42,14 @@ pub struct CheckMode {
     /// Hazard reports in every schedule without strict mode's weaker GPU (as `run --validate`);
     /// a hazard fails the schedule. Strict mode reports hazards already.
     pub validate: bool,
-    /// Stop after the first failing schedule.
+    /// Stop after the first failing schedule (in seed order, whatever `jobs` is).
     pub fail_fast: bool,
+    /// Threads that run schedules at once (0 and 1: the calling thread only). Each schedule runs
+    /// on its own deterministic device, and the outcomes are folded into the report in seed
+    /// order, so the report is the same whatever the number (but `elapsed_ns`).
+    pub jobs: usize,
+    /// Keep what merging this report with other shards' needs ([`CheckReport::shard_data`]).
+    pub shard_data: bool,
 }
 
 /// One distinct failing outcome, and the schedules that produced it.
@@ -105,6 +115,123 @@ pub struct CheckReport {
     pub interrupted: bool,
     /// Wall-clock nanoseconds of the whole check.
     pub elapsed_ns: u64,
+    /// With [`CheckMode::shard_data`]: what merging this report with other shards' needs. Not
+    /// part of the report's own JSON (`pipefence check --shard` prints it under `merge`).
+    #[serde(skip)]
+    pub shard_data: Option<ShardData>,
+}
+
+/// What merging shards needs beyond their reports: every distinct outcome and every distinct
+/// failing outcome with its count, not only the first [`MAX_FAILURE_GROUPS`] (a failing outcome
+/// one shard counts among `other_failing` may be among the first of the merged report).
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardData {
+    /// The hash of every distinct outcome seen ([`outcome_hash`], 16 hex digits), sorted; at
+    /// most [`MAX_DISTINCT_OUTCOMES`].
+    pub outcomes: Vec<String>,
+    /// Every distinct failing outcome, in the order of its first seed (at most
+    /// [`MAX_DISTINCT_OUTCOMES`]): the first `failures.len()` are the report's `failures`.
+    pub failing: Vec<FailingOutcome>,
+}
+
+/// One distinct failing outcome of [`ShardData`].
+#[derive(Debug, Clone, Serialize)]
+pub struct FailingOutcome {
+    /// Its [`outcome_hash`] (16 hex digits).
+    pub outcome: String,
+    /// How many schedules produced it.
+    pub count: u64,
+    /// The first seeds that produced it, in order (at most [`MAX_SEEDS_PER_FAILURE`]).
+    pub seeds: Vec<u64>,
+}
+
+/// One share of a check's seeds (`pipefence check --shard INDEX/TOTAL`): shard `index` of
+/// `total` runs the contiguous block of seeds from `seed + floor(index * schedules / total)` up
+/// to (not including) `seed + floor((index + 1) * schedules / total)`, so the `total` shards
+/// together run every seed of the unsharded check exactly once, and in seed order shard by
+/// shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    /// From 0.
+    pub index: u64,
+    /// At least 1, more than `index`.
+    pub total: u64,
+}
+
+impl Shard {
+    /// A shard, or an error that says why not (`total` 0, `index` not below `total`).
+    pub fn new(index: u64, total: u64) -> Result<Shard, String> {
+        if total == 0 {
+            return Err(format!(
+                "shard {index}/0: the total number of shards must be at least 1"
+            ));
+        }
+        if index >= total {
+            return Err(format!(
+                "shard {index}/{total}: the index counts from 0 and must be below the total \
+                 ({total} shards are 0/{total} to {}/{total})",
+                total - 1
+            ));
+        }
+        Ok(Shard { index, total })
+    }
+
+    /// Parses `INDEX/TOTAL` (`0/4`), with an error that names the text.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = |why: &str| format!("shard `{text}`: {why} (expected INDEX/TOTAL, as 0/4)");
+        let Some((i, n)) = text.split_once('/') else {
+            return Err(bad("no `/`"));
+        };
+        let index = parse_count(i).map_err(|e| bad(&format!("the index {e}")))?;
+        let total = parse_count(n).map_err(|e| bad(&format!("the total {e}")))?;
+        Shard::new(index, total)
+    }
+
+    /// The options of this shard's share of `opts`' seeds (maybe none: more shards than
+    /// schedules).
+    pub fn options(&self, opts: &CheckOptions) -> CheckOptions {
+        let n = u128::from(schedules_in_range(opts));
+        let at = |i: u64| (u128::from(i) * n / u128::from(self.total)) as u64;
+        let (lo, hi) = (at(self.index), at(self.index + 1));
+        CheckOptions {
+            schedules: hi - lo,
+            // An empty block past the last seed (u64::MAX) starts at it.
+            seed: opts.seed.saturating_add(lo),
+            strict: opts.strict,
+        }
+    }
+}
+
+/// A decimal count, or what is wrong with it.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    if text.is_empty() {
+        return Err("is missing".to_string());
+    }
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("`{text}` is not a whole number from 0 to {}", u64::MAX))
+}
+
+/// The schedules of `opts` that fit before the last seed (`u64::MAX`).
+fn schedules_in_range(opts: &CheckOptions) -> u64 {
+    let room = u128::from(u64::MAX - opts.seed) + 1;
+    u128::from(opts.schedules).min(room) as u64
+}
+
+/// FNV-1a (64 bits) of `bytes`: a hash that is the same on every build and platform, for
+/// outcome signatures and scenario files compared across processes (`pipefence merge`).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The hash of an outcome's [`signature`], as [`ShardData`] writes it.
+pub fn outcome_hash(signature: &str) -> String {
+    format!("{:016x}", fnv1a64(signature.as_bytes()))
 }
 
 impl CheckReport {
@@ -183,7 +310,8 @@ pub fn check_each(
     check_with(sc, opts, CheckMode::default(), progress, visit)
 }
 
-/// [`check_each`] with validation or a stop at the first failing schedule ([`CheckMode`]).
+/// [`check_each`] with validation, a stop at the first failing schedule, or several threads
+/// ([`CheckMode`]). `progress` and `visit` are called on the calling thread, in seed order.
 pub fn check_with(
     sc: &Scenario,
     opts: &CheckOptions,
@@ -192,96 +320,267 @@ pub fn check_with(
     mut visit: impl FnMut(u64, &Outcome),
 ) -> CheckReport {
     let start = Instant::now();
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut groups: Vec<(String, Failure)> = Vec::new();
-    let mut failing = 0u64;
-    let mut other_failing = 0u64;
-    let mut other_seeds = Vec::new();
-    let mut done = 0u64;
-    for i in 0..opts.schedules {
-        let Some(seed) = opts.seed.checked_add(i) else {
-            break;
-        };
-        if crate::run::interrupted() {
-            break;
-        }
-        let mut o = run(
-            sc,
-            &RunOptions {
-                driver: DriverKind::Deterministic,
-                seed,
-                strict: opts.strict,
-                validate: mode.validate,
-                trace: false,
-                schedule: None,
-            },
-        );
-        if crate::run::interrupted() {
-            // Cut short by the interruption (removed as requested): not a schedule that ran.
-            break;
-        }
-        visit(seed, &o);
-        done = i + 1;
-        let sig = signature(&mut o);
-        let mut h = DefaultHasher::new();
-        sig.hash(&mut h);
-        let hash = h.finish();
-        if seen.len() < MAX_DISTINCT_OUTCOMES {
-            seen.insert(hash);
-        }
-        if o.status != Status::Passed {
-            failing += 1;
-            if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
-                g.count += 1;
-                if g.seeds.len() < MAX_SEEDS_PER_FAILURE {
-                    g.seeds.push(seed);
-                }
-            } else if groups.len() < MAX_FAILURE_GROUPS {
-                let passed_expectations = drop_passed_expectations(&mut o);
-                groups.push((
-                    sig,
-                    Failure {
-                        seed,
-                        count: 1,
-                        seeds: vec![seed],
-                        status: o.status,
-                        exit: o.exit_code(),
-                        what: describe(&o),
-                        passed_expectations,
-                        outcome: o,
-                    },
-                ));
-            } else {
-                other_failing += 1;
-                if other_seeds.len() < MAX_SEEDS_PER_FAILURE {
-                    other_seeds.push(seed);
-                }
-            }
-        }
+    let mut fold = Fold::new(mode.shard_data);
+    let n = schedules_in_range(opts);
+    let mut each = |ran: Ran| -> bool {
+        visit(ran.seed, &ran.outcome);
+        fold.add(ran);
         let secs = start.elapsed().as_secs_f64();
         progress(Progress {
-            done: i + 1,
+            done: fold.done,
             total: opts.schedules,
-            failures: failing,
+            failures: fold.failing,
             per_second: if secs > 0.0 {
-                (i + 1) as f64 / secs
+                fold.done as f64 / secs
             } else {
                 0.0
             },
         });
-        if mode.fail_fast && failing > 0 {
-            break;
+        !(mode.fail_fast && fold.failing > 0)
+    };
+    if mode.jobs <= 1 || n <= 1 || !run_parallel(sc, opts, mode, n, &mut each) {
+        for i in 0..n {
+            let Some(ran) = run_one(sc, opts, mode, opts.seed + i) else {
+                break;
+            };
+            if !each(ran) {
+                break;
+            }
         }
     }
-    CheckReport {
-        version: 1,
-        schedules: done,
-        outcomes: seen.len(),
-        failing,
-        failures: groups.into_iter().map(|(_, f)| f).collect(),
-        other_failing,
-        other_seeds,
-        interrupted: crate::run::interrupted(),
-        elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+    fold.report(start)
+}
+
+/// One schedule's outcome and what groups it.
+struct Ran {
+    seed: u64,
+    outcome: Outcome,
+    signature: String,
+}
+
+/// Runs schedule `seed`; `None` when the check is interrupted (before it, or cutting it short:
+/// not a schedule that ran).
+fn run_one(sc: &Scenario, opts: &CheckOptions, mode: CheckMode, seed: u64) -> Option<Ran> {
+    if crate::run::interrupted() {
+        return None;
+    }
+    let mut outcome = run(
+        sc,
+        &RunOptions {
+            driver: DriverKind::Deterministic,
+            seed,
+            strict: opts.strict,
+            validate: mode.validate,
+            trace: false,
+            schedule: None,
+        },
+    );
+    if crate::run::interrupted() {
+        return None;
+    }
+    let signature = signature(&mut outcome);
+    Some(Ran {
+        seed,
+        outcome,
+        signature,
+    })
+}
+
+/// Runs the `n` schedules of `opts` on `mode.jobs` threads, handing each to `each` in seed
+/// order on this thread until it returns `false`. Each thread takes the next seed not taken,
+/// runs it on its own device and sends the outcome back; outcomes that arrive ahead of a
+/// lower seed wait for it, and a thread does not start a seed more than [`AHEAD_PER_JOB`] times
+/// the number of threads past the lowest seed not handed on yet (so the outcomes waiting stay
+/// few whatever one slow seed does). Returns `false` when no thread could be started (nothing
+/// ran).
+fn run_parallel(
+    sc: &Scenario,
+    opts: &CheckOptions,
+    mode: CheckMode,
+    n: u64,
+    each: &mut dyn FnMut(Ran) -> bool,
+) -> bool {
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    // The lowest seed (index) not handed on yet; threads ahead of it by `window` wait here.
+    let handed = Mutex::new(0u64);
+    let moved = Condvar::new();
+    let window = AHEAD_PER_JOB.saturating_mul(mode.jobs as u64);
+    let wait_turn = |i: u64| {
+        let mut h = handed.lock().unwrap_or_else(PoisonError::into_inner);
+        while i >= h.saturating_add(window) && !stop.load(Ordering::Relaxed) {
+            // A timeout as well as the wake-up: a missed one costs a moment, not a hang.
+            h = moved
+                .wait_timeout(h, Duration::from_millis(100))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    };
+    let set_handed = |to: u64| {
+        *handed.lock().unwrap_or_else(PoisonError::into_inner) = to;
+        moved.notify_all();
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(u64, Option<Ran>)>();
+        let mut started = 0;
+        for j in 0..mode.jobs.min(usize::try_from(n).unwrap_or(usize::MAX)) {
+            let tx = tx.clone();
+            let (next, stop, wait_turn) = (&next, &stop, &wait_turn);
+            let worker = move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                wait_turn(i);
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let ran = run_one(sc, opts, mode, opts.seed + i);
+                let last = ran.is_none();
+                if tx.send((i, ran)).is_err() || last {
+                    break;
+                }
+            };
+            // The size of the main thread's stack: a schedule runs as it would there.
+            let spawned = std::thread::Builder::new()
+                .name(format!("check-{j}"))
+                .stack_size(8 << 20)
+                .spawn_scoped(scope, worker);
+            if spawned.is_ok() {
+                started += 1;
+            }
+        }
+        drop(tx);
+        if started == 0 {
+            return false;
+        }
+        let mut pending: BTreeMap<u64, Option<Ran>> = BTreeMap::new();
+        let mut expected = 0u64;
+        'folding: for (i, ran) in rx.iter() {
+            pending.insert(i, ran);
+            while let Some(ran) = pending.remove(&expected) {
+                let Some(ran) = ran else {
+                    break 'folding;
+                };
+                if !each(ran) {
+                    break 'folding;
+                }
+                expected += 1;
+            }
+            set_handed(expected);
+        }
+        // Stop the threads: each ends after the schedule it is running.
+        stop.store(true, Ordering::Relaxed);
+        set_handed(expected);
+        drop(rx);
+        true
+    })
+}
+
+/// The report being built, one schedule at a time in seed order.
+struct Fold {
+    seen: HashSet<u64>,
+    groups: Vec<(String, Failure)>,
+    failing: u64,
+    other_failing: u64,
+    other_seeds: Vec<u64>,
+    done: u64,
+    /// With [`CheckMode::shard_data`]: every distinct failing outcome, by hash.
+    shard: Option<(HashMap<u64, usize>, Vec<FailingOutcome>)>,
+}
+
+impl Fold {
+    fn new(shard_data: bool) -> Self {
+        Fold {
+            seen: HashSet::new(),
+            groups: Vec::new(),
+            failing: 0,
+            other_failing: 0,
+            other_seeds: Vec::new(),
+            done: 0,
+            shard: shard_data.then(|| (HashMap::new(), Vec::new())),
+        }
+    }
+
+    fn add(&mut self, ran: Ran) {
+        let Ran {
+            seed,
+            outcome: mut o,
+            signature: sig,
+        } = ran;
+        self.done += 1;
+        let hash = fnv1a64(sig.as_bytes());
+        if self.seen.len() < MAX_DISTINCT_OUTCOMES {
+            self.seen.insert(hash);
+        }
+        if o.status == Status::Passed {
+            return;
+        }
+        self.failing += 1;
+        if let Some((index, list)) = &mut self.shard {
+            if let Some(&k) = index.get(&hash) {
+                let f: &mut FailingOutcome = &mut list[k];
+                f.count += 1;
+                if f.seeds.len() < MAX_SEEDS_PER_FAILURE {
+                    f.seeds.push(seed);
+                }
+            } else if list.len() < MAX_DISTINCT_OUTCOMES {
+                index.insert(hash, list.len());
+                list.push(FailingOutcome {
+                    outcome: format!("{hash:016x}"),
+                    count: 1,
+                    seeds: vec![seed],
+                });
+            }
+        }
+        if let Some((_, g)) = self.groups.iter_mut().find(|(s, _)| *s == sig) {
+            g.count += 1;
+            if g.seeds.len() < MAX_SEEDS_PER_FAILURE {
+                g.seeds.push(seed);
+            }
+        } else if self.groups.len() < MAX_FAILURE_GROUPS {
+            let passed_expectations = drop_passed_expectations(&mut o);
+            self.groups.push((
+                sig,
+                Failure {
+                    seed,
+                    count: 1,
+                    seeds: vec![seed],
+                    status: o.status,
+                    exit: o.exit_code(),
+                    what: describe(&o),
+                    passed_expectations,
+                    outcome: o,
+                },
+            ));
+        } else {
+            self.other_failing += 1;
+            if self.other_seeds.len() < MAX_SEEDS_PER_FAILURE {
+                self.other_seeds.push(seed);
+            }
+        }
+    }
+
+    fn report(self, start: Instant) -> CheckReport {
+        let shard_data = self.shard.map(|(_, failing)| {
+            let mut outcomes: Vec<u64> = self.seen.iter().copied().collect();
+            outcomes.sort_unstable();
+            ShardData {
+                outcomes: outcomes.iter().map(|h| format!("{h:016x}")).collect(),
+                failing,
+            }
+        });
+        CheckReport {
+            version: 1,
+            schedules: self.done,
+            outcomes: self.seen.len(),
+            failing: self.failing,
+            failures: self.groups.into_iter().map(|(_, f)| f).collect(),
+            other_failing: self.other_failing,
+            other_seeds: self.other_seeds,
+            interrupted: crate::run::interrupted(),
+            elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            shard_data,
+        }
     }
 }

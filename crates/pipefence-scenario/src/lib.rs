@@ -8,9 +8,14 @@
 //!
 //! The crate is a thin layer over the library's public API: everything a scenario does, a Rust
 //! program can do with `pipefence` directly. It prints nothing (the binary does).
+//!
+//! [`check`] samples seeds, on one thread or many, whole or in shards; [`exhaustive`] explores
+//! every schedule; [`merge`] combines the shards' JSON reports into the report of the whole
+//! check.
 
 pub mod check;
 pub mod exhaustive;
+pub mod merge;
 pub mod parse;
 pub mod plan;
 pub mod run;

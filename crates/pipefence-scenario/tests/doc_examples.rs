@@ -198,7 +198,7 @@ fn the_readme_test_suite_code_is_the_tested_code() {
         );
         n += 1;
     }
-    assert_eq!(n, 2, "rust blocks in the section");
+    assert_eq!(n, 3, "rust blocks in the section");
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! The two tests the README's "Using pipefence from an engine's test suite" shows, as they are
+//! The tests the README's "Using pipefence from an engine's test suite" shows, as they are
 //! shown: one that explores a synchronization pattern with the library under strict mode, one
-//! that runs a scenario file's schedules from a Rust test.
+//! that checks every schedule of a program in one line, one that runs a scenario file's
+//! schedules from a Rust test.
 
 use pipefence::explore::explore;
 use pipefence::{
@@ -89,4 +90,26 @@ fn ring_buffer_scenario_passes_every_schedule() {
     };
     let report = check(&scenario, &opts, |_| {});
     assert_eq!(report.failing, 0, "{:#?}", report.failures);
+}
+
+#[test]
+fn one_signal_is_seen_in_every_schedule() {
+    use pipefence::explore::{check_every_schedule, EveryScheduleOptions};
+    use pipefence::{Device, FenceDesc, QueueDesc, QueueKind};
+    check_every_schedule(&EveryScheduleOptions::default(), |desc| {
+        let device = Device::new(desc).map_err(|e| e.to_string())?;
+        let q = device
+            .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+            .map_err(|e| e.to_string())?;
+        let f = device
+            .create_fence(&FenceDesc::new(0))
+            .map_err(|e| e.to_string())?;
+        q.signal(&f, 1).map_err(|e| e.to_string())?;
+        device
+            .wait_idle(std::time::Duration::from_secs(1))
+            .map_err(|e| e.to_string())?;
+        (f.completed_value() == 1)
+            .then_some(())
+            .ok_or("fence not signalled".to_string())
+    });
 }

@@ -175,3 +175,133 @@ pub fn explore_exhaustive<T>(
         None => Ok(e),
     }
 }
+
+/// How [`check_every_schedule`] explores.
+#[derive(Debug, Clone)]
+pub struct EveryScheduleOptions {
+    /// The device every schedule runs on (its driver and script are replaced).
+    pub base: DeviceDesc,
+    /// The bounds of the search.
+    pub bounds: ExhaustiveOptions,
+    /// Panic unless every schedule was explored (a bound that cut the search is then a test
+    /// failure, not a pass): `true` by default, a test asking for a proof.
+    pub require_complete: bool,
+}
+
+impl Default for EveryScheduleOptions {
+    fn default() -> Self {
+        EveryScheduleOptions {
+            base: DeviceDesc::default(),
+            bounds: ExhaustiveOptions::default(),
+            require_complete: true,
+        }
+    }
+}
+
+/// For a test suite: runs `body` once per schedule of the deterministic driver (every schedule,
+/// [`enumerate`]), handing it the description of the device to create for that schedule
+/// ([`script_desc`]); `body` returns `Err(message)` when the schedule is wrong. Panics at the
+/// first failing schedule with its message and its schedule string (replay it with
+/// [`script_desc`] and [`Script::from_schedule_string`], or `pipefence run FILE --schedule`
+/// for a scenario), and, when `opts.require_complete`, if a bound stopped the search before
+/// every schedule was explored (that is not a proof). Returns the [`Enumeration`] otherwise.
+///
+/// As for [`explore`], host threads must be started with [`crate::host::spawn`] and the
+/// program must depend on nothing but the schedule; `body` should wait for the device to be
+/// idle before it checks (a device dropped with work left is not an error here).
+///
+/// ```
+/// use pipefence::explore::{check_every_schedule, EveryScheduleOptions};
+/// use pipefence::{Device, DeviceDesc, FenceDesc, QueueDesc, QueueKind};
+/// use std::time::Duration;
+///
+/// let e = check_every_schedule(&EveryScheduleOptions::default(), |desc: DeviceDesc| {
+///     let device = Device::new(desc).map_err(|e| e.to_string())?;
+///     let q = device.create_queue(&QueueDesc::new(QueueKind::Compute, "q")).map_err(|e| e.to_string())?;
+///     let f = device.create_fence(&FenceDesc::new(0)).map_err(|e| e.to_string())?;
+///     q.signal(&f, 1).map_err(|e| e.to_string())?;
+///     device.wait_idle(Duration::from_secs(1)).map_err(|e| e.to_string())?;
+///     match f.completed_value() {
+///         1 => Ok(()),
+///         v => Err(format!("the fence is {v}, not 1")),
+///     }
+/// });
+/// assert!(e.complete);
+/// ```
+pub fn check_every_schedule(
+    opts: &EveryScheduleOptions,
+    mut body: impl FnMut(DeviceDesc) -> std::result::Result<(), String>,
+) -> Enumeration {
+    let mut failure: Option<(u64, String, String)> = None;
+    let mut n = 0u64;
+    let e = enumerate(
+        &opts.bounds,
+        |script| body(script_desc(&opts.base, script.clone())),
+        |result, script| {
+            n += 1;
+            match result {
+                Ok(()) => true,
+                Err(message) => {
+                    failure = Some((n, script.schedule_string(), message));
+                    false
+                }
+            }
+        },
+    );
+    if let Some((n, replay, message)) = failure {
+        panic!(
+            "schedule {n} of the exhaustive exploration failed: {message}\n  replay: \
+             pipefence::explore::script_desc(&base, Arc::new(Script::from_schedule_string(\
+             \"{replay}\")?))\n  schedule string: {replay}"
+        );
+    }
+    if opts.require_complete && !e.complete {
+        let bound = e.bound.map_or("a bound".to_string(), |b| b.to_string());
+        panic!(
+            "not a proof: the exploration was bounded by {bound} after {} schedules (all \
+             passed); raise `bounds.max_schedules`, drop `bounds.preemption_bound`, or set \
+             `require_complete: false` to accept a bounded search",
+            e.schedules
+        );
+    }
+    e
+}
+
+/// For a test suite: runs `body` on schedule `seed` of the deterministic driver for every seed
+/// of `seeds` (PCT and random, as [`explore`]; [`deterministic_desc`]), handing it the
+/// description of the device to create. Panics at the first failing seed with its message and
+/// the seed (replay it with [`deterministic_desc`], or `pipefence run FILE --driver
+/// deterministic --seed SEED` for a scenario). Returns the number of seeds run.
+///
+/// ```
+/// use pipefence::explore::check_sampled_schedules;
+/// use pipefence::{Device, DeviceDesc, FenceDesc, QueueDesc, QueueKind};
+/// use std::time::Duration;
+///
+/// let n = check_sampled_schedules(&DeviceDesc::default(), 0..50, |desc| {
+///     let device = Device::new(desc).map_err(|e| e.to_string())?;
+///     let q = device.create_queue(&QueueDesc::new(QueueKind::Compute, "q")).map_err(|e| e.to_string())?;
+///     let f = device.create_fence(&FenceDesc::new(0)).map_err(|e| e.to_string())?;
+///     q.signal(&f, 1).map_err(|e| e.to_string())?;
+///     device.wait_idle(Duration::from_secs(1)).map_err(|e| e.to_string())?;
+///     (f.completed_value() == 1).then_some(()).ok_or_else(|| "not signalled".to_string())
+/// });
+/// assert_eq!(n, 50);
+/// ```
+pub fn check_sampled_schedules(
+    base: &DeviceDesc,
+    seeds: impl IntoIterator<Item = u64>,
+    mut body: impl FnMut(DeviceDesc) -> std::result::Result<(), String>,
+) -> u64 {
+    let mut n = 0;
+    for seed in seeds {
+        n += 1;
+        if let Err(message) = body(deterministic_desc(base, seed)) {
+            panic!(
+                "seed {seed} failed: {message}\n  replay: \
+                 pipefence::explore::deterministic_desc(&base, {seed})"
+            );
+        }
+    }
+    n
+}
