@@ -1,12 +1,13 @@
 //! What an engine records for traces (only when a sink is installed): merged busy slices of the
 //! ME, blocked slices of ME and PFP waits with an arrow from the write or signal that released
-//! them, and retirements of queue signals. Events are buffered in the engine (under its lock)
+//! them, a release-to-acquire edge for every satisfied wait (blocked or not), and retirements
+//! of queue signals. Events are buffered in the engine (under its lock)
 //! and drained by the driver, which hands them to the sink after releasing the lock.
 
 use crate::core::DeviceCore;
 use crate::engine::WaitCondition;
 use crate::sync::Writer;
-use crate::trace::{SliceKind, TraceEvent, Track};
+use crate::trace::{SliceKind, SyncKind, TraceEvent, Track};
 
 /// An engine's trace buffer.
 #[derive(Debug)]
@@ -115,10 +116,27 @@ impl EngineTrace {
         } else {
             self.me_block.take()
         };
+        let track = if pfp { self.pfp() } else { self.me() };
+        // Every satisfied wait gets its release-to-acquire edge, blocked or not.
+        if let Some((from, from_ns, what)) = sync_releaser(dev, cond, by) {
+            let wait = match cond {
+                WaitCondition::Fence { .. } => SyncKind::QueueWait,
+                _ if pfp => SyncKind::PfpWait,
+                _ => SyncKind::MeWait,
+            };
+            self.events.push(TraceEvent::Sync {
+                from,
+                from_ns,
+                to: track.clone(),
+                to_ns: self.now,
+                label: what,
+                wait,
+                blocked: start.is_some(),
+            });
+        }
         let Some(start) = start else {
             return;
         };
-        let track = if pfp { self.pfp() } else { self.me() };
         let label = cond.label(dev);
         let from = match (by, cond) {
             (Some(c), WaitCondition::Fence { fence, .. }) => writer_track(dev, c.writer)
@@ -206,6 +224,24 @@ fn releaser(dev: &DeviceCore, cond: &WaitCondition) -> Option<(Track, u64, Strin
         }
         WaitCondition::Memory { address, .. } => dev.trace_last_write(*address),
         _ => None,
+    }
+}
+
+/// The lane and time of the signal or write that satisfied `cond` for its release-to-acquire
+/// edge: the signal that crossed a queue wait's ticket (`by`), the newest write whose value
+/// satisfies a memory wait.
+fn sync_releaser(
+    dev: &DeviceCore,
+    cond: &WaitCondition,
+    by: Option<&crate::sync::Crossing>,
+) -> Option<(Track, u64, String)> {
+    match (by, cond) {
+        (Some(c), WaitCondition::Fence { fence, .. }) if !c.fence_released => {
+            writer_track(dev, c.writer)
+                .map(|t| (t, c.ns, format!("fence {} = {}", fence.name(), c.value)))
+        }
+        (_, WaitCondition::Memory { address, cond }) => dev.trace_releaser(*address, cond),
+        _ => releaser(dev, cond),
     }
 }
 

@@ -53,6 +53,22 @@ pub enum SliceKind {
     Host,
 }
 
+/// Which kind of wait a [`TraceEvent::Sync`] edge ends at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncKind {
+    /// A queue wait (`Queue::wait`, performed by the PFP, or the ME of a copy queue).
+    QueueWait,
+    /// A host fence wait (`Fence::wait`, `set_event_on_completion(None)`, `wait_multiple`).
+    HostWait,
+    /// A memory-value wait on the micro engine.
+    MeWait,
+    /// A memory-value wait on the pre-fetch parser.
+    PfpWait,
+    /// A host memory poll (`Buffer::wait_u32`, `wait_u64`).
+    HostPoll,
+}
+
 /// One trace record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -85,6 +101,28 @@ pub enum TraceEvent {
         /// What (`fence a = 1`, `flags+8 = 1`).
         label: String,
     },
+    /// A release-to-acquire edge: the fence signal or memory write that satisfied a wait, for
+    /// every satisfied wait (queue, host, ME and PFP waits), whether it blocked or not. The SVG
+    /// timeline draws these; the Chrome trace leaves them out (its arrows are the [`Flow`]s,
+    /// recorded only for waits that blocked, which also get a `Sync` with `blocked: true`).
+    ///
+    /// [`Flow`]: TraceEvent::Flow
+    Sync {
+        /// The releaser's lane (the signalling queue's ME, or a host).
+        from: Track,
+        /// When the signal or write landed.
+        from_ns: u64,
+        /// The waiter's lane.
+        to: Track,
+        /// When the wait was seen satisfied.
+        to_ns: u64,
+        /// What released it (`fence a = 1`, `write-value32-bop flags = 1`).
+        label: String,
+        /// What waited.
+        wait: SyncKind,
+        /// Whether the wait blocked before it was satisfied.
+        blocked: bool,
+    },
     /// A moment: the removal point, a hazard.
     Instant {
         /// The lane.
@@ -103,7 +141,7 @@ impl TraceEvent {
     pub fn ts_ns(&self) -> u64 {
         match self {
             TraceEvent::Slice { start_ns, .. } => *start_ns,
-            TraceEvent::Flow { from_ns, .. } => *from_ns,
+            TraceEvent::Flow { from_ns, .. } | TraceEvent::Sync { from_ns, .. } => *from_ns,
             TraceEvent::Instant { ts_ns, .. } => *ts_ns,
         }
     }

@@ -268,7 +268,7 @@ fn trace_svg_caps_flows_with_a_note() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("260 flows") && n.contains("200")),
+            .any(|n| n.contains("260 edges") && n.contains("200")),
         "{notes:?}"
     );
 }
@@ -340,4 +340,84 @@ fn trace_svg_is_byte_identical_for_the_same_events() {
             svg_timeline(&events.clone(), "t")
         );
     }
+}
+
+/// `small()` as the engine records it now: the blocked wait's flow repeated by its edge, and
+/// edges for waits that did not block, one into a lane (`copy PFP`... here `dma ME`) that
+/// nothing else mentions and one from a host's write into a PFP wait.
+fn small_with_edges() -> Vec<TraceEvent> {
+    let mut events = small();
+    events.push(sync(
+        me("gfx"),
+        T0 + 8_500,
+        me("compute"),
+        T0 + 9_000,
+        "fence frame = 1",
+        SyncKind::QueueWait,
+        true,
+    ));
+    events.push(sync(
+        me("gfx"),
+        T0 + 8_500,
+        me("dma"),
+        T0 + 9_200,
+        "fence frame = 1",
+        SyncKind::QueueWait,
+        false,
+    ));
+    events.push(sync(
+        host("main"),
+        T0 + 100,
+        pfp("gfx"),
+        T0 + 600,
+        "cpu-write flags = 1",
+        SyncKind::PfpWait,
+        false,
+    ));
+    events
+}
+
+#[test]
+fn trace_svg_draws_an_edge_for_every_satisfied_wait_blocked_or_not() {
+    let svg = svg_timeline(&small_with_edges(), "edges");
+    let doc = parse_svg(&svg);
+    let edges: Vec<_> = with_class(&doc, "g", "flow").collect();
+    // The flow and its blocked edge are one arrow; the two edges that did not block are two.
+    assert_eq!(edges.len(), 3, "{svg}");
+    let blocked: Vec<_> = edges.iter().filter(|g| has_class(g, "blocked")).collect();
+    let passed: Vec<_> = edges.iter().filter(|g| has_class(g, "passed")).collect();
+    assert_eq!((blocked.len(), passed.len()), (1, 2));
+    let line_attr = |g: &roxmltree::Node, a: &str| {
+        g.children()
+            .find(|c| c.has_tag_name("line"))
+            .and_then(|l| l.attribute(a).map(str::to_string))
+    };
+    assert_eq!(
+        line_attr(blocked[0], "marker-end").as_deref(),
+        Some("url(#arrow)")
+    );
+    for g in &passed {
+        assert_eq!(
+            line_attr(g, "marker-end").as_deref(),
+            Some("url(#arrow-pale)")
+        );
+        assert!(line_attr(g, "stroke-dasharray").is_some());
+    }
+    let tips: Vec<String> = passed.iter().filter_map(|g| tooltip(g)).collect();
+    assert!(
+        tips.iter().any(|t| t.starts_with("cpu-write flags = 1\nhost main to gfx PFP (PFP memory wait, found it already released)")),
+        "{tips:?}"
+    );
+    // The lane only an edge mentions is drawn.
+    let labels: Vec<String> = with_class(&doc, "text", "lane-label")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(labels.iter().any(|l| l == "dma ME"), "{labels:?}");
+    let summary: Vec<String> = with_class(&doc, "text", "summary")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        summary[0].contains("3 sync edges (1 blocked)"),
+        "{summary:?}"
+    );
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::format::px;
+use super::place::{text_box, Anchor, Placed};
 use super::{Layout, LANES_TOP};
 
 /// The tick step (1, 2 or 5 times a power of ten nanoseconds) that puts 5 to 10 ticks on
@@ -54,8 +55,8 @@ fn fmt_tick(v: u64, per_unit: u64) -> String {
 }
 
 /// Draws the axis, the grid and the ticks into `body` (nothing when there are no lanes) and
-/// returns the unit of the tick labels (for the caption).
-pub(super) fn axis(layout: &Layout, body: &mut String) -> &'static str {
+/// returns the unit of the tick labels (for the caption); the tick labels are placed in `placed`.
+pub(super) fn axis(layout: &Layout, body: &mut String, placed: &mut Placed) -> &'static str {
     let scale = &layout.scale;
     let t0 = layout.t0;
     let plot_x1 = layout.plot_x1;
@@ -75,16 +76,23 @@ pub(super) fn axis(layout: &Layout, body: &mut String) -> &'static str {
         let mut k: u64 = 0;
         while let Some(rel) = k.checked_mul(step).filter(|r| *r <= scale.span) {
             let x = scale.x(t0.saturating_add(rel));
+            let label = format!("{} {}", fmt_tick(rel, per_unit), unit);
+            placed.place(text_box(
+                &label,
+                x,
+                LANES_TOP - 13.0,
+                Anchor::Middle,
+                11.0,
+                false,
+            ));
             let _ = write!(
                 body,
-                r##"<line class="grid" x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#d5d8de" stroke-width="1"/><line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#555" stroke-width="1"/><text class="tick-label" x="{x}" y="{}" text-anchor="middle">{} {}</text>"##,
+                r##"<line class="grid" x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#d5d8de" stroke-width="1"/><line x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#555" stroke-width="1"/><text class="tick-label" x="{x}" y="{}" text-anchor="middle">{label}</text>"##,
                 px(LANES_TOP - 6.0),
                 px(lanes_bottom),
                 px(LANES_TOP - 10.0),
                 px(LANES_TOP - 6.0),
                 px(LANES_TOP - 13.0),
-                fmt_tick(rel, per_unit),
-                unit,
                 x = px(x),
             );
             k += 1;

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::super::chrome::kind_name;
 use super::super::SliceKind;
 use super::format::{count, esc, fmt_dur, px, truncate};
+use super::place::{text_box, Anchor, Placed};
 use super::{
     Layout, Scale, CHAR_W_11, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_HOST, COLOR_KERNEL, LANE_H,
     MIN_VISIBLE_PX,
@@ -157,10 +158,20 @@ fn fitting_label(name: &str, width: f64) -> Option<String> {
     }
 }
 
-/// Draws each lane's background and its label (cut to 36 characters, in full in the tooltip).
-pub(super) fn backgrounds(layout: &Layout, body: &mut String) {
+/// Draws each lane's background and its label (cut to 36 characters, in full in the tooltip),
+/// placed in `placed`.
+pub(super) fn backgrounds(layout: &Layout, body: &mut String, placed: &mut Placed) {
     let scale = &layout.scale;
     for (i, label) in layout.labels.iter().enumerate() {
+        let shown = truncate(label, 36);
+        placed.place(text_box(
+            &shown,
+            layout.label_w - 10.0,
+            layout.center(i) + 4.0,
+            Anchor::End,
+            12.0,
+            true,
+        ));
         let fill = if i % 2 == 0 { "#f3f5f8" } else { "#e9edf2" };
         let _ = write!(
             body,
@@ -171,7 +182,7 @@ pub(super) fn backgrounds(layout: &Layout, body: &mut String) {
             px(LANE_H),
             px(layout.label_w - 10.0),
             px(layout.center(i) + 4.0),
-            esc(&truncate(label, 36)),
+            esc(&shown),
             esc(label),
         );
     }
@@ -186,12 +197,14 @@ struct Band<'l> {
     track_name: &'l str,
 }
 
-/// Draws every lane's slices, and adds a note when narrow ones were merged.
+/// Draws every lane's slices, and adds a note when narrow ones were merged; slice names are
+/// drawn where they overlap no label in `placed` (overlapping slices of one lane).
 pub(super) fn slices(
     layout: &Layout,
     per_lane: &[Vec<LaneSlice<'_>>],
     body: &mut String,
     notes: &mut Vec<String>,
+    placed: &mut Placed,
 ) {
     let scale = &layout.scale;
     let (mut merged_slices, mut merged_rects) = (0usize, 0usize);
@@ -209,11 +222,11 @@ pub(super) fn slices(
                 scale.x(n.start()).max(scale.x(item.start()))
             });
             match *item {
-                Item::Single(s) => single(layout, band, s, body),
+                Item::Single(s) => single(layout, band, s, body, placed),
                 Item::Merged(m) => {
                     merged_slices += m.count;
                     merged_rects += 1;
-                    merged(layout, band, m, next_x, body);
+                    merged(layout, band, m, next_x, body, placed);
                 }
             }
         }
@@ -228,7 +241,13 @@ pub(super) fn slices(
 }
 
 /// Draws one slice: its rectangle with a tooltip, and its name inside when it fits.
-fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String) {
+fn single(
+    layout: &Layout,
+    band: Band<'_>,
+    s: &LaneSlice<'_>,
+    body: &mut String,
+    placed: &mut Placed,
+) {
     let scale = &layout.scale;
     let Band {
         lane: i,
@@ -262,7 +281,10 @@ fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String)
         px(h),
         esc(&tip),
     );
-    if let Some(l) = fitting_label(s.name, w) {
+    let y = layout.center(i) + 4.0;
+    let label = fitting_label(s.name, w)
+        .filter(|l| placed.try_place(text_box(l, x + 3.0, y, Anchor::Start, 11.0, false)));
+    if let Some(l) = label {
         let _ = write!(
             body,
             r#"<text class="slice-label {}" x="{}" y="{}" fill="{text}">{}</text>"#,
@@ -276,7 +298,14 @@ fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String)
 
 /// Draws a run of merged slices: an outlined rectangle with a tooltip, labelled with the count
 /// inside when it fits, else just right of it when there is room before `next_x`.
-fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mut String) {
+fn merged(
+    layout: &Layout,
+    band: Band<'_>,
+    m: Merged<'_>,
+    next_x: f64,
+    body: &mut String,
+    placed: &mut Placed,
+) {
     let scale = &layout.scale;
     let Band {
         lane: i,
@@ -314,7 +343,10 @@ fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mu
         px(h),
         esc(&tip),
     );
-    if let Some(l) = fitting_label(&label, w) {
+    let y = layout.center(i) + 4.0;
+    let inside = fitting_label(&label, w)
+        .filter(|l| placed.try_place(text_box(l, x + 3.0, y, Anchor::Start, 11.0, true)));
+    if let Some(l) = inside {
         let _ = write!(
             body,
             r#"<text class="slice-label aggregate-label" x="{}" y="{}" fill="{text}" font-weight="bold">{}</text>"#,
@@ -322,7 +354,9 @@ fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mu
             px(layout.center(i) + 4.0),
             esc(&l),
         );
-    } else if next_x - (x + w) >= label.chars().count() as f64 * CHAR_W_11 + 12.0 {
+    } else if next_x - (x + w) >= label.chars().count() as f64 * CHAR_W_11 + 12.0
+        && placed.try_place(text_box(&label, x + w + 4.0, y, Anchor::Start, 11.0, true))
+    {
         // Too narrow for its count: write it just right of the rectangle.
         let _ = write!(
             body,
