@@ -43,9 +43,7 @@ fn font(class: &str, bold_attr: bool) -> (f64, bool) {
     let has = |c: &str| classes.contains(&c);
     if has("title") {
         (18.0, true)
-    } else if has("lane-label") {
-        (12.0, true)
-    } else if has("instant-label") && has("error") {
+    } else if has("lane-label") || (has("instant-label") && has("error")) {
         (12.0, true)
     } else if has("tick-label") || has("slice-label") || has("flow-label") || has("instant-label") {
         (11.0, bold_attr)
