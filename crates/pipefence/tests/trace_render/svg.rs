@@ -421,3 +421,75 @@ fn trace_svg_draws_an_edge_for_every_satisfied_wait_blocked_or_not() {
         "{summary:?}"
     );
 }
+
+/// Two bursts of work a millisecond apart: the idle stretch between them is elided behind a
+/// break mark, so both bursts get most of the width; without a long idle stretch, no break.
+#[test]
+fn trace_svg_compresses_time_where_nothing_happens() {
+    let gap = 1_000_000;
+    let events = vec![
+        slice(me("gfx"), "first", SliceKind::Busy, T0, T0 + 1_000),
+        slice(
+            me("gfx"),
+            "second",
+            SliceKind::Busy,
+            T0 + gap,
+            T0 + gap + 1_000,
+        ),
+        instant(me("gfx"), T0 + gap + 1_000, "signal f = 1", false),
+    ];
+    let svg = svg_timeline(&events, "bursts");
+    let doc = parse_svg(&svg);
+    let breaks: Vec<_> = with_class(&doc, "g", "break").collect();
+    assert_eq!(breaks.len(), 1, "{svg}");
+    assert!(
+        tooltip(&breaks[0])
+            .unwrap()
+            .starts_with("nothing happens for 999 µs"),
+        "{:?}",
+        tooltip(&breaks[0])
+    );
+    let widths: Vec<f64> = with_class(&doc, "rect", "busy")
+        .map(|r| r.attribute("width").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(widths.len(), 2);
+    assert!(widths.iter().all(|w| *w > 500.0), "{widths:?}");
+    let notes: Vec<String> = with_class(&doc, "text", "note")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("Time is compressed: 1 stretch")),
+        "{notes:?}"
+    );
+    // No tick inside the break.
+    let rect = breaks[0]
+        .children()
+        .find(|c| c.has_tag_name("rect"))
+        .unwrap();
+    let bx = |a: &str| rect.attribute(a).unwrap().parse::<f64>().unwrap();
+    let (b0, b1) = (bx("x"), bx("x") + bx("width"));
+    for t in with_class(&doc, "text", "tick-label") {
+        let x: f64 = t.attribute("x").unwrap().parse().unwrap();
+        assert!(
+            x <= b0 || x >= b1,
+            "tick {} at {x} inside the break",
+            text_of(&t)
+        );
+    }
+    // Evenly spread events: no break.
+    let even: Vec<TraceEvent> = (0..10u64)
+        .map(|i| {
+            slice(
+                me("gfx"),
+                "s",
+                SliceKind::Busy,
+                T0 + i * 100,
+                T0 + i * 100 + 60,
+            )
+        })
+        .collect();
+    let doc_even = svg_timeline(&even, "even");
+    assert_eq!(with_class(&parse_svg(&doc_even), "g", "break").count(), 0);
+}

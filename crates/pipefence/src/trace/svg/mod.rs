@@ -14,11 +14,12 @@ mod frame;
 mod lanes;
 mod marks;
 mod place;
+mod scale;
 
 use super::chrome::{ordered_tracks, time_bounds, track_label};
 use super::{SyncKind, TraceEvent, Track};
-use format::fmt_dur;
 use lanes::LaneSlice;
+use scale::Scale;
 
 /// The picture's width in pixels.
 const WIDTH: f64 = 1600.0;
@@ -57,24 +58,6 @@ const COLOR_FLOW: &str = "#6f42c1";
 const COLOR_EDGE: &str = "#a78bda";
 const COLOR_ERROR: &str = "#d00000";
 const COLOR_INSTANT: &str = "#222222";
-
-/// Maps device-clock nanoseconds to x.
-struct Scale {
-    t0: u64,
-    span: u64,
-    x0: f64,
-    w: f64,
-}
-
-impl Scale {
-    fn x(&self, ns: u64) -> f64 {
-        self.x0 + ns.saturating_sub(self.t0) as f64 * self.w / self.span as f64
-    }
-
-    fn rel(&self, ns: u64) -> String {
-        format!("+{}", fmt_dur(ns.saturating_sub(self.t0)))
-    }
-}
 
 /// Which group a lane belongs to (groups are separated by a gap).
 fn group_of(track: &Track) -> String {
@@ -117,12 +100,26 @@ impl Layout {
         let label_chars = longest.min(36);
         let label_w = (label_chars as f64 * CHAR_W_12 + 24.0).clamp(90.0, 290.0);
         let (t0, t1) = time_bounds(events, true).unwrap_or((0, 0));
-        let scale = Scale {
+        let mut moments: Vec<u64> = Vec::with_capacity(2 * events.len());
+        for e in events {
+            match e {
+                TraceEvent::Slice {
+                    start_ns, end_ns, ..
+                } => moments.extend([*start_ns, *end_ns]),
+                TraceEvent::Flow { from_ns, to_ns, .. }
+                | TraceEvent::Sync { from_ns, to_ns, .. } => {
+                    moments.extend([*from_ns, *to_ns]);
+                }
+                TraceEvent::Instant { ts_ns, .. } => moments.push(*ts_ns),
+            }
+        }
+        let scale = Scale::new(
             t0,
-            span: t1.saturating_sub(t0).max(1),
-            x0: label_w,
-            w: WIDTH - RIGHT_MARGIN - label_w,
-        };
+            t1.saturating_sub(t0),
+            label_w,
+            WIDTH - RIGHT_MARGIN - label_w,
+            &mut moments,
+        );
         let plot_x1 = WIDTH - RIGHT_MARGIN;
 
         // Lane positions.
@@ -335,6 +332,7 @@ pub fn svg_timeline(events: &[TraceEvent], title: &str) -> String {
         &mut notes,
         &mut placed,
     );
+    axis::breaks(&layout, &mut body, &mut notes);
     let mut plain = String::new();
     marks::instants(
         &layout,
