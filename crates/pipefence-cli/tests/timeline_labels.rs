@@ -47,6 +47,8 @@ fn font(class: &str, bold_attr: bool) -> (f64, bool) {
         (12.0, true)
     } else if has("tick-label") || has("slice-label") || has("flow-label") || has("instant-label") {
         (11.0, bold_attr)
+    } else if has("region-label") {
+        (10.0, bold_attr)
     } else if has("summary") || has("caption") || has("note") || classes.is_empty() {
         // Unclassed text is the legend's (12 px).
         (12.0, bold_attr)

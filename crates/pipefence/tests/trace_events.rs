@@ -325,3 +325,66 @@ fn trace_waits_that_never_blocked_have_edges_from_their_releaser() {
         "no wait blocked: {ev:#?}"
     );
 }
+
+/// C10 in traces: each `begin_event` ... `end_event` pair of the ME is a region with its
+/// nesting depth, inner regions inside their parents; those still open at removal (the ME hangs
+/// in a wait inside them) end there.
+#[test]
+fn c10_trace_begin_event_regions_nest_and_close_at_removal() {
+    let rec = Arc::new(TraceRecorder::new());
+    let d = Device::new(DeviceDesc {
+        trace: Some(rec.clone()),
+        ..deterministic_desc(&DeviceDesc::default(), 2)
+    })
+    .unwrap();
+    let q = d
+        .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+        .unwrap();
+    let m = d.create_buffer(&BufferDesc::new(64, Heap::Shared)).unwrap();
+    let done = d.create_fence(&FenceDesc::new(0).named("done")).unwrap();
+    let mut l = d
+        .create_command_list(&CommandListDesc::new(QueueKind::Compute, "l"))
+        .unwrap();
+    l.begin_event("frame")
+        .begin_event("pass")
+        .write_value32_top_of_pipe(m.address(0), 1, WriteSource::Value)
+        .end_event()
+        .begin_event("stuck")
+        .wait_value32(m.address(4), Comparison::Equal, 1, u32::MAX, WaitEngine::Me)
+        .end_event()
+        .end_event();
+    l.close().unwrap();
+    q.execute_command_lists(&[&l]).unwrap();
+    q.signal(&done, 1).unwrap();
+    assert!(done.wait(1, T).unwrap_err().is_device_removed());
+    let regions: Vec<(String, u32, u64, u64)> = rec
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            TraceEvent::Region {
+                track,
+                name,
+                depth,
+                start_ns,
+                end_ns,
+            } => {
+                assert_eq!(track, Track::Me { queue: "q".into() });
+                Some((name, depth, start_ns, end_ns))
+            }
+            _ => None,
+        })
+        .collect();
+    let find = |n: &str| {
+        regions
+            .iter()
+            .find(|r| r.0 == n)
+            .unwrap_or_else(|| panic!("{n}: {regions:?}"))
+    };
+    let (frame, pass, stuck) = (find("frame"), find("pass"), find("stuck"));
+    assert_eq!(regions.len(), 3, "{regions:?}");
+    assert_eq!((frame.1, pass.1, stuck.1), (0, 1, 1));
+    for inner in [pass, stuck] {
+        assert!(frame.2 <= inner.2 && inner.3 <= frame.3, "{regions:?}");
+    }
+    assert!(pass.3 <= stuck.2, "{regions:?}");
+}

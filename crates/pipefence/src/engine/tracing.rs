@@ -1,7 +1,7 @@
 //! What an engine records for traces (only when a sink is installed): merged busy slices of the
 //! ME, blocked slices of ME and PFP waits with an arrow from the write or signal that released
-//! them, a release-to-acquire edge for every satisfied wait (blocked or not), and retirements
-//! of queue signals. Events are buffered in the engine (under its lock)
+//! them, a release-to-acquire edge for every satisfied wait (blocked or not), `begin_event`
+//! regions of the ME, and retirements of queue signals. Events are buffered in the engine (under its lock)
 //! and drained by the driver, which hands them to the sink after releasing the lock.
 
 use crate::core::DeviceCore;
@@ -24,6 +24,8 @@ pub(crate) struct EngineTrace {
     me_block: Option<u64>,
     /// When the PFP's current wait started blocking.
     pfp_block: Option<u64>,
+    /// The ME's open `begin_event` regions, outermost first: label and start.
+    regions: Vec<(String, u64)>,
 }
 
 impl EngineTrace {
@@ -36,7 +38,30 @@ impl EngineTrace {
             me_open: None,
             me_block: None,
             pfp_block: None,
+            regions: Vec::new(),
         }
+    }
+
+    /// The ME reached `begin_event(label)`.
+    pub(crate) fn begin_event(&mut self, label: &str) {
+        self.regions.push((label.to_string(), self.now));
+    }
+
+    /// The ME reached `end_event`: the innermost open region ends.
+    pub(crate) fn end_event(&mut self) {
+        if let Some((name, start)) = self.regions.pop() {
+            self.push_region(name, start);
+        }
+    }
+
+    fn push_region(&mut self, name: String, start: u64) {
+        self.events.push(TraceEvent::Region {
+            track: self.me(),
+            name,
+            depth: self.regions.len() as u32,
+            start_ns: start,
+            end_ns: self.now.max(start),
+        });
     }
 
     fn me(&self) -> Track {
@@ -171,6 +196,9 @@ impl EngineTrace {
         me: Option<&WaitCondition>,
     ) {
         self.close_me();
+        while let Some((name, start)) = self.regions.pop() {
+            self.push_region(name, start);
+        }
         for (is_pfp, cond) in [(true, pfp), (false, me)] {
             let start = if is_pfp && self.has_pfp {
                 self.pfp_block.take()

@@ -13,11 +13,11 @@ use super::{SliceKind, TraceEvent, Track};
 /// The process id of every event.
 const PID: u64 = 1;
 
-/// The tracks that `events` mention (slices, both ends of flows, instants, and with `with_sync`
-/// both ends of [`TraceEvent::Sync`] edges) in the stable lane order: per queue in
+/// The tracks that `events` mention (slices, both ends of flows, instants, and with `svg_events`
+/// the events only the SVG timeline draws: both ends of [`TraceEvent::Sync`] edges, regions) in the stable lane order: per queue in
 /// first-appearance order its PFP then its ME, then workers by index, then hosts in
 /// first-appearance order.
-pub(crate) fn ordered_tracks(events: &[TraceEvent], with_sync: bool) -> Vec<Track> {
+pub(crate) fn ordered_tracks(events: &[TraceEvent], svg_events: bool) -> Vec<Track> {
     let mut queues: Vec<(&str, bool, bool)> = Vec::new();
     let mut workers: Vec<u32> = Vec::new();
     let mut hosts: Vec<&str> = Vec::new();
@@ -27,8 +27,9 @@ pub(crate) fn ordered_tracks(events: &[TraceEvent], with_sync: bool) -> Vec<Trac
                 [Some(track), None]
             }
             TraceEvent::Flow { from, to, .. } => [Some(from), Some(to)],
-            TraceEvent::Sync { from, to, .. } if with_sync => [Some(from), Some(to)],
-            TraceEvent::Sync { .. } => [None, None],
+            TraceEvent::Sync { from, to, .. } if svg_events => [Some(from), Some(to)],
+            TraceEvent::Region { track, .. } if svg_events => [Some(track), None],
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => [None, None],
         };
         for t in tracks.into_iter().flatten() {
             match t {
@@ -103,8 +104,9 @@ pub(crate) fn kind_name(kind: SliceKind) -> &'static str {
 }
 
 /// The earliest and latest times of `events` (slice ends and both ends of flows included, and
-/// with `with_sync` both ends of [`TraceEvent::Sync`] edges), or `None` when there are none.
-pub(crate) fn time_bounds(events: &[TraceEvent], with_sync: bool) -> Option<(u64, u64)> {
+/// with `svg_events` both ends of [`TraceEvent::Sync`] edges and regions), or `None` when there
+/// are none.
+pub(crate) fn time_bounds(events: &[TraceEvent], svg_events: bool) -> Option<(u64, u64)> {
     let mut bounds: Option<(u64, u64)> = None;
     let mut see = |ns: u64| {
         bounds = Some(match bounds {
@@ -124,11 +126,17 @@ pub(crate) fn time_bounds(events: &[TraceEvent], with_sync: bool) -> Option<(u64
                 see(*from_ns);
                 see(*to_ns);
             }
-            TraceEvent::Sync { from_ns, to_ns, .. } if with_sync => {
+            TraceEvent::Sync { from_ns, to_ns, .. } if svg_events => {
                 see(*from_ns);
                 see(*to_ns);
             }
-            TraceEvent::Sync { .. } => {}
+            TraceEvent::Region {
+                start_ns, end_ns, ..
+            } if svg_events => {
+                see(*start_ns);
+                see(*end_ns);
+            }
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => {}
             TraceEvent::Instant { ts_ns, .. } => see(*ts_ns),
         }
     }
@@ -152,8 +160,8 @@ fn micros(ns: u64, t0: u64) -> f64 {
 ///   pairs sharing an `id`, named by the flow's label, `cat` `flow`.
 /// - Instants are `"ph":"i"` with `"s":"t"` and `args.error`; errors also get `cat` `error` and
 ///   `cname` `terrible` (red in `chrome://tracing`).
-/// - [`TraceEvent::Sync`] edges (every satisfied wait) are left out, lanes and time bounds
-///   included: the flows are the waits that blocked.
+/// - [`TraceEvent::Sync`] edges (every satisfied wait) and [`TraceEvent::Region`]s are left
+///   out, lanes and time bounds included: the flows are the waits that blocked.
 ///
 /// `ts`/`dur` are microseconds (floats) since the earliest event. Events are in time order (ties
 /// as given), so the same events always give the same bytes.
@@ -248,7 +256,7 @@ pub fn chrome_json(events: &[TraceEvent], process_name: &str) -> String {
                     }),
                 ));
             }
-            TraceEvent::Sync { .. } => {}
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => {}
             TraceEvent::Instant {
                 track,
                 ts_ns,

@@ -123,6 +123,21 @@ pub enum TraceEvent {
         /// Whether the wait blocked before it was satisfied.
         blocked: bool,
     },
+    /// A `begin_event` ... `end_event` region of a queue's ME (C10), `depth` 0 for the
+    /// outermost (a frame, say). The SVG timeline groups the queue's lanes under a band of
+    /// these; the Chrome trace leaves them out. A region still open at removal ends there.
+    Region {
+        /// The ME's lane.
+        track: Track,
+        /// The label.
+        name: String,
+        /// How many regions enclose it.
+        depth: u32,
+        /// When the ME reached `begin_event`.
+        start_ns: u64,
+        /// When it reached `end_event` (or the device was removed).
+        end_ns: u64,
+    },
     /// A moment: the removal point, a hazard.
     Instant {
         /// The lane.
@@ -140,7 +155,7 @@ impl TraceEvent {
     /// The event's time (a slice's start).
     pub fn ts_ns(&self) -> u64 {
         match self {
-            TraceEvent::Slice { start_ns, .. } => *start_ns,
+            TraceEvent::Slice { start_ns, .. } | TraceEvent::Region { start_ns, .. } => *start_ns,
             TraceEvent::Flow { from_ns, .. } | TraceEvent::Sync { from_ns, .. } => *from_ns,
             TraceEvent::Instant { ts_ns, .. } => *ts_ns,
         }

@@ -493,3 +493,53 @@ fn trace_svg_compresses_time_where_nothing_happens() {
     let doc_even = svg_timeline(&even, "even");
     assert_eq!(with_class(&parse_svg(&doc_even), "g", "break").count(), 0);
 }
+
+/// `begin_event` regions group a queue's lanes: a band above them named after the queue, a
+/// rectangle per region in the row of its depth, a frame line where each outermost one begins.
+#[test]
+fn trace_svg_groups_a_queues_lanes_under_its_begin_event_regions() {
+    let region = |name: &str, depth: u32, start: u64, end: u64| TraceEvent::Region {
+        track: me("gfx"),
+        name: name.to_string(),
+        depth,
+        start_ns: T0 + start,
+        end_ns: T0 + end,
+    };
+    let mut events = small();
+    events.push(region("frame 0", 0, 0, 4_000));
+    events.push(region("shadows", 1, 500, 2_000));
+    events.push(region("frame 1", 0, 4_000, 8_500));
+    events.push(region("deep", 3, 4_100, 4_200));
+    let svg = svg_timeline(&events, "frames");
+    let doc = parse_svg(&svg);
+    let labels: BTreeMap<String, f64> = with_class(&doc, "text", "lane-label")
+        .map(|n| (text_of(&n), n.attribute("y").unwrap().parse().unwrap()))
+        .collect();
+    // The band sits in gfx's group, just above its PFP lane and below compute's lanes.
+    let band = labels["gfx events"];
+    assert!(
+        band < labels["gfx PFP"] && band > labels["compute ME"],
+        "{labels:?}"
+    );
+    assert!(!labels.contains_key("compute events"), "{labels:?}");
+    let rects: Vec<_> = with_class(&doc, "rect", "region").collect();
+    assert_eq!(rects.len(), 3, "the region nested 4 deep is left out");
+    let y = |r: &roxmltree::Node| r.attribute("y").unwrap().parse::<f64>().unwrap();
+    assert!(y(&rects[1]) > y(&rects[0]), "depth 1 below depth 0");
+    assert_eq!(y(&rects[0]), y(&rects[2]));
+    assert!(tooltip(&rects[1])
+        .unwrap()
+        .starts_with("shadows\nbegin_event on gfx ME, depth 1"));
+    assert_eq!(with_class(&doc, "line", "frame-line").count(), 2);
+    let notes: Vec<String> = with_class(&doc, "text", "note")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("1 begin_event region nested deeper")),
+        "{notes:?}"
+    );
+    // Not in the Chrome trace.
+    assert_eq!(chrome_json(&events, "p"), chrome_json(&small(), "p"));
+}

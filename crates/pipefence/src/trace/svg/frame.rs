@@ -94,6 +94,7 @@ pub(super) fn document(title: &str, height: f64, head: &str, body: &str, foot: &
 .tick-label {{ font-size: 11px; fill: #333; }}
 .lane-label {{ font-size: 12px; font-weight: bold; fill: #222; }}
 .slice-label, .flow-label, .instant-label {{ font-size: 11px; pointer-events: none; }}
+.region-label {{ font-size: 10px; pointer-events: none; }}
 .slice-label, .instant-label, .flow-label {{ paint-order: stroke; }}
 .instant-label.error {{ font-size: 12px; font-weight: bold; }}
 .flow-label {{ stroke: #ffffff; stroke-width: 3px; }}
@@ -209,7 +210,14 @@ fn legend(mut x: f64, y: f64) -> String {
         px(x + 6.0),
         px(y + 1.0),
     );
-    text(&mut out, x + 17.0, "error (removal, fault, hazard)");
+    x = text(&mut out, x + 17.0, "error (removal, fault, hazard)");
+    let _ = write!(
+        out,
+        r##"<rect x="{}" y="{}" width="18" height="10" rx="2" fill="#e3d9f3" stroke="#8a6fc0" stroke-width="0.8"/>"##,
+        px(x),
+        px(y - 9.0)
+    );
+    text(&mut out, x + 23.0, "begin_event region");
     out.push_str("</g>");
     out
 }

@@ -5,12 +5,12 @@
 use std::fmt::Write as _;
 
 use super::super::chrome::kind_name;
-use super::super::SliceKind;
+use super::super::{SliceKind, TraceEvent, Track};
 use super::format::{count, esc, fmt_dur, px, truncate};
 use super::place::{text_box, Anchor, Placed};
 use super::{
     Layout, Scale, CHAR_W_11, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_HOST, COLOR_KERNEL, LANE_H,
-    MIN_VISIBLE_PX,
+    MAX_REGION_ROWS, MIN_VISIBLE_PX, REGION_H,
 };
 
 /// Fill, stroke and text colour of a slice kind.
@@ -185,6 +185,123 @@ pub(super) fn backgrounds(layout: &Layout, body: &mut String, placed: &mut Place
             esc(&shown),
             esc(label),
         );
+    }
+}
+
+/// Draws each queue's band of `begin_event` regions above its lanes: the band's label (`gfx
+/// events`), a rectangle per region in the row of its depth with its name inside where it fits
+/// (and in the tooltip), and a faint line down the queue's lanes where each outermost region
+/// (a frame) begins. Regions nested deeper than the band's rows are left out, with a note.
+pub(super) fn regions(
+    layout: &Layout,
+    regions: &[&TraceEvent],
+    body: &mut String,
+    notes: &mut Vec<String>,
+    placed: &mut Placed,
+) {
+    let scale = &layout.scale;
+    for (k, band) in layout.bands.iter().enumerate() {
+        let h = f64::from(band.rows) * REGION_H;
+        let label = format!("{} events", band.queue);
+        let y_label = band.y + h / 2.0 + 4.0;
+        placed.place(text_box(
+            &label,
+            layout.label_w - 10.0,
+            y_label,
+            Anchor::End,
+            12.0,
+            true,
+        ));
+        let _ = write!(
+            body,
+            r##"<rect class="band" x="{}" y="{}" width="{}" height="{}" fill="{}"/><text class="lane-label band-label" x="{}" y="{}" text-anchor="end">{}<title>begin_event ... end_event regions of queue {}, outermost on top</title></text>"##,
+            px(scale.x0),
+            px(band.y),
+            px(layout.plot_x1 - scale.x0),
+            px(h),
+            if k % 2 == 0 { "#f7f4fb" } else { "#f1ecf8" },
+            px(layout.label_w - 10.0),
+            px(y_label),
+            esc(&label),
+            esc(&band.queue),
+        );
+    }
+    let mut deeper = 0usize;
+    for e in regions {
+        let TraceEvent::Region {
+            track: Track::Me { queue },
+            name,
+            depth,
+            start_ns,
+            end_ns,
+        } = e
+        else {
+            continue;
+        };
+        let Some(band) = layout.bands.iter().find(|b| b.queue == *queue) else {
+            continue;
+        };
+        if *depth >= band.rows.min(MAX_REGION_ROWS) {
+            deeper += 1;
+            continue;
+        }
+        let x = scale.x(*start_ns);
+        let w = (scale.x(*end_ns) - x).max(MIN_VISIBLE_PX);
+        let y = band.y + f64::from(*depth) * REGION_H + 1.0;
+        let tip = format!(
+            "{name}\nbegin_event on {queue} ME, depth {depth}\n{} to {} ({})",
+            scale.rel(*start_ns),
+            scale.rel(*end_ns),
+            fmt_dur(end_ns.saturating_sub(*start_ns))
+        );
+        if *depth == 0 {
+            let _ = write!(
+                body,
+                r##"<line class="frame-line" x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#8a6fc0" stroke-width="0.8" stroke-dasharray="1 3"/>"##,
+                px(band.y),
+                px(band.bottom),
+                x = px(x),
+            );
+        }
+        let _ = write!(
+            body,
+            r##"<rect class="region" x="{}" y="{}" width="{}" height="{}" rx="2" fill="#e3d9f3" stroke="#8a6fc0" stroke-width="0.8"><title>{}</title></rect>"##,
+            px(x),
+            px(y),
+            px(w),
+            px(REGION_H - 2.0),
+            esc(&tip),
+        );
+        let avail = ((w - 4.0) / (10.0 * super::place::EM_REGULAR)).floor();
+        if avail >= 1.0 {
+            let n = name.chars().count();
+            let avail = avail as usize;
+            let text = if n <= avail {
+                Some(name.to_string())
+            } else if avail >= 5 {
+                Some(truncate(name, avail))
+            } else {
+                None
+            };
+            let ty = y + REGION_H - 5.0;
+            if let Some(t) = text
+                .filter(|t| placed.try_place(text_box(t, x + 2.0, ty, Anchor::Start, 10.0, false)))
+            {
+                let _ = write!(
+                    body,
+                    r##"<text class="region-label" x="{}" y="{}" fill="#3d2a66">{}</text>"##,
+                    px(x + 2.0),
+                    px(ty),
+                    esc(&t),
+                );
+            }
+        }
+    }
+    if deeper > 0 {
+        notes.push(format!(
+            "{} nested deeper than {MAX_REGION_ROWS} levels not drawn.",
+            count(deeper, "begin_event region", "begin_event regions")
+        ));
     }
 }
 

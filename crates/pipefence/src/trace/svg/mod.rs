@@ -31,6 +31,10 @@ const LANE_H: f64 = 30.0;
 const LANE_GAP: f64 = 3.0;
 /// Extra space between groups.
 const GROUP_GAP: f64 = 10.0;
+/// The height of one row of a queue's `begin_event` band.
+const REGION_H: f64 = 14.0;
+/// A queue's band shows at most this many levels of nested regions.
+const MAX_REGION_ROWS: u32 = 3;
 /// Where the first lane starts.
 const LANES_TOP: f64 = 104.0;
 /// Slices narrower than this are merged with their narrow neighbours of the same kind.
@@ -89,6 +93,20 @@ struct Layout {
     lane_y: Vec<f64>,
     /// Where the last lane ends (the first lane's top when there are none).
     lanes_bottom: f64,
+    /// The `begin_event` bands, one above the lanes of each queue that has regions.
+    bands: Vec<RegionBand>,
+}
+
+/// A queue's band of `begin_event` regions, above its lanes.
+pub(super) struct RegionBand {
+    /// The queue.
+    pub(super) queue: String,
+    /// Its top.
+    pub(super) y: f64,
+    /// How many rows (levels of nesting) it shows.
+    pub(super) rows: u32,
+    /// Where the queue's last lane ends.
+    pub(super) bottom: f64,
 }
 
 impl Layout {
@@ -111,6 +129,9 @@ impl Layout {
                     moments.extend([*from_ns, *to_ns]);
                 }
                 TraceEvent::Instant { ts_ns, .. } => moments.push(*ts_ns),
+                TraceEvent::Region {
+                    start_ns, end_ns, ..
+                } => moments.extend([*start_ns, *end_ns]),
             }
         }
         let scale = Scale::new(
@@ -122,17 +143,49 @@ impl Layout {
         );
         let plot_x1 = WIDTH - RIGHT_MARGIN;
 
-        // Lane positions.
+        // How many rows each queue's band of regions needs.
+        let mut rows: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+        for e in events {
+            if let TraceEvent::Region {
+                track: Track::Me { queue },
+                depth,
+                ..
+            } = e
+            {
+                let r = rows.entry(queue.as_str()).or_default();
+                *r = (*r).max((*depth + 1).min(MAX_REGION_ROWS));
+            }
+        }
+
+        // Lane positions, with a queue's band above its first lane.
         let mut lane_y = Vec::with_capacity(tracks.len());
+        let mut bands: Vec<RegionBand> = Vec::new();
         let mut y = LANES_TOP;
         let mut prev_group: Option<String> = None;
         for t in &tracks {
             let g = group_of(t);
+            let new_group = prev_group.as_ref() != Some(&g);
             if let Some(p) = &prev_group {
                 y += if *p == g { LANE_GAP } else { GROUP_GAP };
             }
+            if let (true, Track::Pfp { queue } | Track::Me { queue }) = (new_group, t) {
+                if let Some(&r) = rows.get(queue.as_str()) {
+                    bands.push(RegionBand {
+                        queue: queue.clone(),
+                        y,
+                        rows: r,
+                        bottom: y,
+                    });
+                    y += f64::from(r) * REGION_H + LANE_GAP;
+                }
+            }
             lane_y.push(y);
             y += LANE_H;
+            if let (Some(b), Track::Pfp { queue } | Track::Me { queue }) = (bands.last_mut(), t) {
+                if b.queue == *queue {
+                    b.bottom = y;
+                }
+            }
             prev_group = Some(g);
         }
         let lanes_bottom = if tracks.is_empty() { LANES_TOP } else { y };
@@ -147,6 +200,7 @@ impl Layout {
             plot_x1,
             lane_y,
             lanes_bottom,
+            bands,
         }
     }
 
@@ -184,6 +238,8 @@ struct Sorted<'e> {
     flows: Vec<Edge<'e>>,
     /// The instants, errors included.
     instants: Vec<&'e TraceEvent>,
+    /// The `begin_event` regions.
+    regions: Vec<&'e TraceEvent>,
     /// How many slices there are (on a lane or not).
     n_slices: usize,
     /// How many instants are errors.
@@ -198,6 +254,7 @@ impl<'e> Sorted<'e> {
         let mut flows = Vec::new();
         let mut flow_events = Vec::new();
         let mut instants = Vec::new();
+        let mut regions = Vec::new();
         let (mut n_slices, mut n_errors) = (0usize, 0usize);
         for e in events {
             match e {
@@ -256,6 +313,7 @@ impl<'e> Sorted<'e> {
                     n_errors += usize::from(*error);
                     instants.push(e);
                 }
+                TraceEvent::Region { .. } => regions.push(e),
             }
         }
         for lane in &mut per_lane {
@@ -278,6 +336,7 @@ impl<'e> Sorted<'e> {
             per_lane,
             flows,
             instants,
+            regions,
             n_slices,
             n_errors,
         }
@@ -298,7 +357,13 @@ impl<'e> Sorted<'e> {
 ///   blocked, pale and dashed for waits that found their value already there (at most 200, the
 ///   earliest; a note says how many were left out);
 /// - instants as small diamonds; errors (removal, faults, hazards) as red triangles with their
-///   name and a dashed red line across all lanes.
+///   name and a dashed red line across all lanes;
+/// - above the lanes of each queue that has `begin_event` regions, a band (`gfx events`) with
+///   one rectangle per region, nested regions in rows below their parents (3 levels), and a
+///   faint line down the queue's lanes where each outermost region (a frame) begins.
+///
+/// Time is compressed where nothing happens: a stretch with no event longer than a tenth of the
+/// span is drawn as a 24 px break mark (see `scale`).
 ///
 /// No two labels overlap: error labels, axis ticks and lane names are placed first, then slice
 /// names, then instant and edge labels wherever they overlap none placed before (else they are
@@ -314,6 +379,7 @@ pub fn svg_timeline(events: &[TraceEvent], title: &str) -> String {
     let mut placed = place::Placed::new(layout.scale.x0, WIDTH - 2.0);
     let unit = axis::axis(&layout, &mut body, &mut placed);
     lanes::backgrounds(&layout, &mut body, &mut placed);
+    lanes::regions(&layout, &sorted.regions, &mut body, &mut notes, &mut placed);
     // Errors are placed first (they matter most) and drawn last (on top).
     let mut errors = String::new();
     let mut hidden = 0usize;
