@@ -2,7 +2,7 @@
 //! deterministic and `--strict`, a few seeds) is parsed and every `<text>` gets a box estimated
 //! the way the renderer lays labels out (`crates/pipefence/src/trace/svg/place.rs`: characters
 //! times the font size times 0.58 em, 0.62 em bold; 0.72 em above the baseline, 0.22 em below;
-//! placed by `text-anchor`); no two boxes may intersect.
+//! placed by `text-anchor`); no two boxes may intersect, and none may stick out of the picture.
 //!
 //! `PIPEFENCE_TIMELINE_CHECK_BIN=/path/to/pipefence` checks another build's timelines (an
 //! older one, to see that the check catches its overlaps).
@@ -99,6 +99,20 @@ fn labels(svg: &str) -> Vec<Label> {
     out
 }
 
+/// The labels of `svg` that stick out of its width.
+fn outside(svg: &str) -> Vec<Label> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    let width: f64 = doc
+        .root_element()
+        .attribute("width")
+        .and_then(|w| w.parse().ok())
+        .expect("a width");
+    labels(svg)
+        .into_iter()
+        .filter(|l| l.x0 < 0.0 || l.x1 > width)
+        .collect()
+}
+
 /// The pairs of labels of `svg` that overlap.
 fn overlaps(svg: &str) -> Vec<(Label, Label)> {
     let l = labels(svg);
@@ -162,6 +176,15 @@ fn timeline_labels_of_every_scenario_never_overlap() {
                 };
                 let svg = timeline(&file, &[mode, "--seed", seed], &out);
                 checked += 1;
+                for l in outside(&svg) {
+                    failures.push(format!(
+                        "{} {mode} --seed {seed}: {:?} sticks out of the picture ({:.0}..{:.0})",
+                        file.display(),
+                        l.text,
+                        l.x0,
+                        l.x1
+                    ));
+                }
                 for (a, b) in overlaps(&svg) {
                     failures.push(format!(
                         "{} {mode} --seed {seed}: {:?} overlaps {:?}",
@@ -177,7 +200,7 @@ fn timeline_labels_of_every_scenario_never_overlap() {
     assert!(checked >= 120, "{checked} timelines");
     assert!(
         failures.is_empty(),
-        "{} overlapping label pairs:\n{}",
+        "{} overlapping or cut labels:\n{}",
         failures.len(),
         failures.join("\n")
     );
@@ -199,6 +222,8 @@ fn timeline_label_check_catches_overlapping_text() {
         r#"<text class="instant-label" x="10" y="20">signal copied = 1</text><text class="instant-label" x="200" y="20">signal copied = 2</text><text class="flow-label" x="9" y="20" text-anchor="end">fence a = 1</text><text class="slice-label" x="10" y="32">copy</text>"#,
     );
     assert!(overlaps(&apart).is_empty(), "{:?}", overlaps(&apart));
+    let wide = doc(r#"<text x="90" y="20">a legend entry past the right edge</text>"#);
+    assert_eq!(outside(&wide).len(), 1);
     // A lane label's tooltip is not drawn text.
     let l = labels(&doc(
         r#"<text class="lane-label" x="80" y="20" text-anchor="end">gfx ME<title>gfx ME, a long tooltip</title></text>"#,

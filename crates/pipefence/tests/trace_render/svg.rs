@@ -463,7 +463,9 @@ fn trace_svg_compresses_time_where_nothing_happens() {
             .any(|n| n.starts_with("Time is compressed: 1 stretch")),
         "{notes:?}"
     );
-    // No tick inside the break.
+    // At most 10 ticks over the drawn parts; none inside the break.
+    let ticks = with_class(&doc, "text", "tick-label").count();
+    assert!((2..=10).contains(&ticks), "{ticks} ticks");
     let rect = breaks[0]
         .children()
         .find(|c| c.has_tag_name("rect"))
@@ -478,6 +480,28 @@ fn trace_svg_compresses_time_where_nothing_happens() {
             text_of(&t)
         );
     }
+    // A kernel running through the quiet stretch is something happening: no break.
+    let mut busy = events.clone();
+    busy.push(slice(
+        worker(0),
+        "spin",
+        SliceKind::Kernel,
+        T0 + 500,
+        T0 + gap,
+    ));
+    let doc_busy = svg_timeline(&busy, "busy");
+    assert_eq!(with_class(&parse_svg(&doc_busy), "g", "break").count(), 0);
+    // A wait blocked through it is not.
+    let mut waiting = events.clone();
+    waiting.push(slice(
+        host("main"),
+        "wait",
+        SliceKind::Blocked,
+        T0 + 500,
+        T0 + gap,
+    ));
+    let doc_wait = svg_timeline(&waiting, "waiting");
+    assert_eq!(with_class(&parse_svg(&doc_wait), "g", "break").count(), 1);
     // Evenly spread events: no break.
     let even: Vec<TraceEvent> = (0..10u64)
         .map(|i| {

@@ -62,6 +62,38 @@ fn multiples(t0: u64, a: u64, b: u64, step: u64) -> impl Iterator<Item = u64> {
     (first..=last).filter_map(move |k| k.checked_mul(step))
 }
 
+/// The tick step for the drawn parts of the plot: the smallest 1, 2 or 5 times a power of ten
+/// nanoseconds that puts at most 10 ticks in them (with nothing elided, [`tick_step`]'s).
+fn shown_step(layout: &Layout) -> u64 {
+    let scale = &layout.scale;
+    if let [_] = scale.segments() {
+        return tick_step(scale.span).max(1);
+    }
+    let count = |step: u64| -> usize {
+        scale
+            .segments()
+            .iter()
+            .filter(|s| !s.gap)
+            .map(|s| multiples(layout.t0, s.t0, s.t1, step).count())
+            .sum()
+    };
+    let mut step = tick_step(scale.shown_span()).max(1);
+    while count(step) > 10 {
+        // 1, 2, 5, 10, 20, 50...: from the step chosen for the drawn time up.
+        let decade = 10u64.pow(step.ilog10());
+        let next = match step / decade {
+            1 => decade.checked_mul(2),
+            2 => decade.checked_mul(5),
+            _ => decade.checked_mul(10),
+        };
+        let Some(next) = next else {
+            return step;
+        };
+        step = next;
+    }
+    step
+}
+
 /// Draws the axis, the grid and the ticks into `body` (nothing when there are no lanes) and
 /// returns the unit of the tick labels (for the caption); the tick labels are placed in
 /// `placed` (a label that would overlap another, next to a break, is left out). Ticks fall in
@@ -71,7 +103,7 @@ pub(super) fn axis(layout: &Layout, body: &mut String, placed: &mut Placed) -> &
     let t0 = layout.t0;
     let plot_x1 = layout.plot_x1;
     let lanes_bottom = layout.lanes_bottom;
-    let step = tick_step(scale.shown_span()).max(1);
+    let step = shown_step(layout);
     let max_tick = scale.span / step * step;
     let (unit, per_unit) = tick_unit(max_tick);
     if layout.tracks.is_empty() {

@@ -22,7 +22,7 @@ pub(super) fn header(
     let _ = write!(
         head,
         r#"<text class="title" x="16" y="28">{}</text>"#,
-        esc(&truncate(title, 160))
+        esc(&truncate(title, 140))
     );
     let summary = if events.is_empty() {
         "no events".to_string()
@@ -168,7 +168,7 @@ fn legend(mut x: f64, y: f64) -> String {
         x = text(&mut out, x + 23.0, what);
     }
     swatch(&mut out, x, COLOR_BUSY, "#111", true);
-    x = text(&mut out, x + 23.0, "merged narrow slices (count)");
+    x = text(&mut out, x + 23.0, "merged slices (count)");
     let _ = write!(
         out,
         r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{COLOR_FLOW}" stroke-width="1.5" marker-end="url(#arrow)"/>"#,
@@ -177,7 +177,7 @@ fn legend(mut x: f64, y: f64) -> String {
         px(x + 24.0),
         px(y - 4.0)
     );
-    x = text(&mut out, x + 30.0, "signal/write released a blocked wait");
+    x = text(&mut out, x + 30.0, "released a blocked wait");
     let _ = write!(
         out,
         r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{COLOR_EDGE}" stroke-width="1" stroke-dasharray="4 2" marker-end="url(#arrow-pale)"/>"#,

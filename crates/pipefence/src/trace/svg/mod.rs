@@ -118,20 +118,31 @@ impl Layout {
         let label_chars = longest.min(36);
         let label_w = (label_chars as f64 * CHAR_W_12 + 24.0).clamp(90.0, 290.0);
         let (t0, t1) = time_bounds(events, true).unwrap_or((0, 0));
-        let mut moments: Vec<u64> = Vec::with_capacity(2 * events.len());
+        // Where something happens: running slices, and the moments of everything else (a
+        // wait that blocks is not activity; only its start and end are).
+        let mut activity: Vec<(u64, u64)> = Vec::with_capacity(2 * events.len());
         for e in events {
             match e {
                 TraceEvent::Slice {
-                    start_ns, end_ns, ..
-                } => moments.extend([*start_ns, *end_ns]),
+                    start_ns,
+                    end_ns,
+                    kind,
+                    ..
+                } => {
+                    if *kind == super::SliceKind::Blocked {
+                        activity.extend([(*start_ns, *start_ns), (*end_ns, *end_ns)]);
+                    } else {
+                        activity.push((*start_ns, (*end_ns).max(*start_ns)));
+                    }
+                }
                 TraceEvent::Flow { from_ns, to_ns, .. }
                 | TraceEvent::Sync { from_ns, to_ns, .. } => {
-                    moments.extend([*from_ns, *to_ns]);
+                    activity.extend([(*from_ns, *from_ns), (*to_ns, *to_ns)]);
                 }
-                TraceEvent::Instant { ts_ns, .. } => moments.push(*ts_ns),
+                TraceEvent::Instant { ts_ns, .. } => activity.push((*ts_ns, *ts_ns)),
                 TraceEvent::Region {
                     start_ns, end_ns, ..
-                } => moments.extend([*start_ns, *end_ns]),
+                } => activity.extend([(*start_ns, *start_ns), (*end_ns, *end_ns)]),
             }
         }
         let scale = Scale::new(
@@ -139,7 +150,7 @@ impl Layout {
             t1.saturating_sub(t0),
             label_w,
             WIDTH - RIGHT_MARGIN - label_w,
-            &mut moments,
+            &mut activity,
         );
         let plot_x1 = WIDTH - RIGHT_MARGIN;
 
@@ -362,8 +373,9 @@ impl<'e> Sorted<'e> {
 ///   one rectangle per region, nested regions in rows below their parents (3 levels), and a
 ///   faint line down the queue's lanes where each outermost region (a frame) begins.
 ///
-/// Time is compressed where nothing happens: a stretch with no event longer than a tenth of the
-/// span is drawn as a 24 px break mark (see `scale`).
+/// Time is compressed where nothing happens: a stretch longer than a tenth of the span with no
+/// slice running (blocked waits aside) and no event is drawn as a 24 px break mark (see
+/// `scale`).
 ///
 /// No two labels overlap: error labels, axis ticks and lane names are placed first, then slice
 /// names, then instant and edge labels wherever they overlap none placed before (else they are

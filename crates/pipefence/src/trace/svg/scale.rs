@@ -1,7 +1,8 @@
 //! The time scale: device-clock nanoseconds to x, with time compressed where nothing happens.
 //!
-//! A stretch with no event in it (no slice starting or ending, no instant, no end of an arrow)
-//! longer than a tenth of the span is elided: it takes [`BREAK_W`] pixels, drawn as a break
+//! A stretch where nothing happens (no busy, kernel or host slice runs; no slice starts or ends,
+//! no instant, no end of an arrow: waits that block across it do not count) longer than a tenth
+//! of the span is elided: it takes [`BREAK_W`] pixels, drawn as a break
 //! mark, and the rest of the plot shares the width in proportion to time. At most
 //! [`MAX_GAPS`] stretches (the longest) are elided. With none, the scale is linear.
 
@@ -39,8 +40,9 @@ pub(super) struct Scale {
 }
 
 impl Scale {
-    /// The scale of `[t0, t0 + span]` on `[x0, x0 + w]` for events at `moments` (any order).
-    pub(super) fn new(t0: u64, span: u64, x0: f64, w: f64, moments: &mut [u64]) -> Self {
+    /// The scale of `[t0, t0 + span]` on `[x0, x0 + w]` for `activity`: the intervals where
+    /// something happens (any order; a moment is an empty interval).
+    pub(super) fn new(t0: u64, span: u64, x0: f64, w: f64, activity: &mut [(u64, u64)]) -> Self {
         let span = span.max(1);
         let t1 = t0.saturating_add(span);
         let linear = Scale {
@@ -56,12 +58,17 @@ impl Scale {
                 gap: false,
             }],
         };
-        moments.sort_unstable();
-        let mut gaps: Vec<(u64, u64)> = moments
-            .windows(2)
-            .filter(|p| p[1] - p[0] > span / GAP_DIVISOR && p[1] - p[0] > 1)
-            .map(|p| (p[0], p[1]))
-            .collect();
+        activity.sort_unstable();
+        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        let mut end: Option<u64> = None;
+        for &(a, b) in activity.iter() {
+            if let Some(e) = end {
+                if a > e && a - e > span / GAP_DIVISOR && a - e > 1 {
+                    gaps.push((e, a));
+                }
+            }
+            end = Some(end.map_or(b, |e| e.max(b)));
+        }
         if gaps.is_empty() {
             return linear;
         }
