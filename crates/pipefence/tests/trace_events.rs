@@ -388,3 +388,35 @@ fn c10_trace_begin_event_regions_nest_and_close_at_removal() {
     }
     assert!(pass.3 <= stuck.2, "{regions:?}");
 }
+
+/// A host multi-fence wait gets an edge from each fence that reached its value.
+#[test]
+fn trace_multi_fence_wait_has_an_edge_per_reached_fence() {
+    let rec = Arc::new(TraceRecorder::new());
+    let d = Device::new(DeviceDesc {
+        trace: Some(rec.clone()),
+        ..deterministic_desc(&DeviceDesc::default(), 5)
+    })
+    .unwrap();
+    let q = d
+        .create_queue(&QueueDesc::new(QueueKind::Compute, "q"))
+        .unwrap();
+    let a = d.create_fence(&FenceDesc::new(0).named("a")).unwrap();
+    let b = d.create_fence(&FenceDesc::new(0).named("b")).unwrap();
+    q.signal(&a, 1).unwrap();
+    q.signal(&b, 2).unwrap();
+    d.wait_multiple(&[&a, &b], &[1, 2], MultipleFenceWaitFlags::ALL, T)
+        .unwrap();
+    d.tools().settle(T);
+    let ev = rec.events();
+    let mut labels: Vec<&str> = syncs(&ev)
+        .into_iter()
+        .filter(|e| e.3 == SyncKind::HostWait)
+        .map(|e| {
+            assert_eq!(e.0, &Track::Me { queue: "q".into() });
+            e.2
+        })
+        .collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["fence a = 1", "fence b = 2"]);
+}

@@ -658,10 +658,14 @@ impl Device {
         removed_ok: bool,
     ) -> Result<()> {
         let (pairs, any) = self.multi_args(what, fences, values, flags)?;
-        let below: Vec<bool> = pairs
-            .iter()
-            .map(|(f, v)| f.completed_value() < *v)
-            .collect();
+        // Traced runs: which fences were below their value when the wait began.
+        let below: Vec<bool> = match self.shared.trace_sink() {
+            Some(_) => pairs
+                .iter()
+                .map(|(f, v)| f.completed_value() < *v)
+                .collect(),
+            None => Vec::new(),
+        };
         let outcome = self
             .shared
             .block(Cond::Multi(pairs.clone(), any), Some(timeout));

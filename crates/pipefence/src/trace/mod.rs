@@ -1,5 +1,5 @@
-//! Trace events (what ran where and when, who waited on what and who released it) and the sinks
-//! that receive them.
+//! Trace events (what ran where and when, who waited on what and who released it, every
+//! release-to-acquire edge, `begin_event` regions) and the sinks that receive them.
 //!
 //! Engines and drivers record events into buffers they own while they hold their locks, and
 //! hand them to the [`TraceSink`] after releasing them (house style 4): a sink is never called
@@ -88,7 +88,8 @@ pub enum TraceEvent {
         /// Where in the program (`list produce, command 3`), if it maps to a command.
         site: Option<String>,
     },
-    /// An arrow from a signal or write to the wait it satisfied.
+    /// An arrow from a signal or write to a wait that blocked until it (the Chrome trace's flow
+    /// arrows; every satisfied wait, blocked or not, also gets a [`TraceEvent::Sync`]).
     Flow {
         /// The writer's lane.
         from: Track,
