@@ -22,6 +22,7 @@ mod exhaustive;
 mod shard;
 
 use shard::ShardSource;
+mod html;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -78,6 +79,10 @@ enum Command {
         /// Write an SVG timeline.
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
+        /// Write a self-contained HTML report: status, replay commands, the hang, hazards and
+        /// failed expectations with their scenario lines, the timeline inline.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
         /// Replay one schedule of the deterministic driver from its schedule string (printed
         /// by `check --exhaustive` for every failure; docs/exploration.md); implies the
         /// deterministic driver. Not with `--seed`.
@@ -114,6 +119,10 @@ enum Command {
         /// Write a Chrome/Perfetto trace of the same seeds into DIR, as DIR/seed-N.json.
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
+        /// Write the HTML report (see `run --report`) of the first failing schedule (of the
+        /// first seed when none fails).
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
         /// Explore every schedule up to the order of independent actions (partial-order
         /// reduction) instead of sampling seeds; `complete: true` only when no bound cut it
         /// (docs/exploration.md).
@@ -217,6 +226,7 @@ fn command(cli: Cli) -> ExitCode {
             json,
             trace,
             timeline,
+            report,
             schedule,
         } => {
             if let (Some(_), Some(s)) = (&schedule, seed) {
@@ -260,8 +270,11 @@ fn command(cli: Cli) -> ExitCode {
                 seed.unwrap_or(0),
                 driver,
                 mode,
-                trace,
-                timeline,
+                Pictures {
+                    trace,
+                    timeline,
+                    report,
+                },
             )
         }
         Command::Check {
@@ -274,6 +287,7 @@ fn command(cli: Cli) -> ExitCode {
             fail_fast,
             timeline,
             trace,
+            report,
             exhaustive,
             max_schedules,
             preemption_bound,
@@ -305,11 +319,16 @@ fn command(cli: Cli) -> ExitCode {
                          sampled checks)"
                     ));
                 }
-                if validate || fail_fast || timeline.is_some() || trace.is_some() {
+                if validate
+                    || fail_fast
+                    || timeline.is_some()
+                    || trace.is_some()
+                    || report.is_some()
+                {
                     return usage_error(
                         "--exhaustive takes --strict, --json, --max-schedules and \
-                         --preemption-bound; --validate, --fail-fast, --timeline and --trace \
-                         are for sampled schedules",
+                         --preemption-bound; --validate, --fail-fast, --timeline, --trace and \
+                         --report are for sampled schedules",
                     );
                 }
                 return exhaustive::command(
@@ -378,7 +397,11 @@ fn command(cli: Cli) -> ExitCode {
                 &opts,
                 mode,
                 parallel,
-                Outputs { timeline, trace },
+                Outputs {
+                    timeline,
+                    trace,
+                    report,
+                },
             )
         }
         Command::Merge { files, json } => shard::merge_command(&files, json),
@@ -426,11 +449,21 @@ fn print_bytes(buf: &[u8]) -> ExitCode {
     }
 }
 
-/// Where `check` writes the timelines and traces of failing seeds.
+/// Where `check` writes the timelines and traces of failing seeds, and the report of the
+/// first.
 #[derive(Debug)]
 struct Outputs {
     timeline: Option<PathBuf>,
     trace: Option<PathBuf>,
+    report: Option<PathBuf>,
+}
+
+/// Where `run` writes its trace, timeline and HTML report.
+#[derive(Debug)]
+struct Pictures {
+    trace: Option<PathBuf>,
+    timeline: Option<PathBuf>,
+    report: Option<PathBuf>,
 }
 
 /// The progress line of `check`: drawn on a terminal only (through indicatif, which rewrites
@@ -606,8 +639,37 @@ fn check_command(
             validate: mode.validate,
             schedule: None,
         };
-        if let Err(code) = write_failing_seeds(&name, &scenario, &report, run_mode, &outputs) {
+        if let Err(code) =
+            write_failing_seeds(&name, &scenario, &report, run_mode.clone(), &outputs)
+        {
             return code;
+        }
+        if let Some(path) = &outputs.report {
+            let seed = report
+                .failures
+                .first()
+                .map(|f| f.seed)
+                .or_else(|| report.other_seeds.first().copied())
+                .unwrap_or(whole.seed);
+            let opts = RunOptions {
+                driver: DriverKind::Deterministic,
+                seed,
+                strict: whole.strict,
+                validate: mode.validate,
+                trace: true,
+                schedule: None,
+            };
+            let outcome = run(&scenario, &opts);
+            let at = Run {
+                file,
+                name: &name,
+                driver: DriverKind::Deterministic,
+                mode: &run_mode,
+                seed,
+            };
+            if let Err(code) = write_report(path, &at, &outcome) {
+                return code;
+            }
         }
     }
     let title = match parallel.shard {
@@ -800,9 +862,13 @@ fn run_command(
     seed: u64,
     driver: DriverKind,
     mode: Mode,
-    trace: Option<PathBuf>,
-    timeline: Option<PathBuf>,
+    pictures: Pictures,
 ) -> ExitCode {
+    let Pictures {
+        trace,
+        timeline,
+        report,
+    } = pictures;
     let (name, scenario) = match load(file, json) {
         Ok(x) => x,
         Err(code) => return code,
@@ -812,7 +878,7 @@ fn run_command(
         seed,
         strict: mode.strict,
         validate: mode.validate,
-        trace: trace.is_some() || timeline.is_some(),
+        trace: trace.is_some() || timeline.is_some() || report.is_some(),
         schedule: mode
             .schedule
             .as_deref()
@@ -823,6 +889,18 @@ fn run_command(
     let title = run_title(&name, driver, &mode, seed);
     if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
         return code;
+    }
+    if let Some(path) = &report {
+        let at = Run {
+            file,
+            name: &name,
+            driver,
+            mode: &mode,
+            seed,
+        };
+        if let Err(code) = write_report(path, &at, &outcome) {
+            return code;
+        }
     }
     let summary = human_summary(&name, &outcome);
     if json {
@@ -884,6 +962,76 @@ fn write_pictures(
         }
         eprintln!("timeline: {}", path.display());
     }
+    Ok(())
+}
+
+/// One run as the command line gave it (for its report's title and replay commands).
+struct Run<'a> {
+    file: &'a Path,
+    name: &'a str,
+    driver: DriverKind,
+    mode: &'a Mode,
+    seed: u64,
+}
+
+/// The commands that replay a run: the run itself, with its trace, timeline and report, and
+/// with `--json`; for the threaded driver (no schedule to replay) a deterministic run instead.
+fn replay_commands(at: &Run<'_>) -> Vec<String> {
+    let program = replay_program_here();
+    let file = shell_word(at.name);
+    let base = match at.driver {
+        DriverKind::Threaded => {
+            let validate = if at.mode.validate { " --validate" } else { "" };
+            return vec![
+                format!("{program} run {file}{validate}"),
+                format!(
+                    "# the threaded driver's schedule does not replay; a reproducible run:\n{program} run {file} --driver deterministic{validate} --seed 0"
+                ),
+            ];
+        }
+        _ => {
+            let flags = if at.mode.strict {
+                "--strict"
+            } else if at.mode.validate {
+                "--driver deterministic --validate"
+            } else {
+                "--driver deterministic"
+            };
+            let which = match &at.mode.schedule {
+                Some(s) => format!("--schedule {}", shell_word(s)),
+                None => format!("--seed {}", at.seed),
+            };
+            format!("{program} run {file} {flags} {which}")
+        }
+    };
+    vec![
+        base.clone(),
+        format!("{base} --timeline timeline.svg --trace trace.json --report report.html"),
+        format!("{base} --json"),
+    ]
+}
+
+/// Writes the HTML report of `outcome` (a run with its trace) to `path`, saying so on stderr.
+fn write_report(path: &Path, at: &Run<'_>, outcome: &Outcome) -> Result<(), ExitCode> {
+    let source = std::fs::read_to_string(at.file).unwrap_or_default();
+    let title = run_title(at.name, at.driver, at.mode, at.seed);
+    let replay = replay_commands(at);
+    let summary = human_summary(at.name, outcome);
+    let page = html::Page {
+        name: at.name,
+        source: &source,
+        title: &title,
+        outcome,
+        summary: &summary,
+        replay: &replay,
+    };
+    if let Err(e) = std::fs::write(path, html::report(&page)) {
+        return Err(usage_error(&format!(
+            "cannot write the report to {}: {e}",
+            path.display()
+        )));
+    }
+    eprintln!("report: {}", path.display());
     Ok(())
 }
 

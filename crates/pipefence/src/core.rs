@@ -27,6 +27,9 @@ pub(crate) struct TraceWrite {
     value: u64,
 }
 
+/// How many writes of one address [`DeviceCore::trace_releaser`] looks back through.
+const TRACE_HISTORY: usize = 8;
+
 /// The last host write of an address (for reports).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostWrite {
@@ -62,6 +65,9 @@ pub(crate) struct DeviceCore {
     pub(crate) queue_names: Mutex<Vec<Arc<str>>>,
     /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
     trace_writes: Mutex<HashMap<u64, TraceWrite>>,
+    /// Traced runs: the last [`TRACE_HISTORY`] writes of each address, newest last, for the
+    /// release-to-acquire edges (which write released a memory-value wait).
+    trace_history: Mutex<HashMap<u64, std::collections::VecDeque<TraceWrite>>>,
     /// Hazard analysis and strict-mode visibility (`None` with the plain memory model).
     pub(crate) model: Option<Mutex<Model>>,
 }
@@ -91,6 +97,7 @@ impl DeviceCore {
             list_names: Mutex::new(HashMap::new()),
             queue_names: Mutex::new(Vec::new()),
             trace_writes: Mutex::new(HashMap::new()),
+            trace_history: Mutex::new(HashMap::new()),
             model: model.map(Mutex::new),
         }
     }
@@ -196,6 +203,47 @@ impl DeviceCore {
         }
     }
 
+    /// A host wait's release-to-acquire edge (tracing only): from the signal or write `from`
+    /// (lane, time, what) to the calling host thread, now. `blocked`: the wait's condition did
+    /// not hold when it began.
+    pub(crate) fn trace_host_sync(
+        &self,
+        from: Option<(Track, u64, String)>,
+        wait: crate::trace::SyncKind,
+        blocked: bool,
+    ) {
+        let (Some(_), Some((from, from_ns, label))) = (self.trace_sink(), from) else {
+            return;
+        };
+        let to = Track::Host {
+            name: crate::host_names::name_of(crate::host_names::current_id()),
+        };
+        self.emit(&[TraceEvent::Sync {
+            from,
+            from_ns,
+            to,
+            to_ns: self.now_ns().max(from_ns),
+            label,
+            wait,
+            blocked,
+        }]);
+    }
+
+    /// The lane, time and label of the signal that wrote `fence`'s current value (tracing
+    /// only; `None` when nothing signalled it, or after removal).
+    pub(crate) fn trace_fence_releaser(
+        &self,
+        fence: &crate::sync::FenceCore,
+    ) -> Option<(Track, u64, String)> {
+        if self.trace_sink().is_none() || fence.is_removed() {
+            return None;
+        }
+        let (w, ns) = fence.last_writer();
+        let track = self.writer_track(w)?;
+        let label = format!("fence {} = {}", fence.name(), fence.value_before_removal());
+        Some((track, ns, label))
+    }
+
     /// Records the last write of `address` for flow arrows (tracing only).
     pub(crate) fn record_trace_write(
         &self,
@@ -213,6 +261,31 @@ impl DeviceCore {
             value,
         };
         lock(&self.trace_writes).insert(address & !7, w);
+        let mut h = lock(&self.trace_history);
+        let q = h.entry(address).or_default();
+        if q.len() == TRACE_HISTORY {
+            q.pop_front();
+        }
+        q.push_back(w);
+    }
+
+    /// The write that released a memory-value wait on `address` for `cond`: the newest traced
+    /// write of that address whose value satisfies the condition (in strict mode a later write
+    /// may still sit in a write-back buffer, unseen), else the last traced write of its word.
+    pub(crate) fn trace_releaser(
+        &self,
+        address: u64,
+        cond: &crate::command::ValueCondition,
+    ) -> Option<(Track, u64, String)> {
+        let found = lock(&self.trace_history)
+            .get(&address)
+            .and_then(|q| q.iter().rev().find(|w| cond.holds(w.value)).copied());
+        let Some(w) = found else {
+            return self.trace_last_write(address);
+        };
+        let track = self.writer_track(w.writer)?;
+        let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
+        Some((track, w.ns, what))
     }
 
     /// The last traced write of `address`.

@@ -420,7 +420,23 @@ impl Buffer {
         timeout: Duration,
     ) -> Result<()> {
         let t0 = self.inner.device.now_ns();
+        let cond = ValueCondition {
+            width,
+            cmp,
+            reference,
+            mask,
+        };
+        let traced = self.inner.device.trace_sink().is_some();
+        let blocked = traced && !cond.holds(self.load(offset, width));
         let r = self.wait_value_inner(offset, width, cmp, reference, mask, timeout);
+        if traced && r.is_ok() {
+            let dev = &self.inner.device;
+            dev.trace_host_sync(
+                dev.trace_releaser(self.inner.core.base + offset, &cond),
+                crate::trace::SyncKind::HostPoll,
+                blocked,
+            );
+        }
         if r.is_ok() {
             self.inner.device.with_model(|m| {
                 let op = match width {

@@ -617,6 +617,24 @@ impl Device {
         });
     }
 
+    /// Traced runs: a release-to-acquire edge from each fence of `pairs` that reached its value
+    /// to the calling host thread (`below[i]`: fence `i` was below its value when the wait
+    /// began).
+    fn trace_reached(&self, pairs: &[(Arc<FenceCore>, u64)], below: &[bool]) {
+        if self.shared.trace_sink().is_none() {
+            return;
+        }
+        for ((f, v), blocked) in pairs.iter().zip(below) {
+            if f.completed_value() >= *v {
+                self.shared.trace_host_sync(
+                    self.shared.trace_fence_releaser(f),
+                    crate::trace::SyncKind::HostWait,
+                    *blocked,
+                );
+            }
+        }
+    }
+
     /// Blocks until all or any of `fences` reach their `values`, up to `timeout` (F8). Errors:
     /// the argument errors of [`set_event_on_multiple_fence_completion`](Self::set_event_on_multiple_fence_completion),
     /// Timeout, DeviceRemoved. A zero timeout polls. `fences` as there: `&[&Fence]` or
@@ -643,12 +661,21 @@ impl Device {
         removed_ok: bool,
     ) -> Result<()> {
         let (pairs, any) = self.multi_args(what, fences, values, flags)?;
+        // Traced runs: which fences were below their value when the wait began.
+        let below: Vec<bool> = match self.shared.trace_sink() {
+            Some(_) => pairs
+                .iter()
+                .map(|(f, v)| f.completed_value() < *v)
+                .collect(),
+            None => Vec::new(),
+        };
         let outcome = self
             .shared
             .block(Cond::Multi(pairs.clone(), any), Some(timeout));
         match outcome {
             WaitOutcome::Reached => {
                 self.acquire_reached(&pairs);
+                self.trace_reached(&pairs, &below);
                 Ok(())
             }
             WaitOutcome::Removed if removed_ok => {

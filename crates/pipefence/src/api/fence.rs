@@ -177,11 +177,15 @@ impl Fence {
                 let _ = self.inner.core.register_once(value, e.notifier());
             }
             None => {
-                let _ = self
+                let blocked = self.inner.core.completed_value() < value;
+                let o = self
                     .inner
                     .device
                     .block(Cond::Fence(self.inner.core.clone(), value), None);
                 self.acquire();
+                if o == WaitOutcome::Reached {
+                    self.trace_sync(blocked);
+                }
             }
         }
         Ok(())
@@ -210,7 +214,11 @@ impl Fence {
     pub fn block_on_completion(&self, value: u64, timeout: Duration) -> Result<()> {
         let dev = &self.inner.device;
         let t0 = dev.now_ns();
+        let blocked = self.inner.core.completed_value() < value;
         let o = dev.block(Cond::Fence(self.inner.core.clone(), value), Some(timeout));
+        if o == WaitOutcome::Reached {
+            self.trace_sync(blocked);
+        }
         let r = match o {
             WaitOutcome::Reached | WaitOutcome::Removed => {
                 self.acquire();
@@ -232,7 +240,11 @@ impl Fence {
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
         let dev = &self.inner.device;
         let t0 = dev.now_ns();
+        let blocked = self.inner.core.completed_value() < value;
         let r = self.wait_inner(value, timeout);
+        if r.is_ok() {
+            self.trace_sync(blocked);
+        }
         dev.trace_host(
             format!("wait fence {} >= {value}", self.inner.name),
             SliceKind::Blocked,
@@ -273,6 +285,17 @@ impl Fence {
     /// The calling host thread acquires the fence's last release (hazard analysis, D5).
     fn acquire(&self) {
         acquire(&self.inner.device, &self.inner.core);
+    }
+
+    /// Traced runs: the edge from the signal that wrote the fence's value to this host wait,
+    /// which it satisfied (`blocked`: the value was below the target when the wait began).
+    fn trace_sync(&self, blocked: bool) {
+        let dev = &self.inner.device;
+        dev.trace_host_sync(
+            dev.trace_fence_releaser(&self.inner.core),
+            crate::trace::SyncKind::HostWait,
+            blocked,
+        );
     }
 
     fn outcome(&self, value: u64, o: WaitOutcome, timeout: Option<Duration>) -> Result<()> {

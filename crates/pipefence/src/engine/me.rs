@@ -454,12 +454,18 @@ impl Engine {
                 Step::Progressed
             }
             Command::BeginEvent { label } => {
+                if let Some(t) = self.trace.as_mut() {
+                    t.begin_event(&label);
+                }
                 self.labels.push(label.into());
                 self.labels_shared = self.labels.as_slice().into();
                 self.complete(site, op);
                 Step::Progressed
             }
             Command::EndEvent => {
+                if let Some(t) = self.trace.as_mut() {
+                    t.end_event();
+                }
                 self.labels.pop();
                 self.labels_shared = self.labels.as_slice().into();
                 self.complete(site, op);

@@ -1,12 +1,13 @@
 //! What an engine records for traces (only when a sink is installed): merged busy slices of the
 //! ME, blocked slices of ME and PFP waits with an arrow from the write or signal that released
-//! them, and retirements of queue signals. Events are buffered in the engine (under its lock)
+//! them, a release-to-acquire edge for every satisfied wait (blocked or not), `begin_event`
+//! regions of the ME, and retirements of queue signals. Events are buffered in the engine (under its lock)
 //! and drained by the driver, which hands them to the sink after releasing the lock.
 
 use crate::core::DeviceCore;
 use crate::engine::WaitCondition;
 use crate::sync::Writer;
-use crate::trace::{SliceKind, TraceEvent, Track};
+use crate::trace::{SliceKind, SyncKind, TraceEvent, Track};
 
 /// An engine's trace buffer.
 #[derive(Debug)]
@@ -23,6 +24,8 @@ pub(crate) struct EngineTrace {
     me_block: Option<u64>,
     /// When the PFP's current wait started blocking.
     pfp_block: Option<u64>,
+    /// The ME's open `begin_event` regions, outermost first: label and start.
+    regions: Vec<(String, u64)>,
 }
 
 impl EngineTrace {
@@ -35,7 +38,30 @@ impl EngineTrace {
             me_open: None,
             me_block: None,
             pfp_block: None,
+            regions: Vec::new(),
         }
+    }
+
+    /// The ME reached `begin_event(label)`.
+    pub(crate) fn begin_event(&mut self, label: &str) {
+        self.regions.push((label.to_string(), self.now));
+    }
+
+    /// The ME reached `end_event`: the innermost open region ends.
+    pub(crate) fn end_event(&mut self) {
+        if let Some((name, start)) = self.regions.pop() {
+            self.push_region(name, start);
+        }
+    }
+
+    fn push_region(&mut self, name: String, start: u64) {
+        self.events.push(TraceEvent::Region {
+            track: self.me(),
+            name,
+            depth: self.regions.len() as u32,
+            start_ns: start,
+            end_ns: self.now.max(start),
+        });
     }
 
     fn me(&self) -> Track {
@@ -115,10 +141,27 @@ impl EngineTrace {
         } else {
             self.me_block.take()
         };
+        let track = if pfp { self.pfp() } else { self.me() };
+        // Every satisfied wait gets its release-to-acquire edge, blocked or not.
+        if let Some((from, from_ns, what)) = sync_releaser(dev, cond, by) {
+            let wait = match cond {
+                WaitCondition::Fence { .. } => SyncKind::QueueWait,
+                _ if pfp => SyncKind::PfpWait,
+                _ => SyncKind::MeWait,
+            };
+            self.events.push(TraceEvent::Sync {
+                from,
+                from_ns,
+                to: track.clone(),
+                to_ns: self.now,
+                label: what,
+                wait,
+                blocked: start.is_some(),
+            });
+        }
         let Some(start) = start else {
             return;
         };
-        let track = if pfp { self.pfp() } else { self.me() };
         let label = cond.label(dev);
         let from = match (by, cond) {
             (Some(c), WaitCondition::Fence { fence, .. }) => writer_track(dev, c.writer)
@@ -153,6 +196,9 @@ impl EngineTrace {
         me: Option<&WaitCondition>,
     ) {
         self.close_me();
+        while let Some((name, start)) = self.regions.pop() {
+            self.push_region(name, start);
+        }
         for (is_pfp, cond) in [(true, pfp), (false, me)] {
             let start = if is_pfp && self.has_pfp {
                 self.pfp_block.take()
@@ -206,6 +252,24 @@ fn releaser(dev: &DeviceCore, cond: &WaitCondition) -> Option<(Track, u64, Strin
         }
         WaitCondition::Memory { address, .. } => dev.trace_last_write(*address),
         _ => None,
+    }
+}
+
+/// The lane and time of the signal or write that satisfied `cond` for its release-to-acquire
+/// edge: the signal that crossed a queue wait's ticket (`by`), the newest write whose value
+/// satisfies a memory wait.
+fn sync_releaser(
+    dev: &DeviceCore,
+    cond: &WaitCondition,
+    by: Option<&crate::sync::Crossing>,
+) -> Option<(Track, u64, String)> {
+    match (by, cond) {
+        (Some(c), WaitCondition::Fence { fence, .. }) if !c.fence_released => {
+            writer_track(dev, c.writer)
+                .map(|t| (t, c.ns, format!("fence {} = {}", fence.name(), c.value)))
+        }
+        (_, WaitCondition::Memory { address, cond }) => dev.trace_releaser(*address, cond),
+        _ => releaser(dev, cond),
     }
 }
 

@@ -13,10 +13,11 @@ use super::{SliceKind, TraceEvent, Track};
 /// The process id of every event.
 const PID: u64 = 1;
 
-/// The tracks that `events` mention (slices, both ends of flows, instants) in the stable lane
-/// order: per queue in first-appearance order its PFP then its ME, then workers by index, then
-/// hosts in first-appearance order.
-pub(crate) fn ordered_tracks(events: &[TraceEvent]) -> Vec<Track> {
+/// The tracks that `events` mention (slices, both ends of flows, instants, and with `svg_events`
+/// the events only the SVG timeline draws: both ends of [`TraceEvent::Sync`] edges, regions) in the stable lane order: per queue in
+/// first-appearance order its PFP then its ME, then workers by index, then hosts in
+/// first-appearance order.
+pub(crate) fn ordered_tracks(events: &[TraceEvent], svg_events: bool) -> Vec<Track> {
     let mut queues: Vec<(&str, bool, bool)> = Vec::new();
     let mut workers: Vec<u32> = Vec::new();
     let mut hosts: Vec<&str> = Vec::new();
@@ -26,6 +27,9 @@ pub(crate) fn ordered_tracks(events: &[TraceEvent]) -> Vec<Track> {
                 [Some(track), None]
             }
             TraceEvent::Flow { from, to, .. } => [Some(from), Some(to)],
+            TraceEvent::Sync { from, to, .. } if svg_events => [Some(from), Some(to)],
+            TraceEvent::Region { track, .. } if svg_events => [Some(track), None],
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => [None, None],
         };
         for t in tracks.into_iter().flatten() {
             match t {
@@ -99,9 +103,10 @@ pub(crate) fn kind_name(kind: SliceKind) -> &'static str {
     }
 }
 
-/// The earliest and latest times of `events` (slice ends and both ends of flows included), or
-/// `None` when there are none.
-pub(crate) fn time_bounds(events: &[TraceEvent]) -> Option<(u64, u64)> {
+/// The earliest and latest times of `events` (slice ends and both ends of flows included, and
+/// with `svg_events` both ends of [`TraceEvent::Sync`] edges and regions), or `None` when there
+/// are none.
+pub(crate) fn time_bounds(events: &[TraceEvent], svg_events: bool) -> Option<(u64, u64)> {
     let mut bounds: Option<(u64, u64)> = None;
     let mut see = |ns: u64| {
         bounds = Some(match bounds {
@@ -121,6 +126,17 @@ pub(crate) fn time_bounds(events: &[TraceEvent]) -> Option<(u64, u64)> {
                 see(*from_ns);
                 see(*to_ns);
             }
+            TraceEvent::Sync { from_ns, to_ns, .. } if svg_events => {
+                see(*from_ns);
+                see(*to_ns);
+            }
+            TraceEvent::Region {
+                start_ns, end_ns, ..
+            } if svg_events => {
+                see(*start_ns);
+                see(*end_ns);
+            }
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => {}
             TraceEvent::Instant { ts_ns, .. } => see(*ts_ns),
         }
     }
@@ -144,18 +160,21 @@ fn micros(ns: u64, t0: u64) -> f64 {
 ///   pairs sharing an `id`, named by the flow's label, `cat` `flow`.
 /// - Instants are `"ph":"i"` with `"s":"t"` and `args.error`; errors also get `cat` `error` and
 ///   `cname` `terrible` (red in `chrome://tracing`).
+/// - [`TraceEvent::Sync`] edges (every satisfied wait) and [`TraceEvent::Region`]s are left
+///   out, lanes and time bounds included: the flows are the waits that blocked.
 ///
 /// `ts`/`dur` are microseconds (floats) since the earliest event. Events are in time order (ties
 /// as given), so the same events always give the same bytes.
 pub fn chrome_json(events: &[TraceEvent], process_name: &str) -> String {
-    let tracks = ordered_tracks(events);
+    // Sync edges are the SVG timeline's: the Chrome trace draws the waits that blocked (Flow).
+    let tracks = ordered_tracks(events, false);
     let tid = |t: &Track| -> u64 {
         tracks
             .iter()
             .position(|x| x == t)
             .map_or(0, |i| i as u64 + 1)
     };
-    let t0 = time_bounds(events).map_or(0, |(lo, _)| lo);
+    let t0 = time_bounds(events, false).map_or(0, |(lo, _)| lo);
 
     let mut out: Vec<Value> = Vec::with_capacity(1 + 2 * tracks.len() + events.len() + 8);
     out.push(json!({
@@ -237,6 +256,7 @@ pub fn chrome_json(events: &[TraceEvent], process_name: &str) -> String {
                     }),
                 ));
             }
+            TraceEvent::Sync { .. } | TraceEvent::Region { .. } => {}
             TraceEvent::Instant {
                 track,
                 ts_ns,

@@ -253,3 +253,32 @@ fn trace_chrome_json_survives_odd_input() {
     let doc = parse_json(&chrome_json(&[], "empty"));
     assert_eq!(trace_events(&doc).len(), 1);
 }
+
+/// The Chrome trace shows the waits that blocked (flows); the release-to-acquire edges of the
+/// SVG timeline add no event, lane or time to it.
+#[test]
+fn trace_chrome_json_leaves_sync_edges_out() {
+    let mut events = small();
+    events.push(sync(
+        me("dma"),
+        T0 - 5_000,
+        pfp("late"),
+        T0 + 99_000,
+        "fence x = 1",
+        SyncKind::QueueWait,
+        false,
+    ));
+    events.insert(
+        2,
+        sync(
+            me("gfx"),
+            T0 + 8_500,
+            me("compute"),
+            T0 + 9_000,
+            "fence frame = 1",
+            SyncKind::QueueWait,
+            true,
+        ),
+    );
+    assert_eq!(chrome_json(&events, "p"), chrome_json(&small(), "p"));
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use pipefence::trace::chrome::chrome_json;
 use pipefence::trace::svg::svg_timeline;
-use pipefence::trace::{SliceKind, TraceEvent, Track};
+use pipefence::trace::{SliceKind, SyncKind, TraceEvent, Track};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -52,6 +52,26 @@ fn flow(from: Track, from_ns: u64, to: Track, to_ns: u64, label: &str) -> TraceE
         to,
         to_ns,
         label: label.to_string(),
+    }
+}
+
+fn sync(
+    from: Track,
+    from_ns: u64,
+    to: Track,
+    to_ns: u64,
+    label: &str,
+    wait: SyncKind,
+    blocked: bool,
+) -> TraceEvent {
+    TraceEvent::Sync {
+        from,
+        from_ns,
+        to,
+        to_ns,
+        label: label.to_string(),
+        wait,
+        blocked,
     }
 }
 

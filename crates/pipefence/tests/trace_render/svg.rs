@@ -268,7 +268,7 @@ fn trace_svg_caps_flows_with_a_note() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("260 flows") && n.contains("200")),
+            .any(|n| n.contains("260 edges") && n.contains("200")),
         "{notes:?}"
     );
 }
@@ -340,4 +340,230 @@ fn trace_svg_is_byte_identical_for_the_same_events() {
             svg_timeline(&events.clone(), "t")
         );
     }
+}
+
+/// `small()` as the engine records it now: the blocked wait's flow repeated by its edge, and
+/// edges for waits that did not block, one into a lane (`copy PFP`... here `dma ME`) that
+/// nothing else mentions and one from a host's write into a PFP wait.
+fn small_with_edges() -> Vec<TraceEvent> {
+    let mut events = small();
+    events.push(sync(
+        me("gfx"),
+        T0 + 8_500,
+        me("compute"),
+        T0 + 9_000,
+        "fence frame = 1",
+        SyncKind::QueueWait,
+        true,
+    ));
+    events.push(sync(
+        me("gfx"),
+        T0 + 8_500,
+        me("dma"),
+        T0 + 9_200,
+        "fence frame = 1",
+        SyncKind::QueueWait,
+        false,
+    ));
+    events.push(sync(
+        host("main"),
+        T0 + 100,
+        pfp("gfx"),
+        T0 + 600,
+        "cpu-write flags = 1",
+        SyncKind::PfpWait,
+        false,
+    ));
+    events
+}
+
+#[test]
+fn trace_svg_draws_an_edge_for_every_satisfied_wait_blocked_or_not() {
+    let svg = svg_timeline(&small_with_edges(), "edges");
+    let doc = parse_svg(&svg);
+    let edges: Vec<_> = with_class(&doc, "g", "flow").collect();
+    // The flow and its blocked edge are one arrow; the two edges that did not block are two.
+    assert_eq!(edges.len(), 3, "{svg}");
+    let blocked: Vec<_> = edges.iter().filter(|g| has_class(g, "blocked")).collect();
+    let passed: Vec<_> = edges.iter().filter(|g| has_class(g, "passed")).collect();
+    assert_eq!((blocked.len(), passed.len()), (1, 2));
+    let line_attr = |g: &roxmltree::Node, a: &str| {
+        g.children()
+            .find(|c| c.has_tag_name("line"))
+            .and_then(|l| l.attribute(a).map(str::to_string))
+    };
+    assert_eq!(
+        line_attr(blocked[0], "marker-end").as_deref(),
+        Some("url(#arrow)")
+    );
+    for g in &passed {
+        assert_eq!(
+            line_attr(g, "marker-end").as_deref(),
+            Some("url(#arrow-pale)")
+        );
+        assert!(line_attr(g, "stroke-dasharray").is_some());
+    }
+    let tips: Vec<String> = passed.iter().filter_map(|g| tooltip(g)).collect();
+    assert!(
+        tips.iter().any(|t| t.starts_with("cpu-write flags = 1\nhost main to gfx PFP (PFP memory wait, found it already released)")),
+        "{tips:?}"
+    );
+    // The lane only an edge mentions is drawn.
+    let labels: Vec<String> = with_class(&doc, "text", "lane-label")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(labels.iter().any(|l| l == "dma ME"), "{labels:?}");
+    let summary: Vec<String> = with_class(&doc, "text", "summary")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        summary[0].contains("3 sync edges (1 blocked)"),
+        "{summary:?}"
+    );
+}
+
+/// Two bursts of work a millisecond apart: the idle stretch between them is elided behind a
+/// break mark, so both bursts get most of the width; without a long idle stretch, no break.
+#[test]
+fn trace_svg_compresses_time_where_nothing_happens() {
+    let gap = 1_000_000;
+    let events = vec![
+        slice(me("gfx"), "first", SliceKind::Busy, T0, T0 + 1_000),
+        slice(
+            me("gfx"),
+            "second",
+            SliceKind::Busy,
+            T0 + gap,
+            T0 + gap + 1_000,
+        ),
+        instant(me("gfx"), T0 + gap + 1_000, "signal f = 1", false),
+    ];
+    let svg = svg_timeline(&events, "bursts");
+    let doc = parse_svg(&svg);
+    let breaks: Vec<_> = with_class(&doc, "g", "break").collect();
+    assert_eq!(breaks.len(), 1, "{svg}");
+    assert!(
+        tooltip(&breaks[0])
+            .unwrap()
+            .starts_with("nothing happens for 999 µs"),
+        "{:?}",
+        tooltip(&breaks[0])
+    );
+    let widths: Vec<f64> = with_class(&doc, "rect", "busy")
+        .map(|r| r.attribute("width").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(widths.len(), 2);
+    assert!(widths.iter().all(|w| *w > 500.0), "{widths:?}");
+    let notes: Vec<String> = with_class(&doc, "text", "note")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("Time is compressed: 1 stretch")),
+        "{notes:?}"
+    );
+    // At most 10 ticks over the drawn parts; none inside the break.
+    let ticks = with_class(&doc, "text", "tick-label").count();
+    assert!((2..=10).contains(&ticks), "{ticks} ticks");
+    let rect = breaks[0]
+        .children()
+        .find(|c| c.has_tag_name("rect"))
+        .unwrap();
+    let bx = |a: &str| rect.attribute(a).unwrap().parse::<f64>().unwrap();
+    let (b0, b1) = (bx("x"), bx("x") + bx("width"));
+    for t in with_class(&doc, "text", "tick-label") {
+        let x: f64 = t.attribute("x").unwrap().parse().unwrap();
+        assert!(
+            x <= b0 || x >= b1,
+            "tick {} at {x} inside the break",
+            text_of(&t)
+        );
+    }
+    // A kernel running through the quiet stretch is something happening: no break.
+    let mut busy = events.clone();
+    busy.push(slice(
+        worker(0),
+        "spin",
+        SliceKind::Kernel,
+        T0 + 500,
+        T0 + gap,
+    ));
+    let doc_busy = svg_timeline(&busy, "busy");
+    assert_eq!(with_class(&parse_svg(&doc_busy), "g", "break").count(), 0);
+    // A wait blocked through it is not.
+    let mut waiting = events.clone();
+    waiting.push(slice(
+        host("main"),
+        "wait",
+        SliceKind::Blocked,
+        T0 + 500,
+        T0 + gap,
+    ));
+    let doc_wait = svg_timeline(&waiting, "waiting");
+    assert_eq!(with_class(&parse_svg(&doc_wait), "g", "break").count(), 1);
+    // Evenly spread events: no break.
+    let even: Vec<TraceEvent> = (0..10u64)
+        .map(|i| {
+            slice(
+                me("gfx"),
+                "s",
+                SliceKind::Busy,
+                T0 + i * 100,
+                T0 + i * 100 + 60,
+            )
+        })
+        .collect();
+    let doc_even = svg_timeline(&even, "even");
+    assert_eq!(with_class(&parse_svg(&doc_even), "g", "break").count(), 0);
+}
+
+/// `begin_event` regions group a queue's lanes: a band above them named after the queue, a
+/// rectangle per region in the row of its depth, a frame line where each outermost one begins.
+#[test]
+fn trace_svg_groups_a_queues_lanes_under_its_begin_event_regions() {
+    let region = |name: &str, depth: u32, start: u64, end: u64| TraceEvent::Region {
+        track: me("gfx"),
+        name: name.to_string(),
+        depth,
+        start_ns: T0 + start,
+        end_ns: T0 + end,
+    };
+    let mut events = small();
+    events.push(region("frame 0", 0, 0, 4_000));
+    events.push(region("shadows", 1, 500, 2_000));
+    events.push(region("frame 1", 0, 4_000, 8_500));
+    events.push(region("deep", 3, 4_100, 4_200));
+    let svg = svg_timeline(&events, "frames");
+    let doc = parse_svg(&svg);
+    let labels: BTreeMap<String, f64> = with_class(&doc, "text", "lane-label")
+        .map(|n| (text_of(&n), n.attribute("y").unwrap().parse().unwrap()))
+        .collect();
+    // The band sits in gfx's group, just above its PFP lane and below compute's lanes.
+    let band = labels["gfx events"];
+    assert!(
+        band < labels["gfx PFP"] && band > labels["compute ME"],
+        "{labels:?}"
+    );
+    assert!(!labels.contains_key("compute events"), "{labels:?}");
+    let rects: Vec<_> = with_class(&doc, "rect", "region").collect();
+    assert_eq!(rects.len(), 3, "the region nested 4 deep is left out");
+    let y = |r: &roxmltree::Node| r.attribute("y").unwrap().parse::<f64>().unwrap();
+    assert!(y(&rects[1]) > y(&rects[0]), "depth 1 below depth 0");
+    assert_eq!(y(&rects[0]), y(&rects[2]));
+    assert!(tooltip(&rects[1])
+        .unwrap()
+        .starts_with("shadows\nbegin_event on gfx ME, depth 1"));
+    assert_eq!(with_class(&doc, "line", "frame-line").count(), 2);
+    let notes: Vec<String> = with_class(&doc, "text", "note")
+        .map(|n| text_of(&n))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("1 begin_event region nested deeper")),
+        "{notes:?}"
+    );
+    // Not in the Chrome trace.
+    assert_eq!(chrome_json(&events, "p"), chrome_json(&small(), "p"));
 }

@@ -7,7 +7,7 @@ use super::super::{SliceKind, TraceEvent};
 use super::format::{count, esc, fmt_clock, fmt_dur, px, truncate};
 use super::lanes::kind_style;
 use super::{
-    Layout, Sorted, CHAR_W_12_REGULAR, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_ERROR, COLOR_FLOW,
+    Layout, Sorted, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_EDGE, COLOR_ERROR, COLOR_FLOW,
     COLOR_INSTANT, WIDTH,
 };
 
@@ -22,16 +22,17 @@ pub(super) fn header(
     let _ = write!(
         head,
         r#"<text class="title" x="16" y="28">{}</text>"#,
-        esc(&truncate(title, 160))
+        esc(&truncate(title, 140))
     );
     let summary = if events.is_empty() {
         "no events".to_string()
     } else {
         format!(
-            "{} · {} · {} · {} ({}) · span {}",
+            "{} · {} · {} ({} blocked) · {} ({}) · span {}",
             count(layout.tracks.len(), "lane", "lanes"),
             count(sorted.n_slices, "slice", "slices"),
-            count(sorted.flows.len(), "flow", "flows"),
+            count(sorted.flows.len(), "sync edge", "sync edges"),
+            sorted.flows.iter().filter(|e| e.blocked).count(),
             count(sorted.instants.len(), "instant", "instants"),
             count(sorted.n_errors, "error", "errors"),
             fmt_dur(layout.t1 - layout.t0)
@@ -93,6 +94,7 @@ pub(super) fn document(title: &str, height: f64, head: &str, body: &str, foot: &
 .tick-label {{ font-size: 11px; fill: #333; }}
 .lane-label {{ font-size: 12px; font-weight: bold; fill: #222; }}
 .slice-label, .flow-label, .instant-label {{ font-size: 11px; pointer-events: none; }}
+.region-label {{ font-size: 10px; pointer-events: none; }}
 .slice-label, .instant-label, .flow-label {{ paint-order: stroke; }}
 .instant-label.error {{ font-size: 12px; font-weight: bold; }}
 .flow-label {{ stroke: #ffffff; stroke-width: 3px; }}
@@ -102,6 +104,7 @@ pub(super) fn document(title: &str, height: f64, head: &str, body: &str, foot: &
 <defs>
 <pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fcd9c8"/><line x1="0" y1="0" x2="0" y2="6" stroke="{blocked}" stroke-width="2.4"/></pattern>
 <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{flow}"/></marker>
+<marker id="arrow-pale" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" markerUnits="userSpaceOnUse" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{edge}"/></marker>
 </defs>
 <rect class="background" x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>
 "##,
@@ -110,6 +113,7 @@ pub(super) fn document(title: &str, height: f64, head: &str, body: &str, foot: &
         title = esc(title),
         blocked = COLOR_BLOCKED_EDGE,
         flow = COLOR_FLOW,
+        edge = COLOR_EDGE,
     );
     svg.push_str(head);
     svg.push('\n');
@@ -145,7 +149,7 @@ fn legend(mut x: f64, y: f64) -> String {
             px(y),
             esc(s)
         );
-        x + s.chars().count() as f64 * CHAR_W_12_REGULAR + 18.0
+        x + super::place::text_w(s, 12.0, false) + 18.0
     };
     for kind in [
         SliceKind::Busy,
@@ -164,7 +168,7 @@ fn legend(mut x: f64, y: f64) -> String {
         x = text(&mut out, x + 23.0, what);
     }
     swatch(&mut out, x, COLOR_BUSY, "#111", true);
-    x = text(&mut out, x + 23.0, "merged narrow slices (count)");
+    x = text(&mut out, x + 23.0, "merged slices (count)");
     let _ = write!(
         out,
         r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{COLOR_FLOW}" stroke-width="1.5" marker-end="url(#arrow)"/>"#,
@@ -173,7 +177,16 @@ fn legend(mut x: f64, y: f64) -> String {
         px(x + 24.0),
         px(y - 4.0)
     );
-    x = text(&mut out, x + 30.0, "signal/write released a wait");
+    x = text(&mut out, x + 30.0, "released a blocked wait");
+    let _ = write!(
+        out,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{COLOR_EDGE}" stroke-width="1" stroke-dasharray="4 2" marker-end="url(#arrow-pale)"/>"#,
+        px(x),
+        px(y - 4.0),
+        px(x + 24.0),
+        px(y - 4.0)
+    );
+    x = text(&mut out, x + 30.0, "… a wait that did not block");
     let _ = write!(
         out,
         r#"<polygon points="{},{} {},{} {},{} {},{}" fill="{COLOR_INSTANT}"/>"#,
@@ -197,7 +210,14 @@ fn legend(mut x: f64, y: f64) -> String {
         px(x + 6.0),
         px(y + 1.0),
     );
-    text(&mut out, x + 17.0, "error (removal, fault, hazard)");
+    x = text(&mut out, x + 17.0, "error (removal, fault, hazard)");
+    let _ = write!(
+        out,
+        r##"<rect x="{}" y="{}" width="18" height="10" rx="2" fill="#e3d9f3" stroke="#8a6fc0" stroke-width="0.8"/>"##,
+        px(x),
+        px(y - 9.0)
+    );
+    text(&mut out, x + 23.0, "begin_event region");
     out.push_str("</g>");
     out
 }

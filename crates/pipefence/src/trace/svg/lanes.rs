@@ -5,11 +5,12 @@
 use std::fmt::Write as _;
 
 use super::super::chrome::kind_name;
-use super::super::SliceKind;
+use super::super::{SliceKind, TraceEvent, Track};
 use super::format::{count, esc, fmt_dur, px, truncate};
+use super::place::{text_box, Anchor, Placed};
 use super::{
     Layout, Scale, CHAR_W_11, COLOR_BLOCKED_EDGE, COLOR_BUSY, COLOR_HOST, COLOR_KERNEL, LANE_H,
-    MIN_VISIBLE_PX,
+    MAX_REGION_ROWS, MIN_VISIBLE_PX, REGION_H,
 };
 
 /// Fill, stroke and text colour of a slice kind.
@@ -157,10 +158,20 @@ fn fitting_label(name: &str, width: f64) -> Option<String> {
     }
 }
 
-/// Draws each lane's background and its label (cut to 36 characters, in full in the tooltip).
-pub(super) fn backgrounds(layout: &Layout, body: &mut String) {
+/// Draws each lane's background and its label (cut to 36 characters, in full in the tooltip),
+/// placed in `placed`.
+pub(super) fn backgrounds(layout: &Layout, body: &mut String, placed: &mut Placed) {
     let scale = &layout.scale;
     for (i, label) in layout.labels.iter().enumerate() {
+        let shown = truncate(label, 36);
+        placed.place(text_box(
+            &shown,
+            layout.label_w - 10.0,
+            layout.center(i) + 4.0,
+            Anchor::End,
+            12.0,
+            true,
+        ));
         let fill = if i % 2 == 0 { "#f3f5f8" } else { "#e9edf2" };
         let _ = write!(
             body,
@@ -171,9 +182,126 @@ pub(super) fn backgrounds(layout: &Layout, body: &mut String) {
             px(LANE_H),
             px(layout.label_w - 10.0),
             px(layout.center(i) + 4.0),
-            esc(&truncate(label, 36)),
+            esc(&shown),
             esc(label),
         );
+    }
+}
+
+/// Draws each queue's band of `begin_event` regions above its lanes: the band's label (`gfx
+/// events`), a rectangle per region in the row of its depth with its name inside where it fits
+/// (and in the tooltip), and a faint line down the queue's lanes where each outermost region
+/// (a frame) begins. Regions nested deeper than the band's rows are left out, with a note.
+pub(super) fn regions(
+    layout: &Layout,
+    regions: &[&TraceEvent],
+    body: &mut String,
+    notes: &mut Vec<String>,
+    placed: &mut Placed,
+) {
+    let scale = &layout.scale;
+    for (k, band) in layout.bands.iter().enumerate() {
+        let h = f64::from(band.rows) * REGION_H;
+        let label = format!("{} events", band.queue);
+        let y_label = band.y + h / 2.0 + 4.0;
+        placed.place(text_box(
+            &label,
+            layout.label_w - 10.0,
+            y_label,
+            Anchor::End,
+            12.0,
+            true,
+        ));
+        let _ = write!(
+            body,
+            r##"<rect class="band" x="{}" y="{}" width="{}" height="{}" fill="{}"/><text class="lane-label band-label" x="{}" y="{}" text-anchor="end">{}<title>begin_event ... end_event regions of queue {}, outermost on top</title></text>"##,
+            px(scale.x0),
+            px(band.y),
+            px(layout.plot_x1 - scale.x0),
+            px(h),
+            if k % 2 == 0 { "#f7f4fb" } else { "#f1ecf8" },
+            px(layout.label_w - 10.0),
+            px(y_label),
+            esc(&label),
+            esc(&band.queue),
+        );
+    }
+    let mut deeper = 0usize;
+    for e in regions {
+        let TraceEvent::Region {
+            track: Track::Me { queue },
+            name,
+            depth,
+            start_ns,
+            end_ns,
+        } = e
+        else {
+            continue;
+        };
+        let Some(band) = layout.bands.iter().find(|b| b.queue == *queue) else {
+            continue;
+        };
+        if *depth >= band.rows.min(MAX_REGION_ROWS) {
+            deeper += 1;
+            continue;
+        }
+        let x = scale.x(*start_ns);
+        let w = (scale.x(*end_ns) - x).max(MIN_VISIBLE_PX);
+        let y = band.y + f64::from(*depth) * REGION_H + 1.0;
+        let tip = format!(
+            "{name}\nbegin_event on {queue} ME, depth {depth}\n{} to {} ({})",
+            scale.rel(*start_ns),
+            scale.rel(*end_ns),
+            fmt_dur(end_ns.saturating_sub(*start_ns))
+        );
+        if *depth == 0 {
+            let _ = write!(
+                body,
+                r##"<line class="frame-line" x1="{x}" y1="{}" x2="{x}" y2="{}" stroke="#8a6fc0" stroke-width="0.8" stroke-dasharray="1 3"/>"##,
+                px(band.y),
+                px(band.bottom),
+                x = px(x),
+            );
+        }
+        let _ = write!(
+            body,
+            r##"<rect class="region" x="{}" y="{}" width="{}" height="{}" rx="2" fill="#e3d9f3" stroke="#8a6fc0" stroke-width="0.8"><title>{}</title></rect>"##,
+            px(x),
+            px(y),
+            px(w),
+            px(REGION_H - 2.0),
+            esc(&tip),
+        );
+        let avail = ((w - 4.0) / (10.0 * super::place::EM_REGULAR)).floor();
+        if avail >= 1.0 {
+            let n = name.chars().count();
+            let avail = avail as usize;
+            let text = if n <= avail {
+                Some(name.to_string())
+            } else if avail >= 5 {
+                Some(truncate(name, avail))
+            } else {
+                None
+            };
+            let ty = y + REGION_H - 5.0;
+            if let Some(t) = text
+                .filter(|t| placed.try_place(text_box(t, x + 2.0, ty, Anchor::Start, 10.0, false)))
+            {
+                let _ = write!(
+                    body,
+                    r##"<text class="region-label" x="{}" y="{}" fill="#3d2a66">{}</text>"##,
+                    px(x + 2.0),
+                    px(ty),
+                    esc(&t),
+                );
+            }
+        }
+    }
+    if deeper > 0 {
+        notes.push(format!(
+            "{} nested deeper than {MAX_REGION_ROWS} levels not drawn.",
+            count(deeper, "begin_event region", "begin_event regions")
+        ));
     }
 }
 
@@ -186,12 +314,14 @@ struct Band<'l> {
     track_name: &'l str,
 }
 
-/// Draws every lane's slices, and adds a note when narrow ones were merged.
+/// Draws every lane's slices, and adds a note when narrow ones were merged; slice names are
+/// drawn where they overlap no label in `placed` (overlapping slices of one lane).
 pub(super) fn slices(
     layout: &Layout,
     per_lane: &[Vec<LaneSlice<'_>>],
     body: &mut String,
     notes: &mut Vec<String>,
+    placed: &mut Placed,
 ) {
     let scale = &layout.scale;
     let (mut merged_slices, mut merged_rects) = (0usize, 0usize);
@@ -209,11 +339,11 @@ pub(super) fn slices(
                 scale.x(n.start()).max(scale.x(item.start()))
             });
             match *item {
-                Item::Single(s) => single(layout, band, s, body),
+                Item::Single(s) => single(layout, band, s, body, placed),
                 Item::Merged(m) => {
                     merged_slices += m.count;
                     merged_rects += 1;
-                    merged(layout, band, m, next_x, body);
+                    merged(layout, band, m, next_x, body, placed);
                 }
             }
         }
@@ -228,7 +358,13 @@ pub(super) fn slices(
 }
 
 /// Draws one slice: its rectangle with a tooltip, and its name inside when it fits.
-fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String) {
+fn single(
+    layout: &Layout,
+    band: Band<'_>,
+    s: &LaneSlice<'_>,
+    body: &mut String,
+    placed: &mut Placed,
+) {
     let scale = &layout.scale;
     let Band {
         lane: i,
@@ -262,7 +398,10 @@ fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String)
         px(h),
         esc(&tip),
     );
-    if let Some(l) = fitting_label(s.name, w) {
+    let y = layout.center(i) + 4.0;
+    let label = fitting_label(s.name, w)
+        .filter(|l| placed.try_place(text_box(l, x + 3.0, y, Anchor::Start, 11.0, false)));
+    if let Some(l) = label {
         let _ = write!(
             body,
             r#"<text class="slice-label {}" x="{}" y="{}" fill="{text}">{}</text>"#,
@@ -276,7 +415,14 @@ fn single(layout: &Layout, band: Band<'_>, s: &LaneSlice<'_>, body: &mut String)
 
 /// Draws a run of merged slices: an outlined rectangle with a tooltip, labelled with the count
 /// inside when it fits, else just right of it when there is room before `next_x`.
-fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mut String) {
+fn merged(
+    layout: &Layout,
+    band: Band<'_>,
+    m: Merged<'_>,
+    next_x: f64,
+    body: &mut String,
+    placed: &mut Placed,
+) {
     let scale = &layout.scale;
     let Band {
         lane: i,
@@ -314,7 +460,10 @@ fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mu
         px(h),
         esc(&tip),
     );
-    if let Some(l) = fitting_label(&label, w) {
+    let y = layout.center(i) + 4.0;
+    let inside = fitting_label(&label, w)
+        .filter(|l| placed.try_place(text_box(l, x + 3.0, y, Anchor::Start, 11.0, true)));
+    if let Some(l) = inside {
         let _ = write!(
             body,
             r#"<text class="slice-label aggregate-label" x="{}" y="{}" fill="{text}" font-weight="bold">{}</text>"#,
@@ -322,7 +471,9 @@ fn merged(layout: &Layout, band: Band<'_>, m: Merged<'_>, next_x: f64, body: &mu
             px(layout.center(i) + 4.0),
             esc(&l),
         );
-    } else if next_x - (x + w) >= label.chars().count() as f64 * CHAR_W_11 + 12.0 {
+    } else if next_x - (x + w) >= label.chars().count() as f64 * CHAR_W_11 + 12.0
+        && placed.try_place(text_box(&label, x + w + 4.0, y, Anchor::Start, 11.0, true))
+    {
         // Too narrow for its count: write it just right of the rectangle.
         let _ = write!(
             body,
