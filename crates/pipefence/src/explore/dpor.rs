@@ -318,7 +318,12 @@ pub(super) fn enumerate_reduced<T>(
                     }
                 }
             }
-            if result.schedules >= opts.max_schedules {
+            // Runs stopped as repeats or asleep count against the bound too, so that a search
+            // whose runs mostly end asleep still ends.
+            let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
+            if result.schedules >= opts.max_schedules
+                || runs >= opts.max_schedules.saturating_mul(4)
+            {
                 result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
                 return result;
             }
