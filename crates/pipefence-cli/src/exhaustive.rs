@@ -123,7 +123,7 @@ pub(crate) fn summary(r: &ExhaustiveView) -> String {
     let mut summary = if r.complete && r.failing == 0 {
         format!(
             "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
-             scenario in the model; no reduction), in {ms:.1} ms ({per_s:.0}/s)\n",
+             scenario in the model), in {ms:.1} ms ({per_s:.0}/s)\n",
             r.schedules, r.outcomes
         )
     } else if r.complete {

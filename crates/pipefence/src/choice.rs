@@ -234,6 +234,10 @@ impl Script {
 
     /// Parses a schedule string ([`Script::schedule_string`]) into a script replaying it.
     pub fn from_schedule_string(s: &str) -> Result<Self, String> {
+        if let Some(rest) = s.strip_prefix("v2:") {
+            // A reducing exploration's schedule: its alternatives are listed as it lists them.
+            return decode(&format!("v1:{rest}")).map(|t| Script::reducing(t, None, Vec::new()));
+        }
         decode(s).map(Script::new)
     }
 
@@ -263,7 +267,13 @@ impl Script {
     /// The tries so far as a schedule string (`v1:` and base64url of their run-length
     /// varints); [`Script::from_schedule_string`] replays it.
     pub fn schedule_string(&self) -> String {
-        encode(&self.lock().tries)
+        let st = self.lock();
+        let s = encode(&st.tries);
+        if st.reducing {
+            format!("v2:{}", &s[3..])
+        } else {
+            s
+        }
     }
 
     /// The run asked to stop ([`Script::exploring`]).

@@ -85,6 +85,7 @@ fn every_schedule_panics_when_a_bound_stops_a_search_asked_to_prove() {
         bounds: ExhaustiveOptions {
             max_schedules: 2,
             preemption_bound: None,
+            ..ExhaustiveOptions::default()
         },
         ..EveryScheduleOptions::default()
     };

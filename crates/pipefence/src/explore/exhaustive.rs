@@ -26,7 +26,10 @@ pub struct ExhaustiveOptions {
     pub preemption_bound: Option<u32>,
     /// Explore one schedule per equivalence class of schedules that differ only in the order
     /// of independent actions (partial-order reduction, `explore/dpor.rs`). A preemption
-    /// bound turns it off (the bounded search counts schedules, not classes).
+    /// bound turns it off (the bounded search counts schedules, not classes). Off by default:
+    /// it is sound only when the program's threads share nothing but pipefence objects
+    /// (buffers, fences, queues), as scenarios do; a Rust closure that shares its own atomics
+    /// or locks between host threads must leave it off (the reduction cannot see them).
     pub reduction: bool,
 }
 
@@ -35,7 +38,7 @@ impl Default for ExhaustiveOptions {
         ExhaustiveOptions {
             max_schedules: DEFAULT_MAX_SCHEDULES,
             preemption_bound: None,
-            reduction: true,
+            reduction: false,
         }
     }
 }
