@@ -194,9 +194,7 @@ impl Script {
             return;
         }
         let point = st.points.iter().rposition(|p| p.scheduling).unwrap_or(0);
-        let chose_within = st.points[point + 1..]
-            .iter()
-            .any(|p| !p.scheduling && p.alternatives > 1);
+        let chose_within = chose_within_after(&st.points, point);
         st.events.push(Event {
             actor,
             point,
@@ -224,9 +222,7 @@ impl Script {
         let mut all: Vec<_> = st.events[e].footprint.accesses().to_vec();
         all.extend_from_slice(footprint.accesses());
         let from = st.events[e].point;
-        let chose_within = st.points[from + 1..]
-            .iter()
-            .any(|p| !p.scheduling && p.alternatives > 1);
+        let chose_within = chose_within_after(&st.points, from);
         st.events[e].footprint = Footprint::new(all);
         st.events[e].chose_within = chose_within;
         wake_sleepers(&mut st, e);
@@ -423,6 +419,14 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
     };
     st.tries.push(k);
     k
+}
+
+/// Whether a choice within an action with more than one alternative was made after the
+/// scheduling point `point` (the action it chose depends on it).
+fn chose_within_after(points: &[ChoicePoint], point: usize) -> bool {
+    points[point + 1..]
+        .iter()
+        .any(|p| !p.scheduling && p.alternatives > 1)
 }
 
 /// Event `e` ran: actors asleep whose next action conflicts with it wake up (and its own actor

@@ -88,13 +88,6 @@ impl Footprint {
         &self.accesses
     }
 
-    /// Adds an access.
-    pub fn push(&mut self, a: Access) {
-        self.accesses.push(a);
-        let v = std::mem::take(&mut self.accesses);
-        *self = Footprint::new(v);
-    }
-
     /// Whether two actions with these footprints are dependent (they may not commute).
     pub fn conflicts(&self, other: &Footprint) -> bool {
         for &(o1, k1) in &self.accesses {

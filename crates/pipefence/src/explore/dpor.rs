@@ -20,7 +20,7 @@
 //! until a run writes one, reads of the clock are left out of the relation; once one does, the
 //! search starts again with them in.
 
-use super::exhaustive::{Bound, Enumeration, ExhaustiveOptions};
+use super::exhaustive::{assert_replayed, branch_prefix, Bound, Enumeration, ExhaustiveOptions};
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
 use std::collections::BTreeSet;
@@ -207,8 +207,7 @@ pub(super) fn enumerate_reduced<T>(
                 None => Script::reducing(Vec::new(), None, Vec::new()),
                 Some((d, alt)) => {
                     let start = path[d].point.first_try;
-                    let mut prefix = tries[..start].to_vec();
-                    prefix.push(alt);
+                    let prefix = branch_prefix(&tries, start, alt);
                     let sleep = if path[d].point.scheduling {
                         let mut s = path[d].point.sleep.clone();
                         s.extend(path[d].slept.iter().cloned());
@@ -248,13 +247,7 @@ pub(super) fn enumerate_reduced<T>(
             let from = match next {
                 None => 0,
                 Some((d, alt)) => {
-                    assert!(
-                        points
-                            .get(d)
-                            .is_some_and(|p| p.first_try == path[d].point.first_try),
-                        "exhaustive exploration: the program did not repeat the same choices \
-                         for the same prefix (it must depend on nothing but the schedule)"
-                    );
+                    assert_replayed(&points, d, path[d].point.first_try);
                     path.truncate(d + 1);
                     path[d].done.insert(alt);
                     if points[d].disabled.contains(&alt) {

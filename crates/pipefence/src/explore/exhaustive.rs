@@ -111,6 +111,24 @@ impl Node {
     }
 }
 
+/// The tries that replay a run up to the choice point whose first try is `start`, then take
+/// `alt` there.
+pub(super) fn branch_prefix(tries: &[u32], start: usize, alt: u32) -> Vec<u32> {
+    let mut prefix = tries[..start].to_vec();
+    prefix.push(alt);
+    prefix
+}
+
+/// Panics unless a run that followed a prefix reached its choice point `d` at the same try
+/// (`first_try`) as the run the prefix came from.
+pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize) {
+    assert!(
+        points.get(d).is_some_and(|p| p.first_try == first_try),
+        "exhaustive exploration: the program did not repeat the same choices for the same \
+         prefix (it must depend on nothing but the schedule)"
+    );
+}
+
 /// Explores every schedule of `body` (each run on a device whose description has the script
 /// it is handed as [`crate::DeviceDesc::script`]), handing each explored schedule's value and
 /// script (its [`Script::schedule_string`] replays it) to `visit`, which returns `false` to
@@ -141,9 +159,7 @@ pub fn enumerate<T>(
             None => Script::new(Vec::new()),
             Some((d, alt)) => {
                 let start = path[d].point.first_try;
-                let mut prefix = tries[..start].to_vec();
-                prefix.push(alt);
-                Script::exploring(prefix, start)
+                Script::exploring(branch_prefix(&tries, start, alt), start)
             }
         });
         let value = body(&script);
@@ -151,13 +167,7 @@ pub fn enumerate<T>(
         let from = match next {
             None => 0,
             Some((d, alt)) => {
-                assert!(
-                    points
-                        .get(d)
-                        .is_some_and(|p| p.first_try == path[d].point.first_try),
-                    "exhaustive exploration: the program did not repeat the same choices for \
-                     the same prefix (it must depend on nothing but the schedule)"
-                );
+                assert_replayed(&points, d, path[d].point.first_try);
                 path.truncate(d + 1);
                 path[d].tried.insert(alt);
                 if points[d].disabled.contains(&alt) {

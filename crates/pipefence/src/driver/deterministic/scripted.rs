@@ -55,6 +55,7 @@ impl Scheduler {
             }
         }
         script.close();
+        let reducing = script.is_reducing();
         let entry = |i: usize| (Choice::Listed(i), Who::Actor(listing.entries[i].actor));
         let alts: Vec<(Choice, Who)> = if pfp_point {
             listed.into_iter().filter(is_pfp).map(entry).collect()
@@ -62,7 +63,7 @@ impl Scheduler {
             let mut alts: Vec<(Choice, Who)> = Vec::with_capacity(listed.len());
             for i in listed {
                 match listing.entries[i].actor {
-                    Actor::Writeback(q) if script.is_reducing() => {
+                    Actor::Writeback(q) if reducing => {
                         // One alternative per dirty line: each line is its own actor.
                         let lines = dev
                             .model()
@@ -81,8 +82,7 @@ impl Scheduler {
             }
             for r in 0..n_groups {
                 let slot = st.groups.nth(r);
-                match script
-                    .is_reducing()
+                match reducing
                     .then(|| st.groups.groups_left(slot, MAX_LISTED_GROUPS))
                     .flatten()
                 {
@@ -103,7 +103,7 @@ impl Scheduler {
             .last_who
             .and_then(|w| alts.iter().position(|a| a.1 == w))
             .map(|c| c as u32);
-        let actors = if script.is_reducing() {
+        let actors = if reducing {
             alts.iter()
                 .map(|(c, w)| match (*c, *w) {
                     (Choice::WritebackLine(i, line), _) => match listing.entries[i].actor {
