@@ -52,7 +52,8 @@ pub struct Event {
     /// What it touched.
     pub footprint: Footprint,
     /// Choices within the action with more than one alternative were made (its footprint
-    /// depends on them: a sleep set must not keep it).
+    /// depends on them), or it is a host action whose host has not reached its next
+    /// scheduling point (its footprint is not complete): a sleep set must not keep it.
     pub chose_within: bool,
 }
 
@@ -194,7 +195,10 @@ impl Script {
             return;
         }
         let point = st.points.iter().rposition(|p| p.scheduling).unwrap_or(0);
-        let chose_within = chose_within_after(&st.points, point);
+        // A host action's footprint is known only when the host reaches its next scheduling
+        // point (`host_reached`): until then it must not be kept in a sleep set.
+        let chose_within =
+            matches!(actor, ActorKey::Host(_)) || chose_within_after(&st.points, point);
         st.events.push(Event {
             actor,
             point,
