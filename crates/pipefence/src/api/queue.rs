@@ -117,7 +117,7 @@ impl Queue {
             e.submit(s)
         };
         if let Some(l) = label {
-            dev.trace_host(l, crate::trace::SliceKind::Host, dev.now_ns());
+            dev.trace_host(|| l, crate::trace::SliceKind::Host, dev.now_ns());
         }
         self.shared.waker.wake();
         Ok(seq)
