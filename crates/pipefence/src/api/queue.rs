@@ -119,7 +119,7 @@ impl Queue {
         if let Some(l) = label {
             dev.trace_host(|| l, crate::trace::SliceKind::Host, dev.now_ns());
         }
-        self.shared.waker.wake();
+        self.shared.waker.wake_for_submission();
         Ok(seq)
     }
 
