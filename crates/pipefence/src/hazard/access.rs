@@ -7,6 +7,7 @@
 
 use super::{AccessKind, Model};
 use crate::types::Site;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Who performs an access, internally.
@@ -18,6 +19,7 @@ pub(super) enum AgentRec {
     Host { id: u64, line: Option<u32> },
 }
 
+/// One access record, interned (see [`AccIndex`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct AccRec {
     pub(super) agent: AgentRec,
@@ -47,14 +49,41 @@ pub(super) fn one_site(site: Site) -> Site {
     }
 }
 
+/// The index from a record to its id, holding each record only once (in `Model::accs`): the
+/// id under the record's hash, and the rare records whose hash another record has under the
+/// record itself. A list of `n` commands keeps `n` records or so (one per command and kind of
+/// access), so a record held twice (as the vector's element and the map's key, about 70 bytes
+/// each) was most of the validation layer's memory per command.
+#[derive(Debug, Default)]
+pub(super) struct AccIndex {
+    by_hash: FxHashMap<u64, AccId>,
+    collided: FxHashMap<AccRec, AccId>,
+}
+
+fn rec_hash(r: &AccRec) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(r)
+}
+
 impl Model {
     pub(super) fn acc(&mut self, r: AccRec) -> AccId {
-        if let Some(id) = self.acc_index.get(&r) {
-            return *id;
+        let h = rec_hash(&r);
+        let first = self.acc_index.by_hash.get(&h).copied();
+        if let Some(id) = first {
+            if self.accs[id as usize] == r {
+                return id;
+            }
+            if let Some(id) = self.acc_index.collided.get(&r) {
+                return *id;
+            }
         }
         let id = self.accs.len() as AccId;
-        self.accs.push(r.clone());
-        self.acc_index.insert(r, id);
+        if first.is_some() {
+            self.acc_index.collided.insert(r.clone(), id);
+        } else {
+            self.acc_index.by_hash.insert(h, id);
+        }
+        self.accs.push(r);
         id
     }
 
@@ -86,5 +115,45 @@ impl Model {
             kernel: None,
             kind,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hazard::MemoryModel;
+
+    fn rec(command: u32) -> AccRec {
+        AccRec {
+            agent: AgentRec::Me {
+                queue: 0,
+                site: Site {
+                    submission: 0,
+                    list: Some(1),
+                    command: Some(command),
+                },
+            },
+            op: "write",
+            kernel: None,
+            kind: AccessKind::ValueWrite,
+        }
+    }
+
+    /// One id per distinct record, the same id for an equal one, each record kept once; a
+    /// record whose hash another one has still gets its own id.
+    #[test]
+    fn acc_interns_each_record_once() {
+        let mut m = Model::new(MemoryModel::Validate, 0);
+        let ids: Vec<AccId> = (0..100).map(|c| m.acc(rec(c))).collect();
+        assert_eq!(ids, (0..100).collect::<Vec<AccId>>());
+        assert_eq!(m.acc(rec(42)), 42);
+        assert_eq!(m.accs.len(), 100);
+        // A forced collision: another record filed under record 7's hash.
+        let h = rec_hash(&rec(1000));
+        m.acc_index.by_hash.insert(h, 7);
+        assert_eq!(m.acc(rec(1000)), 100);
+        assert_eq!(m.acc(rec(1000)), 100);
+        assert_eq!(m.acc(rec(7)), 7);
+        assert_eq!(m.accs.len(), 101);
     }
 }
