@@ -15,7 +15,11 @@
 # however long the other thread took to be scheduled): the figure is the work of a hop, not
 # its wait. `syscalls` is the system calls per unit (futex waits and wakes, mostly) and
 # `clock reads` the clock_gettime calls (a system call under valgrind, not natively), from
-# callgrind's --collect-systime.
+# callgrind's --collect-systime. Valgrind runs one thread at a time and may switch at every
+# system call (--fair-sched=yes: in turn), so where the threads interleave still varies a
+# little from run to run: the chain's figures by a few per cent, the host round trip's (whose
+# host and engine may or may not park, depending on who runs first) by up to about 20 %; run
+# it twice or more before comparing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/pipefence-bench}
@@ -44,7 +48,7 @@ count_for() {
 measure() {
     local name=$1 count=$2 out=$tmp/cg.$1.$2
     local line
-    line=$(taskset -c 0 valgrind --tool=callgrind --collect-systime=yes --callgrind-out-file="$out" \
+    line=$(taskset -c 0 valgrind --tool=callgrind --fair-sched=yes --collect-systime=yes --callgrind-out-file="$out" \
         "$bin" --workload "$name" "$count" 2>"$tmp/err" | tail -n 1) || { cat "$tmp/err" >&2; exit 1; }
     local units=${line##*: }
     units=${units%% units}
