@@ -121,7 +121,7 @@ pub(crate) fn engine_chain(device: &Device, queues: &[Queue], rounds: u64) -> Re
 }
 
 /// The same chain through `n` threads and `n + 1` [`CondvarFence`]s.
-fn condvar_chain(n: usize, rounds: u64) -> Result<f64, String> {
+pub(crate) fn condvar_chain(n: usize, rounds: u64) -> Result<f64, String> {
     let c: Arc<Vec<CondvarFence>> = Arc::new((0..=n).map(|_| CondvarFence::default()).collect());
     let go = Arc::new(Barrier::new(n + 1));
     let threads: Vec<_> = (0..n)
@@ -207,7 +207,7 @@ fn bench_chain(cfg: &Config) -> Result<Report, String> {
 /// to i, the host waits on `b` for i. `presubmit`: every `wait(a, i); signal(b, i)` pair is
 /// submitted before the timed loop; otherwise each iteration submits its pair first (inside
 /// the timed loop).
-fn engine_round_trip(
+pub(crate) fn engine_round_trip(
     device: &Device,
     queue: &Queue,
     iters: u64,

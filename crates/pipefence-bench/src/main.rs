@@ -5,6 +5,9 @@
 //! several runs; min and max are printed too. `--quick` uses small counts (CI smoke runs).
 //! The exit status is 0 even when a goal is missed (timings vary by machine); it is 1 when a
 //! benchmark fails to run and 2 for bad arguments.
+//!
+//! `pipefence-bench --workload NAME COUNT` runs one hot path for `scripts/instructions.sh`
+//! (instruction counts under callgrind; see `workload`).
 
 mod alloc;
 mod engine;
@@ -13,6 +16,7 @@ mod harness;
 mod schedules;
 mod strict;
 mod tracing;
+mod workload;
 
 use harness::{Bench, Config, Header, Report, Verdict};
 use std::process::ExitCode;
@@ -73,6 +77,13 @@ fn main() -> ExitCode {
         let pinned = fences::pin_to_one_cpu();
         let args: Vec<String> = std::env::args().skip(2).collect();
         return fences::pinned_child(pinned, &args);
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == workload::WORKLOAD_ARG)
+    {
+        let args: Vec<String> = std::env::args().skip(2).collect();
+        return workload::main(&args);
     }
 
     let raw: Vec<String> = std::env::args().skip(1).collect();

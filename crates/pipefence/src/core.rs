@@ -185,9 +185,10 @@ impl DeviceCore {
         }
     }
 
-    /// A host-thread event (tracing only).
-    pub(crate) fn trace_host(&self, name: String, kind: SliceKind, start_ns: u64) {
+    /// A host-thread event (tracing only; `name` is only built when a sink is attached).
+    pub(crate) fn trace_host(&self, name: impl FnOnce() -> String, kind: SliceKind, start_ns: u64) {
         if self.trace_sink().is_some() {
+            let name = name();
             let track = Track::Host {
                 name: crate::host_names::name_of(crate::host_names::current_id()),
             };

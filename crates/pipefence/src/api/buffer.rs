@@ -197,7 +197,7 @@ impl Buffer {
                 value,
             );
             dev.trace_host(
-                format!("cpu-write {}+{offset}", self.inner.core.name),
+                || format!("cpu-write {}+{offset}", self.inner.core.name),
                 crate::trace::SliceKind::Host,
                 now,
             );
@@ -447,12 +447,14 @@ impl Buffer {
             });
         }
         self.inner.device.trace_host(
-            format!(
-                "poll {}+{offset} ({}) {} {reference}",
-                self.inner.core.name,
-                width.type_name(),
-                cmp.symbol()
-            ),
+            || {
+                format!(
+                    "poll {}+{offset} ({}) {} {reference}",
+                    self.inner.core.name,
+                    width.type_name(),
+                    cmp.symbol()
+                )
+            },
             crate::trace::SliceKind::Blocked,
             t0,
         );

@@ -213,8 +213,9 @@ impl Fence {
     #[doc(alias = "SetEventOnCompletion")]
     pub fn block_on_completion(&self, value: u64, timeout: Duration) -> Result<()> {
         let dev = &self.inner.device;
-        let t0 = dev.now_ns();
-        let blocked = self.inner.core.completed_value() < value;
+        let t0 = dev.trace_sink().map(|_| dev.now_ns());
+        // Only a traced wait draws its edge (solid when it blocked).
+        let blocked = t0.is_some() && self.inner.core.completed_value() < value;
         let o = dev.block(Cond::Fence(self.inner.core.clone(), value), Some(timeout));
         if o == WaitOutcome::Reached {
             self.trace_sync(blocked);
@@ -226,11 +227,7 @@ impl Fence {
             }
             WaitOutcome::TimedOut => self.outcome(value, o, Some(timeout)),
         };
-        dev.trace_host(
-            format!("wait fence {} >= {value}", self.inner.name),
-            SliceKind::Blocked,
-            t0,
-        );
+        self.trace_wait(t0, value);
         r
     }
 
@@ -238,19 +235,30 @@ impl Fence {
     /// Errors: Timeout (naming the fence, the target and the value reached), DeviceRemoved
     /// (also at once when the device is already removed, F10).
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
-        let dev = &self.inner.device;
-        let t0 = dev.now_ns();
-        let blocked = self.inner.core.completed_value() < value;
+        let t0 = self
+            .inner
+            .device
+            .trace_sink()
+            .map(|_| self.inner.device.now_ns());
+        let blocked = t0.is_some() && self.inner.core.completed_value() < value;
         let r = self.wait_inner(value, timeout);
         if r.is_ok() {
             self.trace_sync(blocked);
         }
-        dev.trace_host(
-            format!("wait fence {} >= {value}", self.inner.name),
-            SliceKind::Blocked,
-            t0,
-        );
+        self.trace_wait(t0, value);
         r
+    }
+
+    /// The host slice of a wait that started at `t0` (tracing only: `t0` is `None` when no
+    /// sink was attached then, and the wait reads no clock and formats no name).
+    fn trace_wait(&self, t0: Option<u64>, value: u64) {
+        if let Some(t0) = t0 {
+            self.inner.device.trace_host(
+                || format!("wait fence {} >= {value}", self.inner.name),
+                SliceKind::Blocked,
+                t0,
+            );
+        }
     }
 
     fn wait_inner(&self, value: u64, timeout: Duration) -> Result<()> {

@@ -117,9 +117,9 @@ impl Queue {
             e.submit(s)
         };
         if let Some(l) = label {
-            dev.trace_host(l, crate::trace::SliceKind::Host, dev.now_ns());
+            dev.trace_host(|| l, crate::trace::SliceKind::Host, dev.now_ns());
         }
-        self.shared.waker.wake();
+        self.shared.waker.wake_for_submission();
         Ok(seq)
     }
 

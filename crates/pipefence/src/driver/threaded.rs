@@ -5,7 +5,9 @@
 //! the FIFO depth), the ME and the retire queue until nothing progresses; hand new dispatches to
 //! the pool; register the waker on the address a memory-value wait watches and, if the
 //! registration changed, step once more (the re-check); otherwise park. A queue wait's ticket
-//! (F5) wakes the engine itself when a signal satisfies it.
+//! (F5) wakes the engine itself when a signal satisfies it. A wake unparks the thread only once
+//! it announced the park (`EngineWaker::begin_park`): a submission or a signal that reaches a
+//! running engine costs no system call, and the engine never wakes to find nothing new.
 //! Writes the device cannot observe (atomic views) are polled with a 50 µs - 4 ms backoff, only
 //! while a view exists (D8).
 
@@ -278,6 +280,8 @@ fn engine_main(q: &Arc<QueueShared>) {
         let mut launches: Vec<Launch> = Vec::new();
         let mut fault = None;
         let mut more = false;
+        // Whether the PFP's last step was held by a queue wait (a submission cannot help then).
+        let mut pfp_held = false;
         let blocked;
         let in_flight;
         let trace_events;
@@ -297,6 +301,7 @@ fn engine_main(q: &Arc<QueueShared>) {
                 if q.kind.has_pfp() {
                     let (p, end) = e.run_pfp(&ctx);
                     progressed |= p;
+                    pfp_held = matches!(end, Step::Blocked(WaitCondition::Fence { .. }));
                     match end {
                         Step::Blocked(c) => conds.push(c),
                         Step::Faulted(f) => fault = Some(f),
@@ -366,8 +371,15 @@ fn engine_main(q: &Arc<QueueShared>) {
         }
         // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck while the
         // device does not progress, or a dispatch group of this engine running too long.
-        let now = dev.now_ns();
+        // The clock is read only when something below uses it: progress to note, a wait with a
+        // timeout, or dispatches in flight (an engine parked on a plain queue wait reads none).
         let pool = dev.pool();
+        let timed_wait = blocked.is_some_and(|(_, memory)| memory || fence_ns.is_some());
+        let now = if completed_now != completed || timed_wait || in_flight > 0 {
+            dev.now_ns()
+        } else {
+            0
+        };
         if completed_now != completed {
             completed = completed_now;
             pool.note_progress(now);
@@ -396,13 +408,11 @@ fn engine_main(q: &Arc<QueueShared>) {
             // Registered something new: re-check before sleeping.
             continue;
         }
-        if q.waker.is_set() {
+        if !q.waker.begin_park(pfp_held) {
+            // A wake arrived since the clear: step again. Otherwise later wakes unpark.
             continue;
         }
-        let polling = conds
-            .iter()
-            .any(|c| matches!(c, WaitCondition::Memory { .. }))
-            && dev.views.load(Ordering::SeqCst) > 0;
+        let polling = polling_views(&dev, &conds);
         let watchdog_park =
             park_for.map(|ns| Duration::from_nanos(ns.max(1_000_000)).min(WATCHDOG_PARK));
         if polling {
@@ -421,6 +431,14 @@ fn engine_main(q: &Arc<QueueShared>) {
     // The interval in progress when the engine stops (a queue stuck until removal) counts.
     let now = monotonic_ns();
     close_interval(q, state, now.saturating_sub(state_since), None, now);
+}
+
+/// Whether the engine polls a memory-value wait (an atomic view exists, D8).
+fn polling_views(dev: &DeviceShared, conds: &[WaitCondition]) -> bool {
+    conds
+        .iter()
+        .any(|c| matches!(c, WaitCondition::Memory { .. }))
+        && dev.views.load(Ordering::SeqCst) > 0
 }
 
 /// Adds `ns` spent in `state` to the queue's busy or blocked time and publishes `next` as what

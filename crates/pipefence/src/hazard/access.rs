@@ -7,6 +7,7 @@
 
 use super::{AccessKind, Model};
 use crate::types::Site;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Who performs an access, internally.
@@ -18,6 +19,7 @@ pub(super) enum AgentRec {
     Host { id: u64, line: Option<u32> },
 }
 
+/// One access record, interned (see [`AccIndex`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct AccRec {
     pub(super) agent: AgentRec,
@@ -47,14 +49,52 @@ pub(super) fn one_site(site: Site) -> Site {
     }
 }
 
+/// The index from a record to its id, holding each record only once (in `Model::accs`): the
+/// id under the record's hash, and the rare records whose hash another record has under the
+/// record itself. A list of `n` commands keeps `n` records or so (one per command and kind of
+/// access), so a record held twice (as the vector's element and the map's key, about 70 bytes
+/// each) was most of the validation layer's memory per command.
+///
+/// In front of it, `by_command` remembers the ids of list commands' records by list, queue and
+/// command index (two per command: a value write's and its release's, a wait's): a command
+/// list runs its commands in order, so these, and the records they point to (created in the
+/// same order), are read sequentially, where the hash index costs a cache miss or two per
+/// lookup once a long list's records outgrow the caches. An entry is only a hint: the record
+/// it points to is compared with the one looked up, and a mismatch falls back to the index.
+#[derive(Debug, Default)]
+pub(super) struct AccIndex {
+    by_hash: FxHashMap<u64, AccId>,
+    collided: FxHashMap<AccRec, AccId>,
+    by_command: FxHashMap<(u32, u32), Vec<[AccId; 2]>>,
+}
+
+/// No id remembered in [`AccIndex::by_command`].
+const NO_ACC: AccId = AccId::MAX;
+
+fn rec_hash(r: &AccRec) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(r)
+}
+
 impl Model {
     pub(super) fn acc(&mut self, r: AccRec) -> AccId {
-        if let Some(id) = self.acc_index.get(&r) {
-            return *id;
+        let h = rec_hash(&r);
+        let first = self.acc_index.by_hash.get(&h).copied();
+        if let Some(id) = first {
+            if self.accs[id as usize] == r {
+                return id;
+            }
+            if let Some(id) = self.acc_index.collided.get(&r) {
+                return *id;
+            }
         }
         let id = self.accs.len() as AccId;
-        self.accs.push(r.clone());
-        self.acc_index.insert(r, id);
+        if first.is_some() {
+            self.acc_index.collided.insert(r.clone(), id);
+        } else {
+            self.acc_index.by_hash.insert(h, id);
+        }
+        self.accs.push(r);
         id
     }
 
@@ -80,11 +120,114 @@ impl Model {
                 site: one_site(site),
             },
         };
-        self.acc(AccRec {
+        let r = AccRec {
             agent,
             op,
             kernel: None,
             kind,
-        })
+        };
+        let (Some(list), Some(command)) = (site.list, site.command) else {
+            return self.acc(r);
+        };
+        let slot = usize::from(kind == AccessKind::Release);
+        let command = command as usize;
+        let hint = self
+            .acc_index
+            .by_command
+            .get(&(list, queue))
+            .and_then(|v| v.get(command))
+            .map_or(NO_ACC, |ids| ids[slot]);
+        if hint != NO_ACC && self.accs.get(hint as usize) == Some(&r) {
+            return hint;
+        }
+        let id = self.acc(r);
+        let v = self.acc_index.by_command.entry((list, queue)).or_default();
+        if v.len() <= command {
+            v.resize(command + 1, [NO_ACC; 2]);
+        }
+        v[command][slot] = id;
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hazard::MemoryModel;
+
+    fn rec(command: u32) -> AccRec {
+        AccRec {
+            agent: AgentRec::Me {
+                queue: 0,
+                site: Site {
+                    submission: 0,
+                    list: Some(1),
+                    command: Some(command),
+                },
+            },
+            op: "write",
+            kernel: None,
+            kind: AccessKind::ValueWrite,
+        }
+    }
+
+    /// One id per distinct record, the same id for an equal one, each record kept once; a
+    /// record whose hash another one has still gets its own id.
+    #[test]
+    fn acc_interns_each_record_once() {
+        let mut m = Model::new(MemoryModel::Validate, 0);
+        let ids: Vec<AccId> = (0..100).map(|c| m.acc(rec(c))).collect();
+        assert_eq!(ids, (0..100).collect::<Vec<AccId>>());
+        assert_eq!(m.acc(rec(42)), 42);
+        assert_eq!(m.accs.len(), 100);
+        // A forced collision: another record filed under record 7's hash.
+        let h = rec_hash(&rec(1000));
+        m.acc_index.by_hash.insert(h, 7);
+        assert_eq!(m.acc(rec(1000)), 100);
+        assert_eq!(m.acc(rec(1000)), 100);
+        assert_eq!(m.acc(rec(7)), 7);
+        assert_eq!(m.accs.len(), 101);
+    }
+
+    /// The per-command hint returns the id the index would, and a hint that points to another
+    /// record (another op on the same command and slot) falls back to the index.
+    #[test]
+    fn queue_acc_hint_never_changes_the_id() {
+        let mut m = Model::new(MemoryModel::Validate, 0);
+        let site = |submission, command| Site {
+            submission,
+            list: Some(3),
+            command: Some(command),
+        };
+        let a = m.queue_acc(0, 1, site(0, 5), "write", AccessKind::ValueWrite);
+        let r = m.queue_acc(0, 1, site(0, 5), "write", AccessKind::Release);
+        assert_ne!(a, r);
+        // Another execution (submission) of the same command: the same records.
+        assert_eq!(
+            m.queue_acc(0, 1, site(7, 5), "write", AccessKind::ValueWrite),
+            a
+        );
+        assert_eq!(
+            m.queue_acc(0, 1, site(7, 5), "write", AccessKind::Release),
+            r
+        );
+        // The same slot with another op, then the first op again.
+        let b = m.queue_acc(0, 1, site(0, 5), "wait", AccessKind::Wait);
+        assert!(b != a && b != r);
+        assert_eq!(
+            m.queue_acc(0, 1, site(1, 5), "write", AccessKind::ValueWrite),
+            a
+        );
+        assert_eq!(m.queue_acc(0, 1, site(1, 5), "wait", AccessKind::Wait), b);
+        // Another queue or stage has its own records.
+        assert_ne!(
+            m.queue_acc(1, 1, site(0, 5), "write", AccessKind::ValueWrite),
+            a
+        );
+        assert_ne!(
+            m.queue_acc(0, 0, site(0, 5), "write", AccessKind::ValueWrite),
+            a
+        );
+        assert_eq!(m.accs.len(), 5);
     }
 }

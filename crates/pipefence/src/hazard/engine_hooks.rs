@@ -112,22 +112,20 @@ impl Model {
         let me_c = self.comp(Comp::Me(queue));
         let pfp_c = self.comp(Comp::Pfp(queue));
         let s = self.q(queue);
+        // The waiting stage's clock is lent to the check, not copied (the check reads no
+        // queue's clocks), and put back before the wait acquires.
         let (clock, me) = if pfp {
-            (
-                s.p.clone(),
-                Epoch {
-                    comp: pfp_c,
-                    v: s.p.get(pfp_c),
-                },
-            )
+            let me = Epoch {
+                comp: pfp_c,
+                v: s.p.get(pfp_c),
+            };
+            (std::mem::take(&mut s.p), me)
         } else {
-            (
-                s.o.clone(),
-                Epoch {
-                    comp: me_c,
-                    v: s.o.get(me_c),
-                },
-            )
+            let me = Epoch {
+                comp: me_c,
+                v: s.o.get(me_c),
+            };
+            (std::mem::take(&mut s.o), me)
         };
         let x = Actor {
             alt: None,
@@ -139,6 +137,11 @@ impl Model {
         };
         let acquired = self.wait_read(&x, span_of(address, width));
         let s = self.q(queue);
+        if pfp {
+            s.p = clock;
+        } else {
+            s.o = clock;
+        }
         if pfp {
             s.pfp_acquire(&acquired, pushed);
         } else {
@@ -282,7 +285,9 @@ impl Model {
         let acc = self.queue_acc(queue, 1, site, op, AccessKind::ValueWrite);
         let me_c = self.comp(Comp::Me(queue));
         let s = self.q(queue);
-        let clock = s.o.clone();
+        // The ME's clock is lent to the check, not copied (nothing below reads a queue's
+        // clocks), and put back before the ME ticks.
+        let clock = std::mem::take(&mut s.o);
         let me = Epoch {
             comp: me_c,
             v: clock.get(me_c),
@@ -314,6 +319,7 @@ impl Model {
             v.cp_write(queue, address, width);
         }
         let s = self.q(queue);
+        s.o = clock;
         s.o.raise(me_c, me.v + 1);
         s.r.raise(me_c, me.v + 1);
     }

@@ -44,7 +44,7 @@ pub(crate) mod strict;
 pub use host_hooks::set_source_line;
 pub use report::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
 
-use access::{AccId, AccRec};
+use access::AccRec;
 use clock::{Comp, Vc};
 use findings::{HazardKey, Observed};
 use queue::QState;
@@ -58,7 +58,7 @@ use std::sync::Arc;
 pub(crate) struct Model {
     comps: FxHashMap<Comp, u32>,
     accs: Vec<AccRec>,
-    acc_index: FxHashMap<AccRec, AccId>,
+    acc_index: access::AccIndex,
     words: ShadowMap,
     queues: FxHashMap<u32, QState>,
     hosts: FxHashMap<u64, Vc>,
@@ -74,7 +74,7 @@ impl Model {
         Model {
             comps: FxHashMap::default(),
             accs: Vec::new(),
-            acc_index: FxHashMap::default(),
+            acc_index: access::AccIndex::default(),
             words: ShadowMap::default(),
             queues: FxHashMap::default(),
             hosts: FxHashMap::default(),

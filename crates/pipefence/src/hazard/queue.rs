@@ -99,18 +99,32 @@ pub(super) struct PfpRace {
 }
 
 impl Model {
+    /// The state of `queue`, created (with its clock components) on first use. One map
+    /// lookup: the hooks call this several times per packet.
     pub(super) fn q(&mut self, queue: u32) -> &mut QState {
-        if !self.queues.contains_key(&queue) {
-            let me = self.comp(Comp::Me(queue));
-            let pfp = self.comp(Comp::Pfp(queue));
-            self.task_comps(queue);
+        let comps = &mut self.comps;
+        self.queues.entry(queue).or_insert_with(|| {
+            // Numbered as `comp` and `task_comps` would: ME, PFP, then the task prefixes.
+            let mut comp = |c: Comp| {
+                let n = comps.len() as u32;
+                *comps.entry(c).or_insert(n)
+            };
+            let me = comp(Comp::Me(queue));
+            let pfp = comp(Comp::Pfp(queue));
+            for c in [
+                Comp::DispRead,
+                Comp::DispWrite,
+                Comp::CopyRead,
+                Comp::CopyWrite,
+            ] {
+                comp(c(queue));
+            }
             let mut s = QState::default();
             for c in [&mut s.p, &mut s.o, &mut s.r] {
                 c.raise(me, 1);
                 c.raise(pfp, 0);
             }
-            self.queues.insert(queue, s);
-        }
-        self.queues.get_mut(&queue).expect("inserted above")
+            s
+        })
     }
 }

@@ -96,6 +96,15 @@ impl ShadowMap {
         if start >= end {
             return;
         }
+        // The common case, a word accessed before with the same span: one segment already
+        // covers exactly `[start, end)` (then both ends are boundaries and it is the only
+        // segment in the range): one lookup instead of two splits and a range walk.
+        if let Some((e, sh)) = self.segs.get_mut(&start) {
+            if *e == end {
+                f(start, end, sh);
+                return;
+            }
+        }
         self.split(start);
         self.split(end);
         let keys: SmallVec<[u64; 4]> = self.segs.range(start..end).map(|(k, _)| *k).collect();
@@ -146,5 +155,13 @@ mod tests {
             [(0, 8), (8, 16), (16, 32), (32, 64), (64, 80)]
         );
         m.each(40, 40, |_, _, _| panic!("an empty range has no segments"));
+        // An exact segment is found as it is, and nothing is split.
+        let mut exact = Vec::new();
+        m.each(16, 32, |lo, hi, sh| exact.push((lo, hi, sh.reads.len())));
+        assert_eq!(exact, [(16, 32, 1)]);
+        assert_eq!(
+            segments(&m),
+            [(0, 8), (8, 16), (16, 32), (32, 64), (64, 80)]
+        );
     }
 }

@@ -226,6 +226,10 @@ impl FenceCore {
             s.last_write_ns = now_ns;
             s.last_release = release;
             self.mirror.store(value, Ordering::Release);
+            if s.waiters.is_empty() {
+                // Nothing to fire (a queue's progress fence, mostly): skip building the set.
+                return true;
+            }
             let mut fired = s.waiters.take_reached(value);
             if fired.first.is_some() {
                 fired.crossing = Some(s.current_crossing());
@@ -408,6 +412,12 @@ struct Waiters {
 }
 
 impl Waiters {
+    /// Whether no registration is pending (nor a tombstone left).
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.queue.is_empty() && self.others.is_empty()
+    }
+
     fn insert(&mut self, target: u64, key: u64, notify: Arc<dyn Notify>) {
         if self.queue.back().is_none_or(|b| b.target <= target) {
             self.queue.push_back(Slot {

@@ -11,6 +11,7 @@ use super::event::Event;
 use super::fence::{FenceCore, WaitOutcome, Writer, BREAK_REGISTER_RECHECK};
 use super::multi::wait_multiple;
 use super::notify::EngineWaker;
+use super::shim::{lock, Mutex};
 use super::ticket::{Ticket, BREAK_TICKET_LATCH};
 use loom::thread;
 use std::sync::Arc;
@@ -23,7 +24,8 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// The threaded driver's engine loop, reduced to one queue wait (`driver::threaded`): the
 /// engine thread names itself to its waker, then clears the waker, steps (the PFP tests the
-/// ticket), and parks unless a wake arrived since the clear. Runs on a spawned thread (loom's
+/// ticket), and parks only if `begin_park` finds no wake since the clear (a wake unparks it
+/// only once `begin_park` ran). Runs on a spawned thread (loom's
 /// `unpark` must not reach a thread blocked in `join`).
 fn spawn_engine(ticket: Arc<Ticket>, waker: Arc<EngineWaker>) -> thread::JoinHandle<()> {
     thread::spawn(move || {
@@ -33,7 +35,7 @@ fn spawn_engine(ticket: Arc<Ticket>, waker: Arc<EngineWaker>) -> thread::JoinHan
             if ticket.is_satisfied() {
                 return;
             }
-            if waker.is_set() {
+            if !waker.begin_park(true) {
                 continue;
             }
             thread::park();
@@ -69,6 +71,48 @@ fn loom_catches_queue_wait_reading_the_value() {
     model(|| {
         BREAK_TICKET_LATCH.with(|b| b.set(true));
         let _ = queue_wait_signal_lower_recheck_park();
+    });
+}
+
+/// F5, Q3: a submission queued behind a held queue wait does not wake the engine
+/// (`wake_for_submission` leaves a `PARKING_HELD` engine parked), and neither it nor the
+/// signal that releases the wait is lost: the engine steps once both are in, whatever the
+/// order of the submission, the signal, the engine's step and its park.
+#[test]
+fn q3_submission_behind_held_wait_vs_signal_vs_park() {
+    model(|| {
+        let f = Arc::new(FenceCore::new(0));
+        let waker = Arc::new(EngineWaker::default());
+        let ticket = Ticket::issue(f.clone(), 1, waker.clone());
+        let queued = Arc::new(Mutex::new(0u32));
+        let engine = {
+            let (ticket, waker, queued) = (ticket.clone(), waker.clone(), queued.clone());
+            thread::spawn(move || {
+                waker.set_thread(thread::current());
+                loop {
+                    waker.clear();
+                    let n = *lock(&queued);
+                    let held = !ticket.is_satisfied();
+                    if !held && n == 1 {
+                        return;
+                    }
+                    if !waker.begin_park(held) {
+                        continue;
+                    }
+                    thread::park();
+                }
+            })
+        };
+        let submitter = {
+            let (waker, queued) = (waker.clone(), queued.clone());
+            thread::spawn(move || {
+                *lock(&queued) += 1;
+                waker.wake_for_submission();
+            })
+        };
+        f.signal(1, Writer::Never, 0);
+        submitter.join().unwrap();
+        engine.join().unwrap();
     });
 }
 

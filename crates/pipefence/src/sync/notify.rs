@@ -1,7 +1,7 @@
 //! Wake-up targets: the [`Notify`] trait, the thread [`Parker`], and the spin policy.
 
 use super::fence::Writer;
-use super::shim::{current_thread, park_until, AtomicBool, Ordering, Thread};
+use super::shim::{current_thread, park_until, AtomicBool, AtomicU8, Ordering, Thread};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -105,11 +105,13 @@ impl Notify for Parker {
 /// Whether blocked waits may spin briefly before parking: only when the process may run on
 /// more than one CPU (D8; spinning on one CPU only delays the thread that would wake us).
 pub(crate) fn spin_allowed() -> bool {
-    if cfg!(loom) {
-        return false;
-    }
-    static ALLOWED: OnceLock<bool> = OnceLock::new();
-    *ALLOWED.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()) > 1)
+    !cfg!(loom) && cpus() > 1
+}
+
+/// The CPUs the process may run on (read once).
+fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Spins for at most `budget_ns` while `done()` is false; returns `done()`'s last answer.
@@ -132,16 +134,34 @@ pub(crate) fn spin_until(budget_ns: u64, mut done: impl FnMut() -> bool) -> bool
     }
 }
 
-/// Wakes an engine thread: a re-armable flag plus the thread's unpark token.
+/// Wakes an engine thread: a re-armable state word plus the thread's unpark token.
 ///
-/// States of `flag`: `false` (nothing new) -> `true` (something may have changed). The engine
-/// thread clears it before stepping and parks only if it is still clear afterwards; the unpark
-/// token covers a wake between the check and the park.
+/// States of `state`: [`RUNNING`] (nothing new since the engine cleared it), [`NOTIFIED`]
+/// (something may have changed; set by [`wake`](Self::wake)), [`PARKING`] (the engine found
+/// nothing to do and is about to park or parked), [`PARKING_HELD`] (the same, with its PFP
+/// held by a queue wait, whose ticket wakes it). The engine thread clears it to `RUNNING`
+/// before stepping ([`clear`](Self::clear)) and parks only after moving it from `RUNNING` to
+/// `PARKING` or `PARKING_HELD` ([`begin_park`](Self::begin_park)); a wake that finds `RUNNING`
+/// or `NOTIFIED` does not unpark (the engine is running and will step again before it parks),
+/// one that finds a parking state does. The unpark token covers a wake between `begin_park` and
+/// the park. [`wake_for_submission`](Self::wake_for_submission) leaves a `PARKING_HELD` engine
+/// parked: what was submitted queues behind the held wait, so stepping could not start it. No
+/// transition needs a lock: every one is a single read-modify-write.
 #[derive(Debug, Default)]
 pub(crate) struct EngineWaker {
-    flag: AtomicBool,
+    state: AtomicU8,
     thread: OnceLock<Thread>,
 }
+
+/// [`EngineWaker`]: the engine is running, nothing new since it cleared the state.
+const RUNNING: u8 = 0;
+/// [`EngineWaker`]: a wake arrived since the engine cleared the state.
+const NOTIFIED: u8 = 1;
+/// [`EngineWaker`]: the engine is parking (or parked); a wake must unpark it.
+const PARKING: u8 = 2;
+/// [`EngineWaker`]: parking (or parked) with the PFP held by a queue wait: a wake must unpark
+/// it, a submission need not.
+const PARKING_HELD: u8 = 3;
 
 impl EngineWaker {
     /// The thread to unpark (the engine thread, once it started).
@@ -149,28 +169,62 @@ impl EngineWaker {
         let _ = self.thread.set(t);
     }
 
-    /// Marks the engine as having something to re-check and unparks it.
+    /// Marks the engine as having something to re-check, and unparks it if it is parking: a
+    /// running engine steps again before it parks, so a system call to wake it would be wasted.
     #[inline]
     pub(crate) fn wake(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.get() {
-            t.unpark();
+        if self.state.swap(NOTIFIED, Ordering::SeqCst) >= PARKING {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
         }
     }
 
-    /// Clears the flag (the engine thread, before stepping). A read-modify-write: clearing a
+    /// Wakes the engine for a submission just queued (under the engine lock, before this call),
+    /// unless it is parked with its PFP held by a queue wait: the submission queues behind that
+    /// wait, and the wait's ticket wakes the engine, which then sees the submission too.
+    /// The test is a read-modify-write (it writes back `PARKING_HELD`): the wake that later
+    /// releases the engine swaps the state after it, so the engine's clear acquires what the
+    /// submitter released before the test (the submission itself).
+    #[inline]
+    pub(crate) fn wake_for_submission(&self) {
+        let held = self.state.compare_exchange(
+            PARKING_HELD,
+            PARKING_HELD,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        if held.is_err() {
+            self.wake();
+        }
+    }
+
+    /// Clears the state (the engine thread, before stepping). A read-modify-write: clearing a
     /// wake acquires what the waker released before it (a ticket's latch, say), so the step
     /// that follows sees it; a plain store could overwrite the wake and leave the step reading
     /// the latch stale, then park for good (found by loom).
     #[inline]
     pub(crate) fn clear(&self) {
-        self.flag.swap(false, Ordering::AcqRel);
+        self.state.swap(RUNNING, Ordering::AcqRel);
     }
 
-    /// Whether a wake arrived since the last clear.
-    #[inline]
+    /// Whether a wake arrived since the last clear (the loom models check it).
+    #[cfg(loom)]
     pub(crate) fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.state.load(Ordering::SeqCst) == NOTIFIED
+    }
+
+    /// The engine thread is about to park: returns `false` (and the engine must step again
+    /// instead of parking) if a wake arrived since the last clear; otherwise later wakes
+    /// unpark the thread, until the next [`clear`](Self::clear). `held`: its PFP is held by a
+    /// queue wait (then submissions do not wake it, see
+    /// [`wake_for_submission`](Self::wake_for_submission)).
+    #[inline]
+    pub(crate) fn begin_park(&self, held: bool) -> bool {
+        let to = if held { PARKING_HELD } else { PARKING };
+        self.state
+            .compare_exchange(RUNNING, to, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 }
 
