@@ -10,9 +10,10 @@
 //! program can do with `pipefence` directly. It prints nothing (the binary does).
 
 pub mod check;
+pub mod diagnostic;
 pub mod exhaustive;
 pub mod parse;
 pub mod plan;
 pub mod run;
 
-pub use parse::{parse, render_diagnostics};
+pub use parse::{parse, render_diagnostics, render_diagnostics_styled};

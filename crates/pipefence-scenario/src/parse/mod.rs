@@ -46,7 +46,7 @@ use lines::Lines;
 use syntax::{cap, parse_kdl, prepare, syntax_errors, ParseKdlError, MAX_SOURCE_BYTES};
 use windows::{parse_windowed, Windowed, WINDOWED_FROM};
 
-pub use render::render_diagnostics;
+pub use render::{render_diagnostics, render_diagnostics_styled};
 
 /// Parses and validates a scenario. `file` is the name used in messages.
 ///
