@@ -1,6 +1,8 @@
 //! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
 
-use super::{load, plural, replay_program_here, shell_word, usage_error, SHOWN_FAILURES};
+use super::{
+    load, plural, replay_program_here, shell_word, usage_error, ColorChoice, SHOWN_FAILURES,
+};
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
 use std::io::IsTerminal;
@@ -12,6 +14,7 @@ pub(crate) fn command(
     strict: bool,
     max_schedules: Option<u64>,
     preemption_bound: Option<u32>,
+    color: ColorChoice,
 ) -> ExitCode {
     let given =
         |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
@@ -21,8 +24,8 @@ pub(crate) fn command(
     if max_schedules == Some(0) {
         return usage_error("--max-schedules must be at least 1");
     }
-    let (name, scenario) = match load(file, json) {
-        Ok(x) => x,
+    let (name, scenario) = match load(file, json, color) {
+        Ok(l) => (l.name, l.scenario),
         Err(code) => return code,
     };
     let opts = ExhaustiveCheckOptions {

@@ -391,12 +391,18 @@ fn d5_run_strict_reports_the_missing_writeback_and_exits_1() {
     assert_eq!(h["via"]["line"], 19);
     assert!(h["missing"].as_str().unwrap().contains("no l2-writeback"));
     assert!(h["fix"].as_str().unwrap().contains("flush=l2-writeback"));
-    // The human summary (stderr with --json) lists the hazard too.
+    // The human summary (stderr with --json) shows the hazard as a diagnostic: both accesses
+    // at FILE:LINE:COLUMN, the release, and the fix.
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("hazard unreleased-read: data..+0x1000"),
-        "{err}"
-    );
+    for want in [
+        "error[unreleased-read]: `data..+0x1000` written by producer/produce:0 (dispatch fill)",
+        "--> examples/missing-writeback.kdl:23:",
+        "written by producer/produce:0 (dispatch fill) at examples/missing-writeback.kdl:18:",
+        "at examples/missing-writeback.kdl:19:",
+        "help: fix: add flush=l2-writeback",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
 }
 
 #[test]
@@ -437,12 +443,22 @@ fn d5_check_strict_fails_every_seed_and_replays_with_strict() {
         ) || !in_checkout_build(),
         "{text}"
     );
-    assert!(text.contains("hazard pfp-read-before-wait"), "{text}");
+    assert!(text.contains("error[pfp-read-before-wait]"), "{text}");
     assert!(text.contains("engine=pfp"), "{text}");
-    // Failing schedules are grouped by outcome: one outcome here, with its count and first
-    // seeds (bounded output whatever --schedules is).
+    // Failing schedules are grouped by problem: one hazard here, printed once with its count
+    // and first seeds (bounded output whatever --schedules is).
+    assert_eq!(
+        text.matches("error[pfp-read-before-wait]").count(),
+        1,
+        "{text}"
+    );
     assert!(
-        text.contains("and 19 more schedules with this outcome (seeds 1 2 3 4 5 6 7 ...)"),
+        text.contains("problem 1 of 2: in 20 of 20 failing schedules (seeds 0 1 2 3 4 5 6 7 ...)"),
+        "{text}"
+    );
+    // The expectation it breaks is the second problem; every schedule has both.
+    assert!(
+        text.contains("problems 1 + 2: 20 schedules (seeds 0 1 2 3 4 5 6 7 ...)"),
         "{text}"
     );
 }
@@ -596,6 +612,110 @@ fn in_checkout_build() -> bool {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_pipefence")).unwrap();
     let target = std::fs::canonicalize(root()).unwrap().join("target");
     exe.starts_with(target)
+}
+
+/// `pipefence` with extra environment variables (and NO_COLOR and CLICOLOR_FORCE cleared first).
+fn pipefence_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pipefence"));
+    cmd.args(args)
+        .current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_within(cmd, 300)
+}
+
+/// `--color`: `always` colours the diagnostics of run and check (and parse errors), `never`
+/// and a pipe (auto) do not; in auto mode CLICOLOR_FORCE turns it on off a terminal and
+/// NO_COLOR (any non-empty value) turns it off whatever else says so.
+#[test]
+fn color_always_never_auto_and_no_color() {
+    let bad = std::env::temp_dir().join(format!("pf-color-{}.kdl", std::process::id()));
+    std::fs::write(
+        &bad,
+        "queue q kind=compute
+frobnicate q
+",
+    )
+    .unwrap();
+    let bad = bad.display().to_string();
+    let hazard = [
+        "run",
+        "examples/missing-writeback.kdl",
+        "--strict",
+        "--seed",
+        "7",
+    ];
+    let check = [
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--strict",
+        "--schedules",
+        "3",
+    ];
+    let invalid = ["run", bad.as_str()];
+    let esc = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).contains('\u{1b}')
+            || String::from_utf8_lossy(&o.stderr).contains('\u{1b}')
+    };
+    let with = |args: &[&str], color: &str| {
+        let mut a = args.to_vec();
+        a.extend(["--color", color]);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    for args in [&hazard[..], &check[..], &invalid[..]] {
+        let always = with(args, "always");
+        let always: Vec<&str> = always.iter().map(String::as_str).collect();
+        let never = with(args, "never");
+        let never: Vec<&str> = never.iter().map(String::as_str).collect();
+        let out = pipefence_env(&always, &[]);
+        assert!(esc(&out), "{args:?} --color always: no escape");
+        // `always` is asked for: NO_COLOR does not undo it.
+        assert!(
+            esc(&pipefence_env(&always, &[("NO_COLOR", "1")])),
+            "{args:?}"
+        );
+        assert!(
+            !esc(&pipefence_env(&never, &[("CLICOLOR_FORCE", "1")])),
+            "{args:?}"
+        );
+        // Auto on a pipe: plain.
+        assert!(!esc(&pipefence_env(args, &[])), "{args:?} auto on a pipe");
+        assert!(
+            esc(&pipefence_env(args, &[("CLICOLOR_FORCE", "1")])),
+            "{args:?}"
+        );
+        let off = pipefence_env(args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+        assert!(!esc(&off), "{args:?}: NO_COLOR=1 in auto mode");
+        // An empty NO_COLOR is not set.
+        let empty = pipefence_env(args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "")]);
+        assert!(esc(&empty), "{args:?}: NO_COLOR empty");
+        // The text is the same without the escapes.
+        let plain = String::from_utf8_lossy(&pipefence_env(&never, &[]).stderr).to_string();
+        let colored = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(strip_ansi(&colored), plain, "{args:?}");
+    }
+    let _ = std::fs::remove_file(&bad);
+}
+
+/// `text` without its ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The progress-off-a-pipe test: with stderr on a pipe (as here, or in a log), `check` writes
