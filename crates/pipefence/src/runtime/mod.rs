@@ -294,7 +294,7 @@ impl DeviceShared {
                 .collect()
         };
         if busy.is_empty() {
-            self.memory.unmap(base);
+            self.unmap_buffer(base);
             return;
         }
         lock(&self.deferred_unmaps).push((base, busy));
@@ -328,7 +328,7 @@ impl DeviceShared {
         };
         let any = !done.is_empty();
         for base in done {
-            self.memory.unmap(base);
+            self.unmap_buffer(base);
         }
         any
     }
