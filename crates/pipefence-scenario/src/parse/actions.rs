@@ -150,7 +150,8 @@ impl Parser<'_> {
             let fence_name = child.name().value();
             let fence = self.names[Ns::Fence.slot()].get(fence_name).copied();
             if fence.is_none() {
-                self.error(pos, format!("unknown fence `{fence_name}`"));
+                let hint = self.name_hint(fence_name, Ns::Fence);
+                self.error(pos, format!("unknown fence `{fence_name}`{hint}"));
             }
             let value = c.arg(0).and_then(|e| self.num(e, "VALUE"));
             match (fence, value) {

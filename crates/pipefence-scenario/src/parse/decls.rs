@@ -40,14 +40,16 @@ impl Parser<'_> {
                         format!("`{name}` is a command: it belongs inside a `list` block"),
                     );
                 } else {
-                    self.error(
-                        pos,
-                        format!(
-                            "unknown node `{name}` (expected one of: {}, {})",
+                    let known = DECLARATIONS.iter().chain(ACTIONS).copied();
+                    let hint = match super::suggest::closest(name, known) {
+                        Some(k) => format!("; did you mean `{k}`?"),
+                        None => format!(
+                            " (expected one of: {}, {})",
                             DECLARATIONS.join(", "),
                             ACTIONS.join(", ")
                         ),
-                    );
+                    };
+                    self.error(pos, format!("unknown node `{name}`{hint}"));
                 }
             }
         }
@@ -116,13 +118,14 @@ impl Parser<'_> {
                 let heap = text.and_then(Heap::from_name);
                 if let (Some(text), None) = (text, heap) {
                     let pos = self.entry_pos(e);
-                    self.error(
-                        pos,
-                        format!(
-                            "unknown heap `{text}` (expected one of: device-local, upload, \
-                             readback, shared)"
-                        ),
-                    );
+                    let heaps = ["device-local", "upload", "readback", "shared"];
+                    let hint = match super::suggest::closest(text, heaps) {
+                        Some(k) => format!("; did you mean `{k}`?"),
+                        None => {
+                            " (expected one of: device-local, upload, readback, shared)".to_string()
+                        }
+                    };
+                    self.error(pos, format!("unknown heap `{text}`{hint}"));
                 }
                 heap
             }
@@ -269,13 +272,13 @@ impl Parser<'_> {
                     format!("`{child_name}` is a command: it belongs inside a `list` block"),
                 );
             } else {
+                let hint = match super::suggest::closest(child_name, ACTIONS.iter().copied()) {
+                    Some(k) => format!("; did you mean `{k}`?"),
+                    None => format!(" (expected one of: {})", ACTIONS.join(", ")),
+                };
                 self.error(
                     pos,
-                    format!(
-                        "unknown action `{child_name}` in host `{host_name}` (expected one of: \
-                         {})",
-                        ACTIONS.join(", ")
-                    ),
+                    format!("unknown action `{child_name}` in host `{host_name}`{hint}"),
                 );
             }
         }

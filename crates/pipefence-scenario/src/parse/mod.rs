@@ -31,6 +31,7 @@ mod lines;
 mod lower;
 mod render;
 mod shape;
+mod suggest;
 mod syntax;
 mod values;
 mod windows;
@@ -247,6 +248,9 @@ struct Reader<'a> {
     args: Vec<&'a KdlEntry>,
     /// Known properties (the first of duplicates).
     props: Vec<(&'a str, &'a KdlEntry)>,
+    /// Known properties that an unknown one was reported as a misspelling of (their absence
+    /// is not reported again).
+    misspelled: Vec<String>,
 }
 
 impl<'a> Reader<'a> {

@@ -106,13 +106,11 @@ impl Parser<'_> {
         if found.is_none() {
             let names: Vec<&str> = options.iter().map(|&(n, _)| n).collect();
             let pos = self.entry_pos(e);
-            self.error(
-                pos,
-                format!(
-                    "unknown {what} `{text}` (expected one of: {})",
-                    names.join(", ")
-                ),
-            );
+            let hint = match super::suggest::closest(text, names.iter().copied()) {
+                Some(k) => format!("; did you mean `{k}`?"),
+                None => format!(" (expected one of: {})", names.join(", ")),
+            };
+            self.error(pos, format!("unknown {what} `{text}`{hint}"));
         }
         found
     }
@@ -220,13 +218,19 @@ impl Parser<'_> {
         pos.unwrap_or_default()
     }
 
+    /// `; did you mean `NAME`?` for the declared name of `ns` closest to `name`, or nothing.
+    pub(super) fn name_hint(&self, name: &str, ns: Ns) -> String {
+        super::suggest::did_you_mean(name, self.names[ns.slot()].keys().map(String::as_str))
+    }
+
     /// A use of a declared name; reports an unknown one.
     pub(super) fn lookup(&mut self, e: &KdlEntry, ns: Ns) -> Option<usize> {
         let name = self.string(e, &format!("a {} name", ns.noun()))?;
         let found = self.names[ns.slot()].get(name).copied();
         if found.is_none() {
             let pos = self.entry_pos(e);
-            self.error(pos, format!("unknown {} `{name}`", ns.noun()));
+            let hint = self.name_hint(name, ns);
+            self.error(pos, format!("unknown {} `{name}`{hint}", ns.noun()));
         }
         found
     }
@@ -250,7 +254,11 @@ impl Parser<'_> {
             Addr { buffer, offset: 0 }
         } else if let Some((name, offset)) = text.rsplit_once('+') {
             let Some(&buffer) = self.names[Ns::Buffer.slot()].get(name) else {
-                self.error(pos, format!("unknown buffer `{name}` in address `{text}`"));
+                let hint = self.name_hint(name, Ns::Buffer);
+                self.error(
+                    pos,
+                    format!("unknown buffer `{name}` in address `{text}`{hint}"),
+                );
                 return None;
             };
             let Some(offset) = parse_u64(offset) else {
@@ -265,7 +273,8 @@ impl Parser<'_> {
             };
             Addr { buffer, offset }
         } else {
-            self.error(pos, format!("unknown buffer `{text}`"));
+            let hint = self.name_hint(text, Ns::Buffer);
+            self.error(pos, format!("unknown buffer `{text}`{hint}"));
             return None;
         };
         self.addrs.push((addr, text.to_string()));
