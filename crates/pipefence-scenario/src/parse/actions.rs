@@ -149,7 +149,7 @@ impl Parser<'_> {
             let c = self.read(child, Shape::new(&["VALUE"], &[]));
             let fence_name = child.name().value();
             let fence = self.names[Ns::Fence.slot()].get(fence_name).copied();
-            if fence.is_none() {
+            if fence.is_none() && self.report_unknown(Ns::Fence) {
                 let hint = self.name_hint(fence_name, Ns::Fence);
                 self.error(pos, format!("unknown fence `{fence_name}`{hint}"));
             }

@@ -142,9 +142,7 @@ impl Parser<'_> {
         });
         self.buffer_size.push(size);
         self.buffer_heap.push(heap);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Buffer, e, name, index);
-        }
+        self.declare_given(Ns::Buffer, r.arg(0), name, index);
     }
 
     /// `fence NAME initial=`.
@@ -160,9 +158,7 @@ impl Parser<'_> {
             initial: initial.unwrap_or(0),
             pos: r.pos,
         });
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Fence, e, name, index);
-        }
+        self.declare_given(Ns::Fence, r.arg(0), name, index);
     }
 
     /// `queue NAME kind=`.
@@ -177,9 +173,7 @@ impl Parser<'_> {
             pos: r.pos,
         });
         self.queue_kind.push(kind);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Queue, e, name, index);
-        }
+        self.declare_given(Ns::Queue, r.arg(0), name, index);
     }
 
     /// `list NAME kind= { commands }`.
@@ -228,9 +222,7 @@ impl Parser<'_> {
             pos: r.pos,
         });
         self.list_kind.push(kind);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::List, e, name, index);
-        }
+        self.declare_given(Ns::List, r.arg(0), name, index);
     }
 
     /// `host NAME { actions }`.
@@ -291,9 +283,7 @@ impl Parser<'_> {
             kind: ActionKind::StartHost(index),
             pos: r.pos,
         });
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Host, e, name, index);
-        }
+        self.declare_given(Ns::Host, r.arg(0), name, index);
     }
 
     /// `expect-removed reason=`.

@@ -279,6 +279,8 @@ struct Parser<'s> {
     device_at: Option<Pos>,
     /// Name to index, per [`Ns`].
     names: [HashMap<String, usize>; 5],
+    /// Per [`Ns`]: a declaration had no name.
+    unnamed: [bool; 5],
     /// Each buffer's size, when valid.
     buffer_size: Vec<Option<u64>>,
     /// Each buffer's heap, when valid.
@@ -304,6 +306,7 @@ impl<'s> Parser<'s> {
             },
             device_at: None,
             names: Default::default(),
+            unnamed: [false; 5],
             buffer_size: Vec::new(),
             buffer_heap: Vec::new(),
             queue_kind: Vec::new(),

@@ -184,6 +184,27 @@ impl Parser<'_> {
     }
 
     /// Registers a declared name; reports a duplicate. `index` is the new declaration's index.
+    /// [`Parser::declare`] when the declaration has a name; else remembers that one of `ns`
+    /// has none (its uses are then not reported as unknown: one mistake, one diagnostic).
+    pub(super) fn declare_given(
+        &mut self,
+        ns: Ns,
+        e: Option<&KdlEntry>,
+        name: Option<&str>,
+        index: usize,
+    ) {
+        match (e, name) {
+            (Some(e), Some(name)) => self.declare(ns, e, name, index),
+            _ => self.unnamed[ns.slot()] = true,
+        }
+    }
+
+    /// Whether an unknown name of `ns` is worth reporting: not when a declaration of `ns` had
+    /// no name (the use is most likely of that one).
+    pub(super) fn report_unknown(&self, ns: Ns) -> bool {
+        !self.unnamed[ns.slot()]
+    }
+
     pub(super) fn declare(&mut self, ns: Ns, e: &KdlEntry, name: &str, index: usize) {
         let first = self.names[ns.slot()].get(name).copied();
         match first {
@@ -227,7 +248,7 @@ impl Parser<'_> {
     pub(super) fn lookup(&mut self, e: &KdlEntry, ns: Ns) -> Option<usize> {
         let name = self.string(e, &format!("a {} name", ns.noun()))?;
         let found = self.names[ns.slot()].get(name).copied();
-        if found.is_none() {
+        if found.is_none() && self.report_unknown(ns) {
             let pos = self.entry_pos(e);
             let hint = self.name_hint(name, ns);
             self.error(pos, format!("unknown {} `{name}`{hint}", ns.noun()));
@@ -254,6 +275,9 @@ impl Parser<'_> {
             Addr { buffer, offset: 0 }
         } else if let Some((name, offset)) = text.rsplit_once('+') {
             let Some(&buffer) = self.names[Ns::Buffer.slot()].get(name) else {
+                if !self.report_unknown(Ns::Buffer) {
+                    return None;
+                }
                 let hint = self.name_hint(name, Ns::Buffer);
                 self.error(
                     pos,
@@ -272,6 +296,8 @@ impl Parser<'_> {
                 return None;
             };
             Addr { buffer, offset }
+        } else if !self.report_unknown(Ns::Buffer) {
+            return None;
         } else {
             let hint = self.name_hint(text, Ns::Buffer);
             self.error(pos, format!("unknown buffer `{text}`{hint}"));

@@ -508,3 +508,34 @@ t.kdl:12:1: duplicate `expect-removed` (first given at 11:1)
 "#,
     );
 }
+
+/// A declaration without its name is one mistake: the uses of that kind of name (the buffer
+/// and fence the file meant) are not reported as unknown too. Other kinds still are.
+#[test]
+fn a_declaration_without_a_name_is_reported_once() {
+    check(
+        r#"
+buffer size=64
+fence
+queue q kind=compute
+list l kind=compute {
+    dispatch fill dst=data groups=1 value=1
+    copy dst="data+4" src=data bytes=4
+}
+signal q f 1
+cpu-write data value=1
+execute q other
+"#,
+        r#"
+t.kdl:1:1: `buffer` is missing its NAME argument (usage: buffer NAME)
+ 1 | buffer size=64
+   | ^
+t.kdl:2:1: `fence` is missing its NAME argument (usage: fence NAME)
+ 2 | fence
+   | ^
+t.kdl:10:11: unknown list `other`
+10 | execute q other
+   |           ^
+"#,
+    );
+}

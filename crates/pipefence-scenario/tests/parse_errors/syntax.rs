@@ -234,3 +234,37 @@ fn long_lines_are_shown_as_an_excerpt() {
     );
     assert_eq!(rendered, expected);
 }
+
+/// One mistake, one diagnostic: an unclosed `{` is reported at the `{` (not again as a node
+/// with no `}`), and `value=(1` once as the type annotation it opens (not also as a missing
+/// value). Mistakes elsewhere on the line or in the file are still each reported.
+#[test]
+fn e3_one_syntax_mistake_gives_one_diagnostic() {
+    check(
+        r#"
+fence f
+list l kind=compute {
+    marker "a"
+
+fence g
+"#,
+        r#"
+t.kdl:2:21: KDL syntax error: No closing '}' for child block
+2 | list l kind=compute {
+  |                     ^
+"#,
+    );
+    check(
+        r#"
+buffer data size=64
+list l kind=compute {
+    dispatch fill dst=data groups=1 value=(1
+}
+"#,
+        r#"
+t.kdl:3:43: KDL syntax error: invalid contents inside type annotation
+3 |     dispatch fill dst=data groups=1 value=(1
+  |                                           ^
+"#,
+    );
+}
