@@ -663,10 +663,13 @@ fn check_problems(
             .then(|| diagnostic::common_detail(p.variants.iter().map(|v| v.what.as_str())))
             .flatten();
         if p.variants.len() > 1 {
-            let listed: u64 = p.variants.iter().map(|v| v.count).sum();
+            // The most frequent results, up to SHOWN_RESULTS of them.
+            let mut shown: Vec<&pipefence_scenario::check::Variant> = p.variants.iter().collect();
+            shown.sort_by_key(|v| std::cmp::Reverse(v.count));
+            shown.truncate(SHOWN_RESULTS);
+            let listed: u64 = shown.iter().map(|v| v.count).sum();
             let strip = checked.as_ref().map(|c| format!("{c}, "));
-            let mut found: Vec<String> = p
-                .variants
+            let mut found: Vec<String> = shown
                 .iter()
                 .map(|v| {
                     let what = strip
@@ -764,6 +767,9 @@ fn check_outcomes(report: &CheckReport, hint: &CheckHint) -> String {
     }
     out
 }
+
+/// Results of one failed expectation `check` lists (the most frequent).
+const SHOWN_RESULTS: usize = 4;
 
 /// Failing seeds `check` prints in full (the rest are listed by seed).
 const SHOWN_FAILURES: usize = 10;
