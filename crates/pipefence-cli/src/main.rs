@@ -589,10 +589,7 @@ fn check_command(
         file: shell_word(name),
         replay,
     };
-    let src = SourceFile {
-        name,
-        text: &loaded.source,
-    };
+    let src = SourceFile::new(name, &loaded.source);
     summary += &check_problems(&src, &report, &hint, color.style(json));
     summary += &check_outcomes(&report, &hint);
     if json {
@@ -814,10 +811,7 @@ fn run_command(
     if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
         return code;
     }
-    let src = SourceFile {
-        name,
-        text: &loaded.source,
-    };
+    let src = SourceFile::new(name, &loaded.source);
     let summary = human_summary(&src, &outcome, color.style(json));
     if json {
         eprint!("{summary}");
@@ -995,7 +989,7 @@ fn ms(ns: u64) -> String {
 /// The report of a run: status, queues, expectations, then each hazard, host error and the
 /// removal as a diagnostic.
 fn human_summary(src: &SourceFile<'_>, o: &Outcome, style: Style) -> String {
-    let name = src.name;
+    let name = src.name();
     let mut s = String::new();
     let status = match o.status {
         Status::Passed => "passed",

@@ -1071,3 +1071,103 @@ fn e3_a_file_of_garbage_at_the_size_limit_exits_2_with_its_errors_located() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// D7: a page fault's report says it once (the classification is not repeated after the
+/// reason), how far past its buffer the access was, and that the queue faulted in the command
+/// (not that it is stuck in it, nor that it completed it), at FILE:LINE:COLUMN.
+#[test]
+fn d7_page_fault_report_says_where_the_access_was_and_does_not_repeat_itself() {
+    let out = pipefence(&[
+        "run",
+        "tests/scenarios/page-fault.kdl",
+        "--driver",
+        "deterministic",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "error[page-fault]: device removed (0x887A0006): dispatch write 0x100000100 \
+             (unmapped), just past the end of `small` (size 256)"
+        ),
+        "{text}"
+    );
+    let title = text.lines().find(|l| l.starts_with("error[")).unwrap_or("");
+    assert_eq!(title.matches("page-fault").count(), 1, "{title}");
+    assert!(
+        text.contains(
+            "queue q [page-fault] faulted in list l, command 2 (dispatch) at \
+             tests/scenarios/page-fault.kdl:7:5"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("stuck in"), "{text}");
+    assert!(
+        !text.contains("last completed: queue q, list l, command 2"),
+        "{text}"
+    );
+    assert!(text.contains("commands processed"), "{text}");
+}
+
+/// `check` at scale: 100 failing schedules in a few ways print each distinct problem once
+/// (the stale-cache hazard, whatever value each schedule read; the expectation, with its most
+/// frequent results), with counts and first seeds, instead of one long line per outcome.
+#[test]
+fn check_prints_each_distinct_problem_once_with_its_count() {
+    let out = pipefence(&["check", "tests/scenarios/stale-cache.kdl", "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("error[stale-cache]").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("error: expectation failed").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("2 distinct problems in the 100 failing schedules"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "problem 1 of 2: in 100 of 100 failing schedules (seeds 0 1 2 3 4 5 6 7 ...)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("= note: found: got "), "{text}");
+    // Both accesses at FILE:LINE:COLUMN.
+    for at in [
+        "tests/scenarios/stale-cache.kdl:27:5",
+        "tests/scenarios/stale-cache.kdl:31:5",
+    ] {
+        assert!(text.contains(at), "{at}: {text}");
+    }
+    // No line is as long as the old one-line reports.
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 200, "{longest}: {text}");
+    // The JSON has the same problems.
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/stale-cache.kdl",
+        "--strict",
+        "--json",
+    ]);
+    let v = json(&out);
+    let problems = v["problems"].as_array().expect("problems");
+    assert_eq!(problems.len(), 2, "{v}");
+    assert_eq!(problems[0]["kind"], "hazard");
+    assert_eq!(problems[0]["count"], 100);
+    assert_eq!(problems[1]["kind"], "expectation");
+    let variants: u64 = problems[1]["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(Some(variants), problems[1]["count"].as_u64());
+    for f in v["failures"].as_array().expect("failures") {
+        assert!(
+            f["problems"].as_array().is_some_and(|p| !p.is_empty()),
+            "{f}"
+        );
+    }
+}

@@ -26,13 +26,15 @@ pub enum Style {
     Color,
 }
 
-/// A scenario file's name and text, for the snippets of its diagnostics.
-#[derive(Debug, Clone, Copy)]
+/// A scenario file's name and text, for the snippets of its diagnostics, with its line index.
+#[derive(Debug, Clone)]
 pub struct SourceFile<'a> {
     /// The name used in `FILE:LINE:COLUMN`.
-    pub name: &'a str,
+    name: &'a str,
     /// The text.
-    pub text: &'a str,
+    text: &'a str,
+    /// Byte offset of the start of each line.
+    starts: Vec<usize>,
 }
 
 /// A command or action on a scenario line: its span (the word naming it), 1-based column.
@@ -46,15 +48,29 @@ struct Located {
     column: usize,
 }
 
-impl SourceFile<'_> {
+impl<'a> SourceFile<'a> {
+    /// The file `name` with text `text`.
+    pub fn new(name: &'a str, text: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        SourceFile { name, text, starts }
+    }
+
+    /// The name used in `FILE:LINE:COLUMN`.
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
     /// The byte range of 1-based line `line` (without its line break).
     fn line_range(&self, line: usize) -> Option<Range<usize>> {
-        if line == 0 {
+        let start = *self.starts.get(line.checked_sub(1)?)?;
+        if start == self.text.len() && line > 1 {
             return None;
-        }
-        let mut start = 0;
-        for _ in 1..line {
-            start += self.text.get(start..)?.find('\n')? + 1;
         }
         let rest = self.text.get(start..)?;
         let end = start + rest.find('\n').unwrap_or(rest.len());
@@ -104,6 +120,9 @@ impl SourceFile<'_> {
         format!("{}:{}:{}", self.name, l.line, l.column)
     }
 }
+
+/// Marks at most this many lines apart are shown in one snippet.
+const CLUSTER_LINES: usize = 6;
 
 /// One labelled span of a diagnostic.
 struct Mark {
@@ -155,19 +174,31 @@ impl Diag {
             title = title.id(id.as_str());
         }
         let mut group = Group::with_title(title);
-        if !self.marks.is_empty() {
-            let lo = self.marks.iter().map(|m| m.at.line).min().unwrap_or(1);
-            let hi = self.marks.iter().map(|m| m.at.line).max().unwrap_or(1);
+        // The primary mark first (its position is the `-->` line), then the others in line
+        // order; marks a few lines apart share a snippet, others get their own (`::: FILE:LINE`).
+        self.marks.sort_by_key(|m| (!m.primary, m.at.line));
+        let mut clusters: Vec<Vec<&Mark>> = Vec::new();
+        for m in &self.marks {
+            let near = clusters.iter_mut().find(|c| {
+                c.iter()
+                    .any(|o| o.at.line.abs_diff(m.at.line) <= CLUSTER_LINES)
+            });
+            match near {
+                Some(c) => c.push(m),
+                None => clusters.push(vec![m]),
+            }
+        }
+        let mut first_primary = true;
+        for c in &clusters {
+            let lo = c.iter().map(|m| m.at.line).min().unwrap_or(1);
+            let hi = c.iter().map(|m| m.at.line).max().unwrap_or(1);
             let start = src.line_range(lo).map_or(0, |r| r.start);
             let end = src.line_range(hi).map_or(src.text.len(), |r| r.end);
             let mut snippet = Snippet::source(&src.text[start..end])
                 .line_start(lo)
                 .path(src.name)
                 .fold(true);
-            // The primary mark first, so that the `-->` line names it.
-            self.marks.sort_by_key(|m| !m.primary);
-            let mut first_primary = true;
-            for m in &self.marks {
+            for m in c {
                 let kind = if m.primary && first_primary {
                     first_primary = false;
                     AnnotationKind::Primary
@@ -446,11 +477,10 @@ mod tests {
 
     #[test]
     fn locate_finds_the_command_word_and_its_column() {
-        let src = SourceFile {
-            name: "s.kdl",
-            text:
-                "queue q\nlist l {\n    dispatch-indirect fill\n    dispatch fill dst=dispatch\n}\n",
-        };
+        let src = SourceFile::new(
+            "s.kdl",
+            "queue q\nlist l {\n    dispatch-indirect fill\n    dispatch fill dst=dispatch\n}\n",
+        );
         let l = src.locate(4, Some("dispatch")).expect("line 4");
         assert_eq!((l.line, l.column), (4, 5));
         assert_eq!(&src.text[l.span], "dispatch");

@@ -937,3 +937,27 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
         ),
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::near_text;
+
+    #[test]
+    fn d7_a_page_fault_says_how_far_outside_its_nearest_buffer() {
+        let (base, size) = (0x1000, 256);
+        assert_eq!(
+            near_text(base + 264, base, size, "buf").as_deref(),
+            Some("8 bytes past the end of `buf` (size 256)")
+        );
+        assert_eq!(
+            near_text(base + 256, base, size, "buf").as_deref(),
+            Some("just past the end of `buf` (size 256)")
+        );
+        assert_eq!(
+            near_text(base - 16, base, size, "buf").as_deref(),
+            Some("16 bytes before the start of `buf` (size 256)")
+        );
+        // Inside the buffer (a write to upload memory): nothing to say.
+        assert_eq!(near_text(base + 8, base, size, "buf"), None);
+    }
+}
