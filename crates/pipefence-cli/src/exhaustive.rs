@@ -1,9 +1,12 @@
 //! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
 
 use super::{
-    load, plural, replay_program_here, shell_word, usage_error, ColorChoice, SHOWN_FAILURES,
+    load, plural, problem_diagnostics, replay_program_here, shell_word, usage_error, ColorChoice,
+    SHOWN_FAILURES,
 };
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+use pipefence_scenario::check::problems_of_outcomes;
+use pipefence_scenario::diagnostic::SourceFile;
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -24,8 +27,8 @@ pub(crate) fn command(
     if max_schedules == Some(0) {
         return usage_error("--max-schedules must be at least 1");
     }
-    let (name, scenario) = match load(file, json, color) {
-        Ok(l) => (l.name, l.scenario),
+    let (name, source, scenario) = match load(file, json, color) {
+        Ok(l) => (l.name, l.source, l.scenario),
         Err(code) => return code,
     };
     let opts = ExhaustiveCheckOptions {
@@ -84,17 +87,28 @@ pub(crate) fn command(
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
     let quoted = shell_word(&name);
-    for f in report.failures.iter().take(SHOWN_FAILURES) {
+    // Each distinct problem once, then each failing outcome with its problems and replay.
+    let (problems, sets) =
+        problems_of_outcomes(report.failures.iter().map(|f| (&f.outcome, f.count)));
+    let src = SourceFile::new(&name, &source);
+    summary += &problem_diagnostics(&src, &problems, report.failing, None, color.style(json));
+    if !report.failures.is_empty() {
+        summary += "failing outcomes:\n";
+    }
+    for (f, set) in report.failures.iter().zip(&sets).take(SHOWN_FAILURES) {
+        let numbers: Vec<String> = set.iter().map(|i| (i + 1).to_string()).collect();
+        let what = match numbers.len() {
+            0 => "problems not kept".to_string(),
+            1 => format!("problem {}", numbers[0]),
+            _ => format!("problems {}", numbers.join(" + ")),
+        };
         summary += &format!(
-            "  {:?} (exit {}), {}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
+            "  {:?} (exit {}), {}, {what}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
             f.status,
             f.exit,
             plural(f.count, "schedule"),
             f.replay
         );
-        for w in &f.what {
-            summary += &format!("      {w}\n");
-        }
     }
     let hidden: u64 = report
         .failures

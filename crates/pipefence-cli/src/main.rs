@@ -606,7 +606,7 @@ fn check_command(
 
 /// How `check`'s report tells to replay a seed: `PROGRAM run FILE REPLAY --seed N`.
 #[derive(Debug)]
-struct CheckHint {
+pub(crate) struct CheckHint {
     program: String,
     file: String,
     replay: &'static str,
@@ -638,23 +638,40 @@ fn check_problems(
     hint: &CheckHint,
     style: Style,
 ) -> String {
+    problem_diagnostics(src, &report.problems, report.failing, Some(hint), style)
+}
+
+/// Each problem once as a diagnostic, with how many of the `failing` schedules had it and, when
+/// schedules are seeds (`hint`), their first seeds and the replay of the first. Results of a
+/// failed expectation are told by seed only then.
+pub(crate) fn problem_diagnostics(
+    src: &SourceFile<'_>,
+    problems: &[pipefence_scenario::check::Problem],
+    failing: u64,
+    hint: Option<&CheckHint>,
+    style: Style,
+) -> String {
     use pipefence_scenario::check::ProblemDetail;
-    let n = report.problems.len();
+    let n = problems.len();
     if n == 0 {
         return String::new();
     }
     let mut out = format!(
         "{} in the {}:\n\n",
         plural(n as u64, "distinct problem"),
-        plural(report.failing, "failing schedule")
+        plural(failing, "failing schedule")
     );
-    for (i, p) in report.problems.iter().enumerate().take(SHOWN_FAILURES) {
+    for (i, p) in problems.iter().enumerate().take(SHOWN_FAILURES) {
+        let seeds = if p.seeds.is_empty() {
+            String::new()
+        } else {
+            format!(" (seeds {})", seed_list(&p.seeds, p.count))
+        };
         let mut notes = vec![format!(
-            "problem {} of {n}: in {} of {} (seeds {})",
+            "problem {} of {n}: in {} of {}{seeds}",
             i + 1,
             p.count,
-            plural(report.failing, "failing schedule"),
-            seed_list(&p.seeds, p.count)
+            plural(failing, "failing schedule"),
         )];
         let checked = (p.variants.len() > 1)
             .then(|| diagnostic::common_detail(p.variants.iter().map(|v| v.what.as_str())))
@@ -673,11 +690,16 @@ fn check_problems(
                         .as_deref()
                         .and_then(|c| v.what.strip_prefix(c))
                         .unwrap_or(&v.what);
-                    format!(
-                        "{what} in {} (seed {})",
-                        plural(v.count, "schedule"),
-                        v.seed
-                    )
+                    match hint {
+                        Some(_) => {
+                            format!(
+                                "{what} in {} (seed {})",
+                                plural(v.count, "schedule"),
+                                v.seed
+                            )
+                        }
+                        None => format!("{what} in {}", plural(v.count, "schedule")),
+                    }
                 })
                 .collect();
             if listed < p.count {
@@ -688,7 +710,9 @@ fn check_problems(
             }
             notes.push(format!("found: {}", found.join("; ")));
         }
-        notes.push(format!("replay with {}", hint.command(p.seeds[0])));
+        if let (Some(hint), Some(&seed)) = (hint, p.seeds.first()) {
+            notes.push(format!("replay with {}", hint.command(seed)));
+        }
         out += &match &p.detail {
             ProblemDetail::Hazard(h) => diagnostic::hazard(src, h, style, &notes),
             ProblemDetail::Expectation(e) => {

@@ -212,6 +212,17 @@ fn problems_of(o: &Outcome) -> Vec<(String, Problem)> {
 /// Adds a failing schedule's problems to the distinct ones kept; returns their indices (those
 /// past [`MAX_PROBLEMS`] are not kept and have none).
 fn count_problems(kept: &mut Vec<(String, Problem)>, o: &Outcome, seed: u64) -> Vec<usize> {
+    count_problems_n(kept, o, Some(seed), 1)
+}
+
+/// [`count_problems`] for an outcome that `n` schedules had (`seed`: the first of them, when
+/// schedules are seeds).
+fn count_problems_n(
+    kept: &mut Vec<(String, Problem)>,
+    o: &Outcome,
+    seed: Option<u64>,
+    n: u64,
+) -> Vec<usize> {
     let mut indices = Vec::new();
     for (key, mut p) in problems_of(o) {
         let variant = p.variants.pop().map(|v| v.what);
@@ -228,18 +239,18 @@ fn count_problems(kept: &mut Vec<(String, Problem)>, o: &Outcome, seed: u64) -> 
         }
         indices.push(i);
         let p = &mut kept[i].1;
-        p.count += 1;
-        if p.seeds.len() < MAX_SEEDS_PER_FAILURE {
+        p.count += n;
+        if let Some(seed) = seed.filter(|_| p.seeds.len() < MAX_SEEDS_PER_FAILURE) {
             p.seeds.push(seed);
         }
         if let Some(what) = variant {
             if let Some(v) = p.variants.iter_mut().find(|v| v.what == what) {
-                v.count += 1;
+                v.count += n;
             } else if p.variants.len() < MAX_VARIANTS {
                 p.variants.push(Variant {
                     what,
-                    count: 1,
-                    seed,
+                    count: n,
+                    seed: seed.unwrap_or(0),
                 });
             }
         }
@@ -251,6 +262,31 @@ fn count_problems(kept: &mut Vec<(String, Problem)>, o: &Outcome, seed: u64) -> 
 /// errors), then the expectations they broke, each kind in the order first seen; and each
 /// failure's problem indices renumbered to match, in that order too.
 fn order_problems(problems: Vec<(String, Problem)>, failures: &mut [Failure]) -> Vec<Problem> {
+    let mut sets: Vec<&mut Vec<usize>> = failures.iter_mut().map(|f| &mut f.problems).collect();
+    order_problem_sets(problems, &mut sets)
+}
+
+/// The distinct problems of failing outcomes, each given with the number of schedules that had
+/// it (`check --exhaustive`, whose schedules are not seeds: `seeds` stay empty), in the order
+/// a report shows them, and each outcome's problems as indices into them.
+pub fn problems_of_outcomes<'a>(
+    outcomes: impl IntoIterator<Item = (&'a Outcome, u64)>,
+) -> (Vec<Problem>, Vec<Vec<usize>>) {
+    let mut kept = Vec::new();
+    let mut sets: Vec<Vec<usize>> = outcomes
+        .into_iter()
+        .map(|(o, n)| count_problems_n(&mut kept, o, None, n))
+        .collect();
+    let mut refs: Vec<&mut Vec<usize>> = sets.iter_mut().collect();
+    let problems = order_problem_sets(kept, &mut refs);
+    (problems, sets)
+}
+
+/// [`order_problems`] for any sets of problem indices.
+fn order_problem_sets(
+    problems: Vec<(String, Problem)>,
+    sets: &mut [&mut Vec<usize>],
+) -> Vec<Problem> {
     let rank = |p: &Problem| match p.kind.as_str() {
         "hazard" => 0,
         "removed" => 1,
@@ -263,11 +299,11 @@ fn order_problems(problems: Vec<(String, Problem)>, failures: &mut [Failure]) ->
     for (new, &old) in order.iter().enumerate() {
         new_index[old] = new;
     }
-    for f in failures {
-        for i in &mut f.problems {
+    for set in sets.iter_mut() {
+        for i in set.iter_mut() {
             *i = new_index[*i];
         }
-        f.problems.sort_unstable();
+        set.sort_unstable();
     }
     let mut slots: Vec<Option<Problem>> = problems.into_iter().map(|(_, p)| Some(p)).collect();
     order.iter().filter_map(|&i| slots[i].take()).collect()
