@@ -236,8 +236,8 @@ fn long_lines_are_shown_as_an_excerpt() {
 }
 
 /// One mistake, one diagnostic: an unclosed `{` is reported at the `{` (not again as a node
-/// with no `}`), and `value=(1` once as the type annotation it opens (not also as a missing
-/// value). Mistakes elsewhere on the line or in the file are still each reported.
+/// with no `}`), `value=(1` once as the type annotation it opens (not also as a missing value),
+/// and a missing closing quote once, at the string (the lines after it are not misread).
 #[test]
 fn e3_one_syntax_mistake_gives_one_diagnostic() {
     check(
@@ -265,6 +265,21 @@ list l kind=compute {
 t.kdl:3:43: KDL syntax error: invalid contents inside type annotation
 3 |     dispatch fill dst=data groups=1 value=(1
   |                                           ^
+"#,
+    );
+    check(
+        r#"
+fence f
+list l kind=compute {
+    marker "start
+    marker "b"
+}
+fence g
+"#,
+        r#"
+t.kdl:3:12: KDL syntax error: Unexpected newline in single-line quoted string (help: You can make a string multi-line by wrapping it in '"""', with a newline immediately after the opening quotes.)
+3 |     marker "start
+  |            ^
 "#,
     );
 }
