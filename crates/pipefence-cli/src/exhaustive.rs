@@ -1,7 +1,12 @@
 //! `pipefence check FILE --exhaustive`: every schedule, with honest bounds.
 
-use super::{load, plural, replay_program_here, shell_word, usage_error, SHOWN_FAILURES};
+use super::{
+    load, plural, problem_diagnostics, replay_program_here, shell_word, usage_error, ColorChoice,
+    SHOWN_FAILURES,
+};
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+use pipefence_scenario::check::problems_of_outcomes;
+use pipefence_scenario::diagnostic::SourceFile;
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -13,6 +18,7 @@ pub(crate) fn command(
     max_schedules: Option<u64>,
     preemption_bound: Option<u32>,
     reduction: bool,
+    color: ColorChoice,
 ) -> ExitCode {
     let given =
         |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
@@ -22,8 +28,8 @@ pub(crate) fn command(
     if max_schedules == Some(0) {
         return usage_error("--max-schedules must be at least 1");
     }
-    let (name, scenario) = match load(file, json) {
-        Ok(x) => x,
+    let (name, source, scenario) = match load(file, json, color) {
+        Ok(l) => (l.name, l.source, l.scenario),
         Err(code) => return code,
     };
     let opts = ExhaustiveCheckOptions {
@@ -74,7 +80,43 @@ pub(crate) fn command(
             .collect(),
         other_failing: report.other_failing,
     };
-    let summary = summary(&view);
+    let mut summary = summary_header(&view);
+    let flag = if strict { " --strict" } else { "" };
+    let program = replay_program_here();
+    let quoted = shell_word(&name);
+    // Each distinct problem once, then each failing outcome with its problems and replay.
+    let (problems, sets) =
+        problems_of_outcomes(report.failures.iter().map(|f| (&f.outcome, f.count)));
+    let src = SourceFile::new(&name, &source);
+    summary += &problem_diagnostics(&src, &problems, report.failing, None, color.style(json));
+    if !report.failures.is_empty() {
+        summary += "failing outcomes:\n";
+    }
+    for (f, set) in report.failures.iter().zip(&sets).take(SHOWN_FAILURES) {
+        let numbers: Vec<String> = set.iter().map(|i| (i + 1).to_string()).collect();
+        let what = match numbers.len() {
+            0 => "problems not kept".to_string(),
+            1 => format!("problem {}", numbers[0]),
+            _ => format!("problems {}", numbers.join(" + ")),
+        };
+        summary += &format!(
+            "  {:?} (exit {}), {}, {what}: replay with `{program} run {quoted}{flag} --schedule {}`\n",
+            f.status,
+            f.exit,
+            plural(f.count, "schedule"),
+            f.replay
+        );
+    }
+    let hidden: u64 = report
+        .failures
+        .iter()
+        .skip(SHOWN_FAILURES)
+        .map(|f| f.count)
+        .sum::<u64>()
+        + report.other_failing;
+    if hidden > 0 {
+        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
+    }
     if json {
         eprint!("{summary}");
         match serde_json::to_string_pretty(&report) {
@@ -111,16 +153,16 @@ pub(crate) struct ExhaustiveView<'a> {
     pub(crate) other_failing: u64,
 }
 
-/// The human summary of an exhaustive check.
-pub(crate) fn summary(r: &ExhaustiveView) -> String {
-    let (name, strict) = (r.name, r.strict);
+/// The first line of an exhaustive check's human summary.
+pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
+    let name = r.name;
     let ms = r.elapsed_ns as f64 / 1e6;
     let per_s = if r.elapsed_ns > 0 {
         r.schedules as f64 / (r.elapsed_ns as f64 / 1e9)
     } else {
         0.0
     };
-    let mut summary = if r.complete && r.failing == 0 {
+    if r.complete && r.failing == 0 {
         format!(
             "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
              scenario in the model), in {ms:.1} ms ({per_s:.0}/s)\n",
@@ -141,7 +183,15 @@ pub(crate) fn summary(r: &ExhaustiveView) -> String {
             r.outcomes,
             r.failing
         )
-    };
+    }
+}
+
+/// The human summary of an exhaustive check without its problems' diagnostics (merged
+/// shards' reports, which keep no problem reports): the first line, then each failing outcome
+/// with what failed and its replay.
+pub(crate) fn summary(r: &ExhaustiveView) -> String {
+    let (name, strict) = (r.name, r.strict);
+    let mut summary = summary_header(r);
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
     let quoted = shell_word(name);

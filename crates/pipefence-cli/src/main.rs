@@ -5,13 +5,12 @@
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use pipefence_scenario::check::{
-    check_with, parse_count, CheckMode, CheckOptions, CheckReport, Shard,
+    check_with, parse_count, CheckMode, CheckOptions, CheckReport, Problem, Shard,
 };
+use pipefence_scenario::diagnostic::{self, SourceFile, Style};
 use pipefence_scenario::merge::{SampledOptions, ScenarioId, ShardedReport};
-use pipefence_scenario::run::{
-    run, site_text, writer_text, DriverKind, Outcome, RunOptions, Status,
-};
-use pipefence_scenario::{parse, render_diagnostics};
+use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions, Status};
+use pipefence_scenario::{parse, render_diagnostics_styled};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,6 +45,53 @@ enum Driver {
     Threaded,
     /// One thread, virtual time, a seeded schedule.
     Deterministic,
+}
+
+/// When diagnostics are coloured.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+enum ColorChoice {
+    /// On a terminal (or with CLICOLOR_FORCE set), unless NO_COLOR is set (to anything but the
+    /// empty string).
+    #[default]
+    Auto,
+    /// Always (ANSI escapes even on a pipe).
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// The style of text written to stdout (`stderr` false) or stderr.
+    fn style(self, stderr: bool) -> Style {
+        let on = match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+                let terminal = if stderr {
+                    std::io::stderr().is_terminal()
+                } else {
+                    std::io::stdout().is_terminal()
+                };
+                auto_color(
+                    terminal,
+                    set("NO_COLOR").is_some(),
+                    set("CLICOLOR_FORCE").is_some_and(|v| v != "0"),
+                )
+            }
+        };
+        if on {
+            Style::Color
+        } else {
+            Style::Plain
+        }
+    }
+}
+
+/// `--color auto`: colour on a terminal or when forced (`CLICOLOR_FORCE`), never with
+/// `NO_COLOR` (<https://no-color.org>).
+fn auto_color(terminal: bool, no_color: bool, force: bool) -> bool {
+    (terminal || force) && !no_color
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +134,9 @@ enum Command {
         /// deterministic driver. Not with `--seed`.
         #[arg(long, value_name = "STRING")]
         schedule: Option<String>,
+        /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
+        #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
     },
     /// Run a scenario under many deterministic schedules.
     Check {
@@ -155,6 +204,9 @@ enum Command {
         /// the lowest failing seed.
         #[arg(short = 'j', long, value_name = "N")]
         jobs: Option<String>,
+        /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
+        #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
     },
     /// Merge the --json reports of a check's shards (`check FILE --shard I/N --json`) into the
     /// report of the whole check: the same counts, outcomes and first seeds as the unsharded
@@ -167,6 +219,9 @@ enum Command {
         /// the summary goes to stderr).
         #[arg(long)]
         json: bool,
+        /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
+        #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
     },
     /// Print shell completions on stdout (for example `pipefence completions bash >
     /// ~/.local/share/bash-completion/completions/pipefence`).
@@ -228,6 +283,7 @@ fn command(cli: Cli) -> ExitCode {
             timeline,
             report,
             schedule,
+            color,
         } => {
             if let (Some(_), Some(s)) = (&schedule, seed) {
                 return usage_error(&format!(
@@ -266,7 +322,7 @@ fn command(cli: Cli) -> ExitCode {
             };
             run_command(
                 &file,
-                json,
+                (json, color),
                 seed.unwrap_or(0),
                 driver,
                 mode,
@@ -295,6 +351,7 @@ fn command(cli: Cli) -> ExitCode {
             shard,
             total_shards,
             jobs,
+            color,
         } => {
             let shard = match shard::resolve(shard.as_deref(), total_shards.as_deref()) {
                 Ok(s) => s,
@@ -338,6 +395,7 @@ fn command(cli: Cli) -> ExitCode {
                     max_schedules,
                     preemption_bound,
                     !no_reduction,
+                    color,
                 );
             }
             if max_schedules.is_some() || preemption_bound.is_some() || no_reduction {
@@ -393,7 +451,7 @@ fn command(cli: Cli) -> ExitCode {
             let parallel = Parallel { shard, jobs };
             check_command(
                 &file,
-                json,
+                (json, color),
                 &opts,
                 mode,
                 parallel,
@@ -404,7 +462,7 @@ fn command(cli: Cli) -> ExitCode {
                 },
             )
         }
-        Command::Merge { files, json } => shard::merge_command(&files, json),
+        Command::Merge { files, json, color } => shard::merge_command(&files, json, color),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "pipefence", &mut buf);
@@ -492,20 +550,19 @@ fn progress_bar(name: &str, total: u64, failing: Arc<AtomicU64>) -> ProgressBar 
     bar
 }
 
-/// Reads and parses a scenario; on failure prints the diagnostics (and the JSON error object
-/// with `--json`) and returns the exit code.
-fn load(
-    file: &std::path::Path,
-    json: bool,
-) -> Result<(String, pipefence_scenario::plan::Scenario), ExitCode> {
-    load_identified(file, json).map(|(name, scenario, _)| (name, scenario))
+/// A scenario read and parsed: its name in messages, its text and its plan.
+#[derive(Debug)]
+struct Loaded {
+    name: String,
+    source: String,
+    /// Its name and hash (what `merge` compares).
+    id: ScenarioId,
+    scenario: pipefence_scenario::plan::Scenario,
 }
 
-/// [`load`], also returning the file's name and hash (what `merge` compares).
-fn load_identified(
-    file: &std::path::Path,
-    json: bool,
-) -> Result<(String, pipefence_scenario::plan::Scenario, ScenarioId), ExitCode> {
+/// Reads and parses a scenario; on failure prints the diagnostics (and the JSON error object
+/// with `--json`) and returns the exit code.
+fn load(file: &std::path::Path, json: bool, color: ColorChoice) -> Result<Loaded, ExitCode> {
     let name = file.display().to_string();
     let fail = |line: usize, column: usize, message: String| {
         if json {
@@ -551,9 +608,18 @@ fn load_identified(
         }
     };
     match parse(&name, &source) {
-        Ok(s) => Ok((name, s, id)),
+        Ok(scenario) => Ok(Loaded {
+            name,
+            source,
+            id,
+            scenario,
+        }),
         Err(diags) => {
-            eprint!("{}", render_diagnostics(&name, &source, &diags));
+            let style = color.style(true) == Style::Color;
+            eprint!(
+                "{}",
+                render_diagnostics_styled(&name, &source, &diags, style)
+            );
             if json {
                 let errors: Vec<serde_json::Value> = diags
                     .iter()
@@ -586,16 +652,17 @@ struct Parallel {
 
 fn check_command(
     file: &std::path::Path,
-    json: bool,
+    (json, color): (bool, ColorChoice),
     whole: &CheckOptions,
     mode: CheckMode,
     parallel: Parallel,
     outputs: Outputs,
 ) -> ExitCode {
-    let (name, scenario, id) = match load_identified(file, json) {
-        Ok(x) => x,
+    let loaded = match load(file, json, color) {
+        Ok(l) => l,
         Err(code) => return code,
     };
+    let (name, scenario, id) = (&loaded.name, &loaded.scenario, &loaded.id);
     if let Some((_, ShardSource::Bazel)) = parallel.shard {
         // Bazel asks a test that shards to touch this file, or it fails the test.
         if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE") {
@@ -621,9 +688,9 @@ fn check_command(
         ..mode
     };
     let failing = Arc::new(AtomicU64::new(0));
-    let bar = progress_bar(&name, opts.schedules, Arc::clone(&failing));
+    let bar = progress_bar(name, opts.schedules, Arc::clone(&failing));
     let report = check_with(
-        &scenario,
+        scenario,
         &opts,
         mode,
         |p| {
@@ -639,8 +706,7 @@ fn check_command(
             validate: mode.validate,
             schedule: None,
         };
-        if let Err(code) =
-            write_failing_seeds(&name, &scenario, &report, run_mode.clone(), &outputs)
+        if let Err(code) = write_failing_seeds(name, scenario, &report, run_mode.clone(), &outputs)
         {
             return code;
         }
@@ -659,10 +725,10 @@ fn check_command(
                 trace: true,
                 schedule: None,
             };
-            let outcome = run(&scenario, &opts);
+            let outcome = run(scenario, &opts);
             let at = Run {
                 file,
-                name: &name,
+                name,
                 driver: DriverKind::Deterministic,
                 mode: &run_mode,
                 seed,
@@ -674,11 +740,11 @@ fn check_command(
     }
     let title = match parallel.shard {
         Some((shard, _)) => format!("{name} (shard {}/{})", shard.index, shard.total),
-        None => name.clone(),
+        None => name.to_string(),
     };
     let view = CheckView {
         title: &title,
-        name: &name,
+        name,
         seed: opts.seed,
         asked: opts.schedules,
         strict: opts.strict,
@@ -696,15 +762,14 @@ fn check_command(
                 seed: f.seed,
                 count: f.count,
                 seeds: &f.seeds,
-                status: format!("{:?}", f.status),
-                exit: f.exit,
-                what: &f.what,
+                problems: &f.problems,
             })
             .collect(),
         other_failing: report.other_failing,
         other_seeds: &report.other_seeds,
     };
-    let summary = check_summary(&view);
+    let src = SourceFile::new(name, &loaded.source);
+    let summary = check_summary(&view, &src, &report.problems, color.style(json));
     if json {
         eprint!("{summary}");
         let text = match parallel.shard {
@@ -716,7 +781,7 @@ fn check_command(
                     validate: mode.validate,
                     fail_fast: mode.fail_fast,
                 };
-                serde_json::to_string_pretty(&ShardedReport::new(&report, shard, &id, options))
+                serde_json::to_string_pretty(&ShardedReport::new(&report, shard, id, options))
             }
             None => serde_json::to_string_pretty(&report),
         };
@@ -735,10 +800,8 @@ struct FailureView<'a> {
     seed: u64,
     count: u64,
     seeds: &'a [u64],
-    /// `Failed` or `Removed`.
-    status: String,
-    exit: i32,
-    what: &'a [String],
+    /// Its problems: indices into the report's problems.
+    problems: &'a [usize],
 }
 
 /// What `check`'s summary says, from a check's report or from merged shards' reports.
@@ -763,9 +826,29 @@ struct CheckView<'a> {
     other_seeds: &'a [u64],
 }
 
-/// `check`'s human summary.
-fn check_summary(r: &CheckView) -> String {
-    let (name, seed, schedules) = (r.name, r.seed, r.asked);
+/// `check`'s human summary: the first line, each distinct problem once as a diagnostic
+/// (`problems`: the report's, rendered against `src`), then the failing schedules grouped by
+/// their problems.
+fn check_summary(
+    r: &CheckView,
+    src: &SourceFile<'_>,
+    problems: &[Problem],
+    style: Style,
+) -> String {
+    let hint = CheckHint {
+        program: replay_program_here(),
+        file: shell_word(r.name),
+        replay: replay_flags(r.strict, r.validate),
+    };
+    let mut summary = check_header(r);
+    summary += &problem_diagnostics(src, problems, r.failing, Some(&hint), style);
+    summary += &check_outcomes(r, &hint);
+    summary
+}
+
+/// The first line of `check`'s human summary: what ran, the outcomes and the failing count.
+fn check_header(r: &CheckView) -> String {
+    let (seed, schedules) = (r.seed, r.asked);
     let ran = if r.interrupted {
         format!("{} of {schedules} schedules (interrupted)", r.schedules)
     } else if r.fail_fast && r.failing > 0 && r.schedules < schedules {
@@ -776,7 +859,7 @@ fn check_summary(r: &CheckView) -> String {
     } else {
         format!("{} schedules", r.schedules)
     };
-    let mut summary = format!(
+    format!(
         "{}: {ran} (seeds {}..{}), {}, {} failing, in {:.1} ms\n",
         r.title,
         seed,
@@ -784,65 +867,196 @@ fn check_summary(r: &CheckView) -> String {
         plural(r.outcomes as u64, "distinct outcome"),
         r.failing,
         r.elapsed_ns as f64 / 1e6
-    );
-    let replay = if r.strict {
+    )
+}
+
+/// The flags `run` replays a check's seed with.
+fn replay_flags(strict: bool, validate: bool) -> &'static str {
+    if strict {
         "--strict"
-    } else if r.validate {
+    } else if validate {
         "--driver deterministic --validate"
     } else {
         "--driver deterministic"
-    };
-    let program = replay_program_here();
-    let quoted_name = shell_word(name);
-    let seeds = |v: &[u64], count: u64| {
-        let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
-        if count > v.len() as u64 {
-            s.push("...".to_string());
-        }
-        s.join(" ")
-    };
-    for f in r.failures.iter().take(SHOWN_FAILURES) {
-        summary += &format!(
-            "  seed {} ({}, exit {}): replay with `{program} run {quoted_name} {replay} --seed {}`\n",
-            f.seed, f.status, f.exit, f.seed
-        );
-        if f.count > 1 {
-            summary += &format!(
-                "    and {} more schedules with this outcome (seeds {})\n",
-                f.count - 1,
-                seeds(f.seeds.get(1..).unwrap_or_default(), f.count - 1)
-            );
-        }
-        for w in f.what {
-            summary += &format!("      {w}\n");
-        }
     }
-    let hidden: u64 = r
-        .failures
-        .iter()
-        .skip(SHOWN_FAILURES)
-        .map(|f| f.count)
-        .sum::<u64>()
-        + r.other_failing;
-    if hidden > 0 {
-        let mut first: Vec<u64> = r
-            .failures
-            .iter()
-            .skip(SHOWN_FAILURES)
-            .map(|f| f.seed)
-            .chain(r.other_seeds.iter().copied())
-            .collect();
-        first.sort_unstable();
-        first.truncate(8);
-        summary += &format!(
-            "  {hidden} more failing schedules with other outcomes (seeds {}; --json lists up to \
-             {} outcomes with counts)\n",
-            seeds(&first, hidden),
+}
+
+/// How `check`'s report tells to replay a seed: `PROGRAM run FILE REPLAY --seed N`.
+#[derive(Debug)]
+pub(crate) struct CheckHint {
+    program: String,
+    file: String,
+    replay: &'static str,
+}
+
+impl CheckHint {
+    fn command(&self, seed: u64) -> String {
+        format!(
+            "`{} run {} {} --seed {seed}`",
+            self.program, self.file, self.replay
+        )
+    }
+}
+
+/// Seeds as a list, with `...` when `count` says there are more than listed.
+fn seed_list(v: &[u64], count: u64) -> String {
+    let mut s: Vec<String> = v.iter().map(u64::to_string).collect();
+    if count > v.len() as u64 {
+        s.push("...".to_string());
+    }
+    s.join(" ")
+}
+
+/// Each problem once as a diagnostic, with how many of the `failing` schedules had it and, when
+/// schedules are seeds (`hint`), their first seeds and the replay of the first. Results of a
+/// failed expectation are told by seed only then.
+pub(crate) fn problem_diagnostics(
+    src: &SourceFile<'_>,
+    problems: &[pipefence_scenario::check::Problem],
+    failing: u64,
+    hint: Option<&CheckHint>,
+    style: Style,
+) -> String {
+    use pipefence_scenario::check::ProblemDetail;
+    let n = problems.len();
+    if n == 0 {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} in the {}:\n\n",
+        plural(n as u64, "distinct problem"),
+        plural(failing, "failing schedule")
+    );
+    for (i, p) in problems.iter().enumerate().take(SHOWN_FAILURES) {
+        let seeds = if p.seeds.is_empty() {
+            String::new()
+        } else {
+            format!(" (seeds {})", seed_list(&p.seeds, p.count))
+        };
+        let mut notes = vec![format!(
+            "problem {} of {n}: in {} of {}{seeds}",
+            i + 1,
+            p.count,
+            plural(failing, "failing schedule"),
+        )];
+        let checked = (p.variants.len() > 1)
+            .then(|| diagnostic::common_detail(p.variants.iter().map(|v| v.what.as_str())))
+            .flatten();
+        if p.variants.len() > 1 {
+            // The most frequent results, up to SHOWN_RESULTS of them.
+            let mut shown: Vec<&pipefence_scenario::check::Variant> = p.variants.iter().collect();
+            shown.sort_by_key(|v| std::cmp::Reverse(v.count));
+            shown.truncate(SHOWN_RESULTS);
+            let listed: u64 = shown.iter().map(|v| v.count).sum();
+            let strip = checked.as_ref().map(|c| format!("{c}, "));
+            let mut found: Vec<String> = shown
+                .iter()
+                .map(|v| {
+                    let what = strip
+                        .as_deref()
+                        .and_then(|c| v.what.strip_prefix(c))
+                        .unwrap_or(&v.what);
+                    match hint {
+                        Some(_) => {
+                            format!(
+                                "{what} in {} (seed {})",
+                                plural(v.count, "schedule"),
+                                v.seed
+                            )
+                        }
+                        None => format!("{what} in {}", plural(v.count, "schedule")),
+                    }
+                })
+                .collect();
+            if listed < p.count {
+                found.push(format!(
+                    "other results in {}",
+                    plural(p.count - listed, "schedule")
+                ));
+            }
+            notes.push(format!("found: {}", found.join("; ")));
+        }
+        if let (Some(hint), Some(&seed)) = (hint, p.seeds.first()) {
+            notes.push(format!("replay with {}", hint.command(seed)));
+        }
+        out += &match &p.detail {
+            ProblemDetail::Hazard(h) => diagnostic::hazard(src, h, style, &notes),
+            ProblemDetail::Expectation(e) => {
+                let detail = checked.as_deref().unwrap_or(&e.detail);
+                diagnostic::expectation(src, e.line, detail, style, &notes)
+            }
+            ProblemDetail::HostError(e) => diagnostic::host_error(src, e, style, &notes),
+            ProblemDetail::Removed(r) => diagnostic::removal(src, r, false, style, &notes),
+            // A problem kept without its report: its words.
+            _ => format!("{}\n  = {}\n", p.what, notes.join("\n  = ")),
+        };
+        out.push('\n');
+    }
+    if n > SHOWN_FAILURES {
+        out += &format!(
+            "{} more distinct problems (--json lists up to {})\n\n",
+            n - SHOWN_FAILURES,
+            pipefence_scenario::check::MAX_PROBLEMS
+        );
+    }
+    out
+}
+
+/// The failing schedules grouped by the set of problems they had (the outcomes of a group
+/// differ only in values, like what a stale read returned): one line each, with the number of
+/// schedules and outcomes and the first seeds.
+fn check_outcomes(report: &CheckView, hint: &CheckHint) -> String {
+    if report.failures.is_empty() {
+        return String::new();
+    }
+    let mut sets: Vec<(&[usize], u64, u64, Vec<u64>)> = Vec::new();
+    for f in &report.failures {
+        let i = match sets.iter().position(|s| s.0 == f.problems) {
+            Some(i) => i,
+            None => {
+                sets.push((f.problems, 0, 0, Vec::new()));
+                sets.len() - 1
+            }
+        };
+        let set = &mut sets[i];
+        set.1 += f.count;
+        set.2 += 1;
+        set.3.extend(f.seeds);
+    }
+    let mut out = format!(
+        "failing schedules by problem (replay one with {}):\n",
+        hint.command(report.failures[0].seed)
+            .replace(&format!("--seed {}`", report.failures[0].seed), "--seed N`")
+    );
+    for (problems, count, outcomes, mut seeds) in sets {
+        let numbers: Vec<String> = problems.iter().map(|i| (i + 1).to_string()).collect();
+        let what = match numbers.len() {
+            0 => "problems not kept (see --json)".to_string(),
+            1 => format!("problem {} alone", numbers[0]),
+            _ => format!("problems {}", numbers.join(" + ")),
+        };
+        seeds.sort_unstable();
+        seeds.truncate(8);
+        out += &format!("  {what}: {}", plural(count, "schedule"));
+        if outcomes > 1 {
+            out += &format!(" in {}", plural(outcomes, "outcome"));
+        }
+        out += &format!(" (seeds {})\n", seed_list(&seeds, count));
+    }
+    if report.other_failing > 0 {
+        out += &format!(
+            "  {} more failing schedules with other outcomes (seeds {}; --json keeps up to {} \
+             outcomes)\n",
+            report.other_failing,
+            seed_list(report.other_seeds, report.other_failing),
             pipefence_scenario::check::MAX_FAILURE_GROUPS
         );
     }
-    summary
+    out
 }
+
+/// Results of one failed expectation `check` lists (the most frequent).
+const SHOWN_RESULTS: usize = 4;
 
 /// Failing seeds `check` prints in full (the rest are listed by seed).
 const SHOWN_FAILURES: usize = 10;
@@ -858,7 +1072,7 @@ struct Mode {
 
 fn run_command(
     file: &std::path::Path,
-    json: bool,
+    (json, color): (bool, ColorChoice),
     seed: u64,
     driver: DriverKind,
     mode: Mode,
@@ -869,10 +1083,11 @@ fn run_command(
         timeline,
         report,
     } = pictures;
-    let (name, scenario) = match load(file, json) {
-        Ok(x) => x,
+    let loaded = match load(file, json, color) {
+        Ok(l) => l,
         Err(code) => return code,
     };
+    let (name, scenario) = (&loaded.name, &loaded.scenario);
     let opts = RunOptions {
         driver,
         seed,
@@ -885,15 +1100,15 @@ fn run_command(
             .and_then(|s| pipefence::explore::Script::from_schedule_string(s).ok())
             .map(std::sync::Arc::new),
     };
-    let outcome = run(&scenario, &opts);
-    let title = run_title(&name, driver, &mode, seed);
+    let outcome = run(scenario, &opts);
+    let title = run_title(name, driver, &mode, seed);
     if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
         return code;
     }
     if let Some(path) = &report {
         let at = Run {
             file,
-            name: &name,
+            name,
             driver,
             mode: &mode,
             seed,
@@ -902,7 +1117,8 @@ fn run_command(
             return code;
         }
     }
-    let summary = human_summary(&name, &outcome);
+    let src = SourceFile::new(name, &loaded.source);
+    let summary = human_summary(&src, &outcome, color.style(json));
     if json {
         eprint!("{summary}");
         match serde_json::to_string_pretty(&outcome) {
@@ -1016,7 +1232,7 @@ fn write_report(path: &Path, at: &Run<'_>, outcome: &Outcome) -> Result<(), Exit
     let source = std::fs::read_to_string(at.file).unwrap_or_default();
     let title = run_title(at.name, at.driver, at.mode, at.seed);
     let replay = replay_commands(at);
-    let summary = human_summary(at.name, outcome);
+    let summary = human_summary(&SourceFile::new(at.name, &source), outcome, Style::Plain);
     let page = html::Page {
         name: at.name,
         source: &source,
@@ -1146,7 +1362,10 @@ fn ms(ns: u64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }
 
-fn human_summary(name: &str, o: &Outcome) -> String {
+/// The report of a run: status, queues, expectations, then each hazard, host error and the
+/// removal as a diagnostic.
+fn human_summary(src: &SourceFile<'_>, o: &Outcome, style: Style) -> String {
+    let name = src.name();
     let mut s = String::new();
     let status = match o.status {
         Status::Passed => "passed",
@@ -1159,14 +1378,14 @@ fn human_summary(name: &str, o: &Outcome) -> String {
         let w = o.queues.iter().map(|q| q.queue.len()).max().unwrap_or(0);
         for q in &o.queues {
             s += &format!(
-                "  {:w$}  {:8} {:>6} {:<8}  busy {:>9}  blocked {:>9}\n",
+                "  {:w$}  {:8} {:>6} {:<18}  busy {:>9}  blocked {:>9}\n",
                 q.queue,
                 q.kind,
                 q.commands,
                 if q.commands == 1 {
-                    "command"
+                    "command processed"
                 } else {
-                    "commands"
+                    "commands processed"
                 },
                 ms(q.busy_ns),
                 ms(q.blocked_ns)
@@ -1189,80 +1408,38 @@ fn human_summary(name: &str, o: &Outcome) -> String {
             s += &format!("  line {:>4}  {mark}  {}{nr}\n", e.line, e.detail);
         }
     }
-    if !o.hazards.is_empty() {
-        s += &format!("hazards ({}):\n", o.hazards.len());
-        for h in &o.hazards {
-            s += &format!("  {}\n", h.message);
-        }
-    }
     if !o.host_errors.is_empty() {
         s += "host errors:\n";
         for e in &o.host_errors {
             s += &format!("  line {:>4}  host {}: {}\n", e.line, e.host, e.message);
         }
     }
+    if !o.hazards.is_empty() {
+        s += &format!("{}:\n", plural(o.hazards.len() as u64, "hazard"));
+        for h in &o.hazards {
+            s.push('\n');
+            s += &diagnostic::hazard(src, h, style, &[]);
+        }
+    }
     if let Some(r) = &o.removed {
-        s += &format!("device removed: {} ({})", r.reason, r.hresult);
-        if let Some(c) = &r.classification {
-            s += &format!(", {c}");
-        }
-        s += "\n";
-        if !r.cycle.is_empty() {
-            s += &format!("  cycle: {} -> {}\n", r.cycle.join(" -> "), r.cycle[0]);
-        }
-        if let Some(f) = &r.fault {
-            s += &format!("  fault: {}", f.kind);
-            if let (Some(a), Some(acc)) = (&f.address, &f.access) {
-                s += &format!(", {acc} of {a}");
-            }
-            if let Some(b) = &f.buffer {
-                s += &format!(" (nearest buffer {b})");
-            }
-            s += &format!(" by {}", f.at.op);
-            if let Some(l) = f.at.line {
-                s += &format!(" at line {l}");
-            }
-            s += &format!(": {}\n", f.message);
-        }
-        for q in &r.queues {
-            s += &format!("  queue {} [{}]", q.queue, q.class);
-            if let Some(op) = q.at.as_ref().map(|s| &s.op) {
-                s += &format!(" stuck in {op}");
-            }
-            if let Some((Some(l), Some(c))) = q.at.as_ref().map(|s| (&s.list, s.command)) {
-                s += &format!(" (list {l}, command {c})");
-            }
-            if let Some(line) = q.at.as_ref().and_then(|s| s.line) {
-                s += &format!(" at line {line}");
-            }
-            s += "\n";
-            if let Some(w) = &q.waiting_for {
-                s += &format!("      waiting for {w}");
-                if let Some(c) = q.current {
-                    s += &format!(", current value {c}");
-                }
-                s += "\n";
-            }
-            if let Some(w) = &q.last_writer {
-                s += &format!("      last writer: {}\n", writer_text(w));
-            }
-            if let Some(l) = &q.last_completed {
-                s += &format!("      last completed: {}\n", site_text(l));
-            }
-            if !q.events.is_empty() {
-                s += &format!("      events: {}\n", q.events.join(" > "));
-            }
-            if !q.waits_on.is_empty() {
-                s += &format!("      released only by: {}\n", q.waits_on.join(", "));
-            }
-        }
+        s.push('\n');
+        s += &diagnostic::removal(src, r, o.status != Status::Removed, style, &[]);
     }
     s
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{replay_program, shell_word};
+    use super::{auto_color, replay_program, shell_word};
+
+    #[test]
+    fn color_auto_is_on_a_terminal_or_forced_and_off_with_no_color() {
+        assert!(auto_color(true, false, false));
+        assert!(auto_color(false, false, true));
+        assert!(!auto_color(false, false, false));
+        assert!(!auto_color(true, true, false));
+        assert!(!auto_color(false, true, true));
+    }
     use std::path::Path;
 
     const CARGO: &str = "cargo run --release -p pipefence-cli --";

@@ -2,8 +2,9 @@
 //! and `pipefence merge` (docs/exploration.md).
 
 use super::exhaustive::{ExhaustiveFailureView, ExhaustiveView};
-use super::{check_summary, usage_error, CheckView, FailureView};
+use super::{check_summary, usage_error, CheckView, ColorChoice, FailureView};
 use pipefence_scenario::check::{parse_count, Shard};
+use pipefence_scenario::diagnostic::SourceFile;
 use pipefence_scenario::merge::{merge, Input, Merged};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -123,7 +124,7 @@ fn status_word(status: &str) -> String {
 }
 
 /// `pipefence merge FILE...`.
-pub(crate) fn merge_command(files: &[PathBuf], json: bool) -> ExitCode {
+pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -> ExitCode {
     let mut inputs = Vec::new();
     for file in files {
         let name = file.display().to_string();
@@ -162,16 +163,19 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool) -> ExitCode {
                         seed: f.seed,
                         count: f.count,
                         seeds: &f.seeds,
-                        status: status_word(&f.status),
-                        exit: f.exit,
-                        what: &f.what,
+                        problems: &[],
                     })
                     .collect(),
                 other_failing: m.other_failing,
                 other_seeds: &m.other_seeds,
             };
             (
-                check_summary(&view),
+                check_summary(
+                    &view,
+                    &SourceFile::new(&m.scenario.name, ""),
+                    &[],
+                    color.style(json),
+                ),
                 serde_json::to_string_pretty(m),
                 m.exit_code(),
             )

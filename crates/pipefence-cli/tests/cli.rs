@@ -391,12 +391,18 @@ fn d5_run_strict_reports_the_missing_writeback_and_exits_1() {
     assert_eq!(h["via"]["line"], 19);
     assert!(h["missing"].as_str().unwrap().contains("no l2-writeback"));
     assert!(h["fix"].as_str().unwrap().contains("flush=l2-writeback"));
-    // The human summary (stderr with --json) lists the hazard too.
+    // The human summary (stderr with --json) shows the hazard as a diagnostic: both accesses
+    // at FILE:LINE:COLUMN, the release, and the fix.
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("hazard unreleased-read: data..+0x1000"),
-        "{err}"
-    );
+    for want in [
+        "error[unreleased-read]: `data..+0x1000` written by producer/produce:0 (dispatch fill)",
+        "--> examples/missing-writeback.kdl:23:",
+        "written by producer/produce:0 (dispatch fill) at examples/missing-writeback.kdl:18:",
+        "at examples/missing-writeback.kdl:19:",
+        "help: fix: add flush=l2-writeback",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
 }
 
 #[test]
@@ -437,12 +443,22 @@ fn d5_check_strict_fails_every_seed_and_replays_with_strict() {
         ) || !in_checkout_build(),
         "{text}"
     );
-    assert!(text.contains("hazard pfp-read-before-wait"), "{text}");
+    assert!(text.contains("error[pfp-read-before-wait]"), "{text}");
     assert!(text.contains("engine=pfp"), "{text}");
-    // Failing schedules are grouped by outcome: one outcome here, with its count and first
-    // seeds (bounded output whatever --schedules is).
+    // Failing schedules are grouped by problem: one hazard here, printed once with its count
+    // and first seeds (bounded output whatever --schedules is).
+    assert_eq!(
+        text.matches("error[pfp-read-before-wait]").count(),
+        1,
+        "{text}"
+    );
     assert!(
-        text.contains("and 19 more schedules with this outcome (seeds 1 2 3 4 5 6 7 ...)"),
+        text.contains("problem 1 of 2: in 20 of 20 failing schedules (seeds 0 1 2 3 4 5 6 7 ...)"),
+        "{text}"
+    );
+    // The expectation it breaks is the second problem; every schedule has both.
+    assert!(
+        text.contains("problems 1 + 2: 20 schedules (seeds 0 1 2 3 4 5 6 7 ...)"),
         "{text}"
     );
 }
@@ -596,6 +612,110 @@ fn in_checkout_build() -> bool {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_pipefence")).unwrap();
     let target = std::fs::canonicalize(root()).unwrap().join("target");
     exe.starts_with(target)
+}
+
+/// `pipefence` with extra environment variables (and NO_COLOR and CLICOLOR_FORCE cleared first).
+fn pipefence_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pipefence"));
+    cmd.args(args)
+        .current_dir(root())
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_within(cmd, 300)
+}
+
+/// `--color`: `always` colours the diagnostics of run and check (and parse errors), `never`
+/// and a pipe (auto) do not; in auto mode CLICOLOR_FORCE turns it on off a terminal and
+/// NO_COLOR (any non-empty value) turns it off whatever else says so.
+#[test]
+fn color_always_never_auto_and_no_color() {
+    let bad = std::env::temp_dir().join(format!("pf-color-{}.kdl", std::process::id()));
+    std::fs::write(
+        &bad,
+        "queue q kind=compute
+frobnicate q
+",
+    )
+    .unwrap();
+    let bad = bad.display().to_string();
+    let hazard = [
+        "run",
+        "examples/missing-writeback.kdl",
+        "--strict",
+        "--seed",
+        "7",
+    ];
+    let check = [
+        "check",
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--strict",
+        "--schedules",
+        "3",
+    ];
+    let invalid = ["run", bad.as_str()];
+    let esc = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).contains('\u{1b}')
+            || String::from_utf8_lossy(&o.stderr).contains('\u{1b}')
+    };
+    let with = |args: &[&str], color: &str| {
+        let mut a = args.to_vec();
+        a.extend(["--color", color]);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    for args in [&hazard[..], &check[..], &invalid[..]] {
+        let always = with(args, "always");
+        let always: Vec<&str> = always.iter().map(String::as_str).collect();
+        let never = with(args, "never");
+        let never: Vec<&str> = never.iter().map(String::as_str).collect();
+        let out = pipefence_env(&always, &[]);
+        assert!(esc(&out), "{args:?} --color always: no escape");
+        // `always` is asked for: NO_COLOR does not undo it.
+        assert!(
+            esc(&pipefence_env(&always, &[("NO_COLOR", "1")])),
+            "{args:?}"
+        );
+        assert!(
+            !esc(&pipefence_env(&never, &[("CLICOLOR_FORCE", "1")])),
+            "{args:?}"
+        );
+        // Auto on a pipe: plain.
+        assert!(!esc(&pipefence_env(args, &[])), "{args:?} auto on a pipe");
+        assert!(
+            esc(&pipefence_env(args, &[("CLICOLOR_FORCE", "1")])),
+            "{args:?}"
+        );
+        let off = pipefence_env(args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+        assert!(!esc(&off), "{args:?}: NO_COLOR=1 in auto mode");
+        // An empty NO_COLOR is not set.
+        let empty = pipefence_env(args, &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "")]);
+        assert!(esc(&empty), "{args:?}: NO_COLOR empty");
+        // The text is the same without the escapes.
+        let plain = String::from_utf8_lossy(&pipefence_env(&never, &[]).stderr).to_string();
+        let colored = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(strip_ansi(&colored), plain, "{args:?}");
+    }
+    let _ = std::fs::remove_file(&bad);
+}
+
+/// `text` without its ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The progress-off-a-pipe test: with stderr on a pipe (as here, or in a log), `check` writes
@@ -950,4 +1070,104 @@ fn e3_a_file_of_garbage_at_the_size_limit_exits_2_with_its_errors_located() {
         &stderr[..stderr.len().min(2000)]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D7: a page fault's report says it once (the classification is not repeated after the
+/// reason), how far past its buffer the access was, and that the queue faulted in the command
+/// (not that it is stuck in it, nor that it completed it), at FILE:LINE:COLUMN.
+#[test]
+fn d7_page_fault_report_says_where_the_access_was_and_does_not_repeat_itself() {
+    let out = pipefence(&[
+        "run",
+        "tests/scenarios/page-fault.kdl",
+        "--driver",
+        "deterministic",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "error[page-fault]: device removed (0x887A0006): dispatch write 0x100000100 \
+             (unmapped), just past the end of `small` (size 256)"
+        ),
+        "{text}"
+    );
+    let title = text.lines().find(|l| l.starts_with("error[")).unwrap_or("");
+    assert_eq!(title.matches("page-fault").count(), 1, "{title}");
+    assert!(
+        text.contains(
+            "queue q [page-fault] faulted in list l, command 2 (dispatch) at \
+             tests/scenarios/page-fault.kdl:7:5"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("stuck in"), "{text}");
+    assert!(
+        !text.contains("last completed: queue q, list l, command 2"),
+        "{text}"
+    );
+    assert!(text.contains("commands processed"), "{text}");
+}
+
+/// `check` at scale: 100 failing schedules in a few ways print each distinct problem once
+/// (the stale-cache hazard, whatever value each schedule read; the expectation, with its most
+/// frequent results), with counts and first seeds, instead of one long line per outcome.
+#[test]
+fn check_prints_each_distinct_problem_once_with_its_count() {
+    let out = pipefence(&["check", "tests/scenarios/stale-cache.kdl", "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("error[stale-cache]").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("error: expectation failed").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("2 distinct problems in the 100 failing schedules"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "problem 1 of 2: in 100 of 100 failing schedules (seeds 0 1 2 3 4 5 6 7 ...)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("= note: found: got "), "{text}");
+    // Both accesses at FILE:LINE:COLUMN.
+    for at in [
+        "tests/scenarios/stale-cache.kdl:27:5",
+        "tests/scenarios/stale-cache.kdl:31:5",
+    ] {
+        assert!(text.contains(at), "{at}: {text}");
+    }
+    // No line is as long as the old one-line reports.
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 200, "{longest}: {text}");
+    // The JSON has the same problems.
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/stale-cache.kdl",
+        "--strict",
+        "--json",
+    ]);
+    let v = json(&out);
+    let problems = v["problems"].as_array().expect("problems");
+    assert_eq!(problems.len(), 2, "{v}");
+    assert_eq!(problems[0]["kind"], "hazard");
+    assert_eq!(problems[0]["count"], 100);
+    assert_eq!(problems[1]["kind"], "expectation");
+    let variants: u64 = problems[1]["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(Some(variants), problems[1]["count"].as_u64());
+    for f in v["failures"].as_array().expect("failures") {
+        assert!(
+            f["problems"].as_array().is_some_and(|p| !p.is_empty()),
+            "{f}"
+        );
+    }
 }

@@ -174,3 +174,27 @@ fn x2_schedule_and_seed_together_are_a_usage_error() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The exhaustive report prints each distinct problem once (with how many schedules had it),
+/// then each failing outcome with its problems and the schedule string that replays it.
+#[test]
+fn x1_exhaustive_failures_print_each_problem_once() {
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/write-write-queues.kdl",
+        "--exhaustive",
+        "--strict",
+        "--no-reduction",
+        "--max-schedules",
+        "40",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert_eq!(text.matches("error[write-write]").count(), 1, "{text}");
+    assert!(text.contains("in 40 of 40 failing schedules"), "{text}");
+    assert!(text.contains("failing outcomes:\n"), "{text}");
+    assert!(
+        text.contains("problem 1") && text.contains("--schedule v1:"),
+        "{text}"
+    );
+}

@@ -3,7 +3,10 @@
 //! `pipefence run FILE --driver deterministic --seed K` (plus `--strict`).
 
 use crate::plan::Scenario;
-use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
+use crate::run::{
+    run, DriverKind, ExpectationResult, HazardReport, HostError, Outcome, RunOptions, Status,
+};
+use pipefence::RemovalReport;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +27,10 @@ pub const MAX_SEEDS_PER_FAILURE: usize = 8;
 /// Distinct outcomes told apart for [`CheckReport::outcomes`] (8 bytes each); past it the count
 /// is a lower bound.
 pub const MAX_DISTINCT_OUTCOMES: usize = 1 << 20;
+
+/// Distinct problems a report keeps ([`CheckReport::problems`]); past it, problems are only
+/// counted in their schedules' outcomes.
+pub const MAX_PROBLEMS: usize = 32;
 
 /// How to check.
 #[derive(Debug, Clone)]
@@ -71,9 +78,245 @@ pub struct Failure {
     /// `outcome` (a file with thousands of expectations would otherwise repeat them in every
     /// kept failure); `run --seed` prints them.
     pub passed_expectations: u64,
+    /// Its problems: indices into [`CheckReport::problems`].
+    pub problems: Vec<usize>,
     /// The outcome of the first seed's schedule, with only its expectations that did not pass
     /// (failed, or not reached).
     pub outcome: Outcome,
+}
+
+/// One distinct problem (a hazard, a failed expectation, a host error or a removal) across
+/// every failing schedule: failing outcomes that differ only in other problems share it. A
+/// hazard is the same problem whatever value its stale read returned in each schedule.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    /// `hazard`, `expectation`, `host-error` or `removed`.
+    pub kind: String,
+    /// The scenario line (of the later access, for hazards), when there is one.
+    pub line: Option<usize>,
+    /// The problem in words, as in its first schedule.
+    pub what: String,
+    /// Failing schedules that had it.
+    pub count: u64,
+    /// The first seeds that had it, in order (at most [`MAX_SEEDS_PER_FAILURE`]).
+    pub seeds: Vec<u64>,
+    /// For a failed expectation, each distinct result it had (`... == 320, got 192`), with its
+    /// count and first seed, in the order first seen (at most [`MAX_VARIANTS`]; empty for other
+    /// kinds).
+    pub variants: Vec<Variant>,
+    /// The full report of its first schedule, for rendering.
+    #[serde(skip)]
+    pub detail: ProblemDetail,
+}
+
+/// Distinct results kept per failed expectation ([`Problem::variants`]).
+pub const MAX_VARIANTS: usize = 8;
+
+/// One result of a failed expectation ([`Problem::variants`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    /// What was checked and found.
+    pub what: String,
+    /// Failing schedules with this result.
+    pub count: u64,
+    /// The first of them.
+    pub seed: u64,
+}
+
+/// The report behind a [`Problem`], from its first schedule.
+#[derive(Debug, Clone, Default)]
+pub enum ProblemDetail {
+    /// A hazard.
+    Hazard(Box<HazardReport>),
+    /// A failed expectation.
+    Expectation(ExpectationResult),
+    /// A failed host action.
+    HostError(HostError),
+    /// The removal.
+    Removed(Box<RemovalReport>),
+    /// Nothing kept.
+    #[default]
+    None,
+}
+
+/// The problems of a failing outcome, each with the key that tells it apart (an expectation is
+/// one problem whatever it found: what it found is its variant).
+fn problems_of(o: &Outcome) -> Vec<(String, Problem)> {
+    let mut out = Vec::new();
+    let problem = |kind: &str, line, what: String, detail| Problem {
+        kind: kind.to_string(),
+        line,
+        what,
+        count: 0,
+        seeds: Vec::new(),
+        variants: Vec::new(),
+        detail,
+    };
+    for e in &o.expectations {
+        if e.passed == Some(false) {
+            let mut p = problem(
+                "expectation",
+                Some(e.line),
+                format!("line {}: expectation failed: {}", e.line, e.detail),
+                ProblemDetail::Expectation(e.clone()),
+            );
+            p.variants.push(Variant {
+                what: e.detail.clone(),
+                count: 0,
+                seed: 0,
+            });
+            out.push((format!("expectation\n{}", e.line), p));
+        }
+    }
+    for e in &o.host_errors {
+        out.push((
+            format!("host\n{}\n{}\n{}", e.line, e.host, e.message),
+            problem(
+                "host-error",
+                Some(e.line),
+                format!("line {}: host {}: {}", e.line, e.host, e.message),
+                ProblemDetail::HostError(e.clone()),
+            ),
+        ));
+    }
+    for h in &o.hazards {
+        // Not `missing`: a stale read says which value this schedule returned. Two unordered
+        // writes are one problem in either order (the order is the schedule's).
+        let via = h.via.as_ref().map(|v| v.text.as_str()).unwrap_or("");
+        let (a, b, fix) = match (h.kind.as_str(), &h.first.text, &h.second.text) {
+            ("write-write", a, b) if a > b => (b, a, ""),
+            ("write-write", a, b) => (a, b, ""),
+            (_, a, b) => (a, b, h.fix.as_str()),
+        };
+        out.push((
+            format!("hazard\n{}\n{}\n{a}\n{b}\n{via}\n{fix}", h.kind, h.range),
+            problem(
+                "hazard",
+                h.second.line,
+                h.message.clone(),
+                ProblemDetail::Hazard(Box::new(h.clone())),
+            ),
+        ));
+    }
+    if let Some(r) = &o.removed {
+        let what = describe_removal(r);
+        let line = r
+            .fault
+            .as_ref()
+            .and_then(|f| f.at.line)
+            .or_else(|| r.queues.iter().find_map(|q| q.at.as_ref()?.line))
+            .map(|l| l as usize);
+        out.push((
+            format!("removed\n{what}"),
+            problem(
+                "removed",
+                line,
+                what,
+                ProblemDetail::Removed(Box::new(r.clone())),
+            ),
+        ));
+    }
+    out
+}
+
+/// Adds a failing schedule's problems to the distinct ones kept; returns their indices (those
+/// past [`MAX_PROBLEMS`] are not kept and have none).
+fn count_problems(kept: &mut Vec<(String, Problem)>, o: &Outcome, seed: u64) -> Vec<usize> {
+    count_problems_n(kept, o, Some(seed), 1)
+}
+
+/// [`count_problems`] for an outcome that `n` schedules had (`seed`: the first of them, when
+/// schedules are seeds).
+fn count_problems_n(
+    kept: &mut Vec<(String, Problem)>,
+    o: &Outcome,
+    seed: Option<u64>,
+    n: u64,
+) -> Vec<usize> {
+    let mut indices = Vec::new();
+    for (key, mut p) in problems_of(o) {
+        let variant = p.variants.pop().map(|v| v.what);
+        let i = match kept.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None if kept.len() < MAX_PROBLEMS => {
+                kept.push((key, p));
+                kept.len() - 1
+            }
+            None => continue,
+        };
+        if indices.contains(&i) {
+            continue;
+        }
+        indices.push(i);
+        let p = &mut kept[i].1;
+        p.count += n;
+        if let Some(seed) = seed.filter(|_| p.seeds.len() < MAX_SEEDS_PER_FAILURE) {
+            p.seeds.push(seed);
+        }
+        if let Some(what) = variant {
+            if let Some(v) = p.variants.iter_mut().find(|v| v.what == what) {
+                v.count += n;
+            } else if p.variants.len() < MAX_VARIANTS {
+                p.variants.push(Variant {
+                    what,
+                    count: n,
+                    seed: seed.unwrap_or(0),
+                });
+            }
+        }
+    }
+    indices
+}
+
+/// The problems in the order a report shows them: causes first (hazards, removals, host
+/// errors), then the expectations they broke, each kind in the order first seen; and each
+/// failure's problem indices renumbered to match, in that order too.
+fn order_problems(problems: Vec<(String, Problem)>, failures: &mut [Failure]) -> Vec<Problem> {
+    let mut sets: Vec<&mut Vec<usize>> = failures.iter_mut().map(|f| &mut f.problems).collect();
+    order_problem_sets(problems, &mut sets)
+}
+
+/// The distinct problems of failing outcomes, each given with the number of schedules that had
+/// it (`check --exhaustive`, whose schedules are not seeds: `seeds` stay empty), in the order
+/// a report shows them, and each outcome's problems as indices into them.
+pub fn problems_of_outcomes<'a>(
+    outcomes: impl IntoIterator<Item = (&'a Outcome, u64)>,
+) -> (Vec<Problem>, Vec<Vec<usize>>) {
+    let mut kept = Vec::new();
+    let mut sets: Vec<Vec<usize>> = outcomes
+        .into_iter()
+        .map(|(o, n)| count_problems_n(&mut kept, o, None, n))
+        .collect();
+    let mut refs: Vec<&mut Vec<usize>> = sets.iter_mut().collect();
+    let problems = order_problem_sets(kept, &mut refs);
+    (problems, sets)
+}
+
+/// [`order_problems`] for any sets of problem indices.
+fn order_problem_sets(
+    problems: Vec<(String, Problem)>,
+    sets: &mut [&mut Vec<usize>],
+) -> Vec<Problem> {
+    let rank = |p: &Problem| match p.kind.as_str() {
+        "hazard" => 0,
+        "removed" => 1,
+        "host-error" => 2,
+        _ => 3,
+    };
+    let mut order: Vec<usize> = (0..problems.len()).collect();
+    order.sort_by_key(|&i| rank(&problems[i].1));
+    let mut new_index = vec![0; problems.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    for set in sets.iter_mut() {
+        for i in set.iter_mut() {
+            *i = new_index[*i];
+        }
+        set.sort_unstable();
+    }
+    let mut slots: Vec<Option<Problem>> = problems.into_iter().map(|(_, p)| Some(p)).collect();
+    order.iter().filter_map(|&i| slots[i].take()).collect()
 }
 
 /// Progress of a long check.
@@ -111,6 +354,10 @@ pub struct CheckReport {
     pub other_failing: u64,
     /// The first seeds of those (at most [`MAX_SEEDS_PER_FAILURE`]).
     pub other_seeds: Vec<u64>,
+    /// The distinct problems of all failing schedules (hazards, failed expectations, host
+    /// errors, removals), in the order they were first seen, each with its count and first
+    /// seeds (at most [`MAX_PROBLEMS`]): a check where 100 schedules fail in 3 ways has 3.
+    pub problems: Vec<Problem>,
     /// The check was interrupted ([`crate::run::interrupt`], Ctrl-C): `schedules` ran.
     pub interrupted: bool,
     /// Wall-clock nanoseconds of the whole check.
@@ -276,21 +523,30 @@ pub fn describe(o: &Outcome) -> Vec<String> {
         what.push(h.message.clone());
     }
     if let Some(r) = &o.removed {
-        let mut s = format!("device removed: {}", r.reason);
-        if let Some(c) = &r.classification {
-            s += &format!(", {c}");
-        }
-        if !r.cycle.is_empty() {
-            s += &format!(", cycle {}", r.cycle.join(" -> "));
-        }
-        for q in &r.queues {
-            if let (Some(w), Some(l)) = (&q.waiting_for, q.at.as_ref().and_then(|s| s.line)) {
-                s += &format!("; {} at line {l} waits for {w}", q.queue);
-            }
-        }
-        what.push(s);
+        what.push(describe_removal(r));
     }
     what
+}
+
+/// A removal in one line: the reason, the classification, the cycle, and what each stuck queue
+/// waits for.
+fn describe_removal(r: &RemovalReport) -> String {
+    let mut s = format!("device removed: {}", r.reason);
+    if let Some(c) = r
+        .classification
+        .filter(|c| c.to_string() != r.reason.to_string())
+    {
+        s += &format!(", {c}");
+    }
+    if !r.cycle.is_empty() {
+        s += &format!(", cycle {}", r.cycle.join(" -> "));
+    }
+    for q in &r.queues {
+        if let (Some(w), Some(l)) = (&q.waiting_for, q.at.as_ref().and_then(|s| s.line)) {
+            s += &format!("; {} at line {l} waits for {w}", q.queue);
+        }
+    }
+    s
 }
 
 /// Runs `opts.schedules` seeds from `opts.seed` (never past `u64::MAX`: a range that would
@@ -485,6 +741,8 @@ struct Fold {
     other_failing: u64,
     other_seeds: Vec<u64>,
     done: u64,
+    /// The distinct problems of the failing schedules, with their keys.
+    problems: Vec<(String, Problem)>,
     /// With [`CheckMode::shard_data`]: every distinct failing outcome, by hash.
     shard: Option<(HashMap<u64, usize>, Vec<FailingOutcome>)>,
 }
@@ -498,6 +756,7 @@ impl Fold {
             other_failing: 0,
             other_seeds: Vec::new(),
             done: 0,
+            problems: Vec::new(),
             shard: shard_data.then(|| (HashMap::new(), Vec::new())),
         }
     }
@@ -517,6 +776,7 @@ impl Fold {
             return;
         }
         self.failing += 1;
+        let in_problems = count_problems(&mut self.problems, &o, seed);
         if let Some((index, list)) = &mut self.shard {
             if let Some(&k) = index.get(&hash) {
                 let f: &mut FailingOutcome = &mut list[k];
@@ -550,6 +810,7 @@ impl Fold {
                     exit: o.exit_code(),
                     what: describe(&o),
                     passed_expectations,
+                    problems: in_problems,
                     outcome: o,
                 },
             ));
@@ -570,14 +831,17 @@ impl Fold {
                 failing,
             }
         });
+        let mut failures: Vec<Failure> = self.groups.into_iter().map(|(_, f)| f).collect();
+        let problems = order_problems(self.problems, &mut failures);
         CheckReport {
             version: 1,
             schedules: self.done,
             outcomes: self.seen.len(),
             failing: self.failing,
-            failures: self.groups.into_iter().map(|(_, f)| f).collect(),
+            failures,
             other_failing: self.other_failing,
             other_seeds: self.other_seeds,
+            problems,
             interrupted: crate::run::interrupted(),
             elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
             shard_data,

@@ -14,10 +14,11 @@
 //! check.
 
 pub mod check;
+pub mod diagnostic;
 pub mod exhaustive;
 pub mod merge;
 pub mod parse;
 pub mod plan;
 pub mod run;
 
-pub use parse::{parse, render_diagnostics};
+pub use parse::{parse, render_diagnostics, render_diagnostics_styled};

@@ -125,6 +125,14 @@ impl DeviceCore {
         }
     }
 
+    /// Unmaps the application's buffer at `base`; the hazard model keeps its name for the
+    /// hazards reported in it (a report read after the buffer is gone still names it).
+    pub(crate) fn unmap_buffer(&self, base: u64) {
+        if let Some(b) = self.memory.unmap(base) {
+            self.with_model(|m| m.buffer_unmapped(b.base, b.size, &b.name));
+        }
+    }
+
     /// Whether strict mode's visibility model is on.
     #[inline]
     pub(crate) fn strict(&self) -> bool {

@@ -197,6 +197,9 @@ pub struct FaultReport {
     pub why: Option<String>,
     /// The buffer nearest to the address (page faults).
     pub buffer: Option<String>,
+    /// Where the address is relative to that buffer (page faults): `8 bytes past the end of
+    /// `buf` (size 256)`, `just past the end of ...`, `16 bytes before the start of ...`.
+    pub near: Option<String>,
     /// The command.
     pub at: SiteReport,
     /// Word offset of the bad packet in its list (malformed packets).
@@ -230,7 +233,11 @@ pub struct RemovalReport {
 impl fmt::Display for RemovalReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "device removed: {} ({})", self.reason, self.hresult)?;
-        if let Some(c) = self.classification {
+        // The classification, unless it says the reason again (`page-fault`).
+        if let Some(c) = self
+            .classification
+            .filter(|c| c.to_string() != self.reason.to_string())
+        {
             write!(f, ", {c}")?;
         }
         writeln!(f)?;
@@ -251,8 +258,10 @@ impl fmt::Display for RemovalReport {
                     fault.access.as_deref().unwrap_or("access")
                 )?;
             }
-            if let Some(b) = &fault.buffer {
-                write!(f, " (nearest buffer {b})")?;
+            match (&fault.near, &fault.buffer) {
+                (Some(n), _) => write!(f, ", {n}")?,
+                (None, Some(b)) => write!(f, " (nearest buffer {b})")?,
+                (None, None) => {}
             }
             writeln!(f, ": {}", fault.message)?;
         }
@@ -842,14 +851,35 @@ fn plain_fault(kind: Classification, at: SiteReport, message: String) -> FaultRe
         access: None,
         why: None,
         buffer: None,
+        near: None,
         at,
         packet_offset: None,
         message,
     }
 }
 
+/// Where `address` is relative to the buffer `name` at `base` of `size` bytes, when outside it:
+/// `8 bytes past the end of `buf` (size 256)`.
+fn near_text(address: u64, base: u64, size: u64, name: &str) -> Option<String> {
+    let end = base.saturating_add(size);
+    let what = if address < base {
+        format!("{} bytes before the start of", base - address)
+    } else if address == end {
+        "just past the end of".to_string()
+    } else if address > end {
+        format!("{} bytes past the end of", address - end)
+    } else {
+        return None;
+    };
+    Some(format!("{what} `{name}` (size {size})"))
+}
+
 fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> FaultReport {
     let at = site_report(dev, nodes, queue, f.site(), f.op());
+    let nearest = match f {
+        Fault::PageFault { address, .. } => dev.memory.nearest(*address),
+        _ => None,
+    };
     match f {
         Fault::PageFault {
             address,
@@ -861,7 +891,10 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
             address: Some(format!("{address:#x}")),
             access: Some(access.name().to_string()),
             why: Some(why.to_string()),
-            buffer: dev.memory.nearest(*address).map(|b| b.name.to_string()),
+            buffer: nearest.as_ref().map(|b| b.name.to_string()),
+            near: nearest
+                .as_ref()
+                .and_then(|b| near_text(*address, b.base, b.size, &b.name)),
             message: format!("{} {} {address:#x} ({why})", f.op(), access.name()),
             at,
             packet_offset: None,
@@ -874,6 +907,7 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
             access: None,
             why: None,
             buffer: None,
+            near: None,
             at,
             packet_offset: Some(*offset),
             message: message.clone(),
@@ -901,5 +935,29 @@ fn fault_report(dev: &DeviceShared, nodes: &[Node], queue: u32, f: &Fault) -> Fa
                 dev.desc.watchdog_timeout
             ),
         ),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::near_text;
+
+    #[test]
+    fn d7_a_page_fault_says_how_far_outside_its_nearest_buffer() {
+        let (base, size) = (0x1000, 256);
+        assert_eq!(
+            near_text(base + 264, base, size, "buf").as_deref(),
+            Some("8 bytes past the end of `buf` (size 256)")
+        );
+        assert_eq!(
+            near_text(base + 256, base, size, "buf").as_deref(),
+            Some("just past the end of `buf` (size 256)")
+        );
+        assert_eq!(
+            near_text(base - 16, base, size, "buf").as_deref(),
+            Some("16 bytes before the start of `buf` (size 256)")
+        );
+        // Inside the buffer (a write to upload memory): nothing to say.
+        assert_eq!(near_text(base + 8, base, size, "buf"), None);
     }
 }

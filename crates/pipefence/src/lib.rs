@@ -91,7 +91,7 @@ pub use engine::{
 pub use error::{Error, Misuse, Object, RemovalReason, Result, WaitTimeout, Waited};
 pub use hazard::{
     set_source_line, AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel,
-    Missing,
+    Missing, Vocabulary,
 };
 pub use memory::Heap;
 pub use sync::{Event, MultipleFenceWaitFlags};

@@ -718,10 +718,12 @@ impl AddressSpace {
         })
     }
 
-    /// Unmaps the buffer at `base` (its storage lives on while accesses in flight hold it).
-    pub(crate) fn unmap(&self, base: u64) {
-        self.write(|s| s.by_base.remove(&base));
+    /// Unmaps the buffer at `base` (its storage lives on while accesses in flight hold it) and
+    /// returns it.
+    pub(crate) fn unmap(&self, base: u64) -> Option<Arc<BufferCore>> {
+        let b = self.write(|s| s.by_base.remove(&base));
         self.generation.fetch_add(1, Ordering::AcqRel);
+        b
     }
 
     /// Bumped by every unmap: a buffer found while the generation was `g` is still mapped while

@@ -320,6 +320,40 @@ fn d5_strict_flag_without_writeback_can_overtake_its_data() {
     assert!(mix.contains(&0), "no schedule summed only zeros: {mix:?}");
 }
 
+/// A hazard's `Display` speaks the Rust API (`Flush::L2_WRITEBACK`, the method's name) and
+/// names the buffer; the scenario vocabulary, from the same text, speaks the scenario
+/// language.
+#[test]
+fn d5_hazard_display_says_the_fix_in_rust_terms_and_names_the_buffer() {
+    let d = strict(0);
+    stale_flag_total(&d, 0);
+    let h = &d.hazards()[0];
+    let rust = h.to_string();
+    assert!(rust.starts_with("hazard unreleased-read: data"), "{rust}");
+    assert!(
+        rust.contains("fix: add Flush::L2_WRITEBACK to the bottom-of-pipe write at"),
+        "{rust}"
+    );
+    assert!(rust.contains("(write_value32_bottom_of_pipe)"), "{rust}");
+    assert!(
+        !rust.contains("l2-writeback") && !rust.contains("-bop"),
+        "{rust}"
+    );
+    // The buffer was dropped before the report was read: it is still named.
+    assert!(!rust.contains("0x100000"), "a raw address: {rust}");
+    let label = |a: &HazardAccess| a.to_string();
+    let scenario = h.message_in(pipefence::Vocabulary::Scenario, &label);
+    assert!(
+        scenario.contains("fix: add flush=l2-writeback to the bottom-of-pipe write at"),
+        "{scenario}"
+    );
+    assert_eq!(scenario, h.message(&label));
+    assert_eq!(
+        h.fix_text_in(pipefence::Vocabulary::Rust, &HazardAccess::rust_label),
+        rust.split("fix: ").nth(1).unwrap_or_default()
+    );
+}
+
 #[test]
 fn d5_strict_flag_with_writeback_always_sees_the_data() {
     for seed in 0..SEEDS {

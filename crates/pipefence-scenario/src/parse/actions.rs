@@ -149,8 +149,9 @@ impl Parser<'_> {
             let c = self.read(child, Shape::new(&["VALUE"], &[]));
             let fence_name = child.name().value();
             let fence = self.names[Ns::Fence.slot()].get(fence_name).copied();
-            if fence.is_none() {
-                self.error(pos, format!("unknown fence `{fence_name}`"));
+            if fence.is_none() && self.report_unknown(Ns::Fence) {
+                let hint = self.name_hint(fence_name, Ns::Fence);
+                self.error(pos, format!("unknown fence `{fence_name}`{hint}"));
             }
             let value = c.arg(0).and_then(|e| self.num(e, "VALUE"));
             match (fence, value) {

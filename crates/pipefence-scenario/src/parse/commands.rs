@@ -89,13 +89,11 @@ impl Parser<'_> {
                         ),
                     );
                 } else {
-                    self.error(
-                        pos,
-                        format!(
-                            "unknown command `{name}` (expected one of: {})",
-                            COMMANDS.join(", ")
-                        ),
-                    );
+                    let hint = match super::suggest::closest(name, COMMANDS.iter().copied()) {
+                        Some(k) => format!("; did you mean `{k}`?"),
+                        None => format!(" (expected one of: {})", COMMANDS.join(", ")),
+                    };
+                    self.error(pos, format!("unknown command `{name}`{hint}"));
                 }
                 None
             }
@@ -206,14 +204,16 @@ impl Parser<'_> {
                 .is_some_and(|k| KERNELS.contains(&k));
             if !known && e.value().is_string() {
                 let pos = self.entry_pos(e);
-                self.error(
-                    pos,
-                    format!(
-                        "unknown kernel `{}` (expected one of: {})",
-                        shown(e),
-                        KERNELS.join(", ")
-                    ),
-                );
+                let text = shown(e);
+                let hint = match e
+                    .value()
+                    .as_string()
+                    .and_then(|k| super::suggest::closest(k, KERNELS.iter().copied()))
+                {
+                    Some(k) => format!("; did you mean `{k}`?"),
+                    None => format!(" (expected one of: {})", KERNELS.join(", ")),
+                };
+                self.error(pos, format!("unknown kernel `{text}`{hint}"));
             }
         }
         let groups = if indirect {

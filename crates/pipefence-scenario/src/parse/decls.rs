@@ -40,14 +40,16 @@ impl Parser<'_> {
                         format!("`{name}` is a command: it belongs inside a `list` block"),
                     );
                 } else {
-                    self.error(
-                        pos,
-                        format!(
-                            "unknown node `{name}` (expected one of: {}, {})",
+                    let known = DECLARATIONS.iter().chain(ACTIONS).copied();
+                    let hint = match super::suggest::closest(name, known) {
+                        Some(k) => format!("; did you mean `{k}`?"),
+                        None => format!(
+                            " (expected one of: {}, {})",
                             DECLARATIONS.join(", "),
                             ACTIONS.join(", ")
                         ),
-                    );
+                    };
+                    self.error(pos, format!("unknown node `{name}`{hint}"));
                 }
             }
         }
@@ -116,13 +118,14 @@ impl Parser<'_> {
                 let heap = text.and_then(Heap::from_name);
                 if let (Some(text), None) = (text, heap) {
                     let pos = self.entry_pos(e);
-                    self.error(
-                        pos,
-                        format!(
-                            "unknown heap `{text}` (expected one of: device-local, upload, \
-                             readback, shared)"
-                        ),
-                    );
+                    let heaps = ["device-local", "upload", "readback", "shared"];
+                    let hint = match super::suggest::closest(text, heaps) {
+                        Some(k) => format!("; did you mean `{k}`?"),
+                        None => {
+                            " (expected one of: device-local, upload, readback, shared)".to_string()
+                        }
+                    };
+                    self.error(pos, format!("unknown heap `{text}`{hint}"));
                 }
                 heap
             }
@@ -139,9 +142,7 @@ impl Parser<'_> {
         });
         self.buffer_size.push(size);
         self.buffer_heap.push(heap);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Buffer, e, name, index);
-        }
+        self.declare_given(Ns::Buffer, r.arg(0), name, index);
     }
 
     /// `fence NAME initial=`.
@@ -157,9 +158,7 @@ impl Parser<'_> {
             initial: initial.unwrap_or(0),
             pos: r.pos,
         });
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Fence, e, name, index);
-        }
+        self.declare_given(Ns::Fence, r.arg(0), name, index);
     }
 
     /// `queue NAME kind=`.
@@ -174,9 +173,7 @@ impl Parser<'_> {
             pos: r.pos,
         });
         self.queue_kind.push(kind);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Queue, e, name, index);
-        }
+        self.declare_given(Ns::Queue, r.arg(0), name, index);
     }
 
     /// `list NAME kind= { commands }`.
@@ -225,9 +222,7 @@ impl Parser<'_> {
             pos: r.pos,
         });
         self.list_kind.push(kind);
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::List, e, name, index);
-        }
+        self.declare_given(Ns::List, r.arg(0), name, index);
     }
 
     /// `host NAME { actions }`.
@@ -269,13 +264,13 @@ impl Parser<'_> {
                     format!("`{child_name}` is a command: it belongs inside a `list` block"),
                 );
             } else {
+                let hint = match super::suggest::closest(child_name, ACTIONS.iter().copied()) {
+                    Some(k) => format!("; did you mean `{k}`?"),
+                    None => format!(" (expected one of: {})", ACTIONS.join(", ")),
+                };
                 self.error(
                     pos,
-                    format!(
-                        "unknown action `{child_name}` in host `{host_name}` (expected one of: \
-                         {})",
-                        ACTIONS.join(", ")
-                    ),
+                    format!("unknown action `{child_name}` in host `{host_name}`{hint}"),
                 );
             }
         }
@@ -288,9 +283,7 @@ impl Parser<'_> {
             kind: ActionKind::StartHost(index),
             pos: r.pos,
         });
-        if let (Some(e), Some(name)) = (r.arg(0), name) {
-            self.declare(Ns::Host, e, name, index);
-        }
+        self.declare_given(Ns::Host, r.arg(0), name, index);
     }
 
     /// `expect-removed reason=`.

@@ -31,6 +31,7 @@ mod lines;
 mod lower;
 mod render;
 mod shape;
+mod suggest;
 mod syntax;
 mod values;
 mod windows;
@@ -46,7 +47,7 @@ use lines::Lines;
 use syntax::{cap, parse_kdl, prepare, syntax_errors, ParseKdlError, MAX_SOURCE_BYTES};
 use windows::{parse_windowed, Windowed, WINDOWED_FROM};
 
-pub use render::render_diagnostics;
+pub use render::{render_diagnostics, render_diagnostics_styled};
 
 /// Parses and validates a scenario. `file` is the name used in messages.
 ///
@@ -247,6 +248,9 @@ struct Reader<'a> {
     args: Vec<&'a KdlEntry>,
     /// Known properties (the first of duplicates).
     props: Vec<(&'a str, &'a KdlEntry)>,
+    /// Known properties that an unknown one was reported as a misspelling of (their absence
+    /// is not reported again).
+    misspelled: Vec<String>,
 }
 
 impl<'a> Reader<'a> {
@@ -275,6 +279,8 @@ struct Parser<'s> {
     device_at: Option<Pos>,
     /// Name to index, per [`Ns`].
     names: [HashMap<String, usize>; 5],
+    /// Per [`Ns`]: a declaration had no name.
+    unnamed: [bool; 5],
     /// Each buffer's size, when valid.
     buffer_size: Vec<Option<u64>>,
     /// Each buffer's heap, when valid.
@@ -300,6 +306,7 @@ impl<'s> Parser<'s> {
             },
             device_at: None,
             names: Default::default(),
+            unnamed: [false; 5],
             buffer_size: Vec::new(),
             buffer_heap: Vec::new(),
             queue_kind: Vec::new(),

@@ -18,6 +18,22 @@ use super::syntax::char_at;
 ///   |             ^
 /// ```
 pub fn render_diagnostics(file: &str, source: &str, diags: &[Diagnostic]) -> String {
+    render_diagnostics_styled(file, source, diags, false)
+}
+
+/// [`render_diagnostics`], with ANSI colours when `color` is true (the position and message in
+/// bold, the gutter in blue, the caret in red, as rustc does); the same text otherwise.
+pub fn render_diagnostics_styled(
+    file: &str,
+    source: &str,
+    diags: &[Diagnostic],
+    color: bool,
+) -> String {
+    let (bold, blue, red, reset) = if color {
+        ("\x1b[1m", "\x1b[1;34m", "\x1b[1;31m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
     let lines = Lines::new(source);
     let gutter = diags
         .iter()
@@ -27,7 +43,11 @@ pub fn render_diagnostics(file: &str, source: &str, diags: &[Diagnostic]) -> Str
     let mut cursor = Cursor::default();
     let mut out = String::new();
     for d in diags {
-        let _ = writeln!(out, "{file}:{}:{}: {}", d.pos.line, d.pos.column, d.message);
+        let _ = writeln!(
+            out,
+            "{bold}{file}:{}:{}: {}{reset}",
+            d.pos.line, d.pos.column, d.message
+        );
         let Some(text) = lines.line(d.pos.line) else {
             continue;
         };
@@ -45,8 +65,8 @@ pub fn render_diagnostics(file: &str, source: &str, diags: &[Diagnostic]) -> Str
             .collect();
         let padded = pad.chars().count();
         pad.extend(std::iter::repeat_n(' ', caret.saturating_sub(padded)));
-        let _ = writeln!(out, "{:>gutter$} | {shown}", d.pos.line);
-        let _ = writeln!(out, "{:>gutter$} | {pad}^", "");
+        let _ = writeln!(out, "{blue}{:>gutter$} |{reset} {shown}", d.pos.line);
+        let _ = writeln!(out, "{blue}{:>gutter$} |{reset} {pad}{red}^{reset}", "");
     }
     out
 }

@@ -32,6 +32,7 @@ impl Parser<'_> {
             pos,
             args: Vec::new(),
             props: Vec::new(),
+            misspelled: Vec::new(),
         };
         let mut seen: HashMap<&str, Pos> = HashMap::new();
         for e in node.entries() {
@@ -69,13 +70,14 @@ impl Parser<'_> {
                     format!("unknown property `{key}` on `{name}` (it takes no properties)"),
                 );
             } else {
-                self.error(
-                    epos,
-                    format!(
-                        "unknown property `{key}` on `{name}` (expected one of: {})",
-                        shape.props.join(", ")
-                    ),
-                );
+                let hint = match super::suggest::closest(key, shape.props.iter().copied()) {
+                    Some(k) => {
+                        reader.misspelled.push(k.to_string());
+                        format!("; did you mean `{k}`?")
+                    }
+                    None => format!(" (expected one of: {})", shape.props.join(", ")),
+                };
+                self.error(epos, format!("unknown property `{key}` on `{name}`{hint}"));
             }
         }
         let usage = usage(name, shape);
@@ -118,7 +120,8 @@ impl Parser<'_> {
     /// A required property; reports its absence.
     pub(super) fn required<'a>(&mut self, r: &Reader<'a>, key: &str) -> Option<&'a KdlEntry> {
         let found = r.prop(key);
-        if found.is_none() {
+        // A misspelling of it was reported already (`valeu=1`: did you mean `value`?).
+        if found.is_none() && !r.misspelled.iter().any(|m| m == key) {
             self.error(
                 r.pos,
                 format!("missing required property `{key}` on `{}`", r.node),

@@ -375,6 +375,7 @@ pub(super) fn report_errors(
     at_least: bool,
 ) -> Vec<Diagnostic> {
     placed.sort_by_key(|(offset, _)| *offset);
+    drop_consequences(&mut placed);
     let total = placed.len();
     let mut diags: Vec<Diagnostic> = placed
         .iter()
@@ -408,6 +409,47 @@ pub(super) fn report_errors(
         diags.push(more);
     }
     diags
+}
+
+/// Pairs of `kdl` errors where the second, right after the first, is only a consequence of it
+/// (one mistake, one diagnostic): the first message, the second's, and whether the second
+/// words the mistake better (then its message is kept at the first's place).
+const CONSEQUENCES: &[(&str, &str, bool)] = &[
+    // An unclosed `{`: the block has no `}`, so the node has none either.
+    (
+        "No closing '}' for child block",
+        "Closing '}' was not found after nodes",
+        false,
+    ),
+    // `value=(1`: the value is missing because a type annotation opened and never closed.
+    (
+        "Expected property value",
+        "invalid contents inside type annotation",
+        true,
+    ),
+];
+
+/// Drops the `kdl` errors that only follow from the one just before them ([`CONSEQUENCES`]);
+/// `placed` is sorted by offset. Errors elsewhere, even many of them (a file of garbage), stay.
+fn drop_consequences(placed: &mut Vec<(usize, &KdlDiagnostic)>) {
+    let message = |d: &KdlDiagnostic| d.message.as_deref().unwrap_or("").to_string();
+    let mut kept: Vec<(usize, &KdlDiagnostic)> = Vec::with_capacity(placed.len());
+    for &(offset, d) in placed.iter() {
+        if let Some(last) = kept.last_mut() {
+            let (first, second) = (message(last.1), message(d));
+            let rule = CONSEQUENCES
+                .iter()
+                .find(|(a, b, _)| first.starts_with(a) && second.starts_with(b));
+            if let (Some(&(_, _, better)), true) = (rule, offset <= last.0 + 1) {
+                if better {
+                    last.1 = d;
+                }
+                continue;
+            }
+        }
+        kept.push((offset, d));
+    }
+    *placed = kept;
 }
 
 /// The most diagnostics reported for one file; the rest are counted in a last one.

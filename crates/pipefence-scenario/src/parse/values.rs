@@ -106,13 +106,11 @@ impl Parser<'_> {
         if found.is_none() {
             let names: Vec<&str> = options.iter().map(|&(n, _)| n).collect();
             let pos = self.entry_pos(e);
-            self.error(
-                pos,
-                format!(
-                    "unknown {what} `{text}` (expected one of: {})",
-                    names.join(", ")
-                ),
-            );
+            let hint = match super::suggest::closest(text, names.iter().copied()) {
+                Some(k) => format!("; did you mean `{k}`?"),
+                None => format!(" (expected one of: {})", names.join(", ")),
+            };
+            self.error(pos, format!("unknown {what} `{text}`{hint}"));
         }
         found
     }
@@ -186,6 +184,27 @@ impl Parser<'_> {
     }
 
     /// Registers a declared name; reports a duplicate. `index` is the new declaration's index.
+    /// [`Parser::declare`] when the declaration has a name; else remembers that one of `ns`
+    /// has none (its uses are then not reported as unknown: one mistake, one diagnostic).
+    pub(super) fn declare_given(
+        &mut self,
+        ns: Ns,
+        e: Option<&KdlEntry>,
+        name: Option<&str>,
+        index: usize,
+    ) {
+        match (e, name) {
+            (Some(e), Some(name)) => self.declare(ns, e, name, index),
+            _ => self.unnamed[ns.slot()] = true,
+        }
+    }
+
+    /// Whether an unknown name of `ns` is worth reporting: not when a declaration of `ns` had
+    /// no name (the use is most likely of that one).
+    pub(super) fn report_unknown(&self, ns: Ns) -> bool {
+        !self.unnamed[ns.slot()]
+    }
+
     pub(super) fn declare(&mut self, ns: Ns, e: &KdlEntry, name: &str, index: usize) {
         let first = self.names[ns.slot()].get(name).copied();
         match first {
@@ -220,13 +239,19 @@ impl Parser<'_> {
         pos.unwrap_or_default()
     }
 
+    /// `; did you mean `NAME`?` for the declared name of `ns` closest to `name`, or nothing.
+    pub(super) fn name_hint(&self, name: &str, ns: Ns) -> String {
+        super::suggest::did_you_mean(name, self.names[ns.slot()].keys().map(String::as_str))
+    }
+
     /// A use of a declared name; reports an unknown one.
     pub(super) fn lookup(&mut self, e: &KdlEntry, ns: Ns) -> Option<usize> {
         let name = self.string(e, &format!("a {} name", ns.noun()))?;
         let found = self.names[ns.slot()].get(name).copied();
-        if found.is_none() {
+        if found.is_none() && self.report_unknown(ns) {
             let pos = self.entry_pos(e);
-            self.error(pos, format!("unknown {} `{name}`", ns.noun()));
+            let hint = self.name_hint(name, ns);
+            self.error(pos, format!("unknown {} `{name}`{hint}", ns.noun()));
         }
         found
     }
@@ -250,7 +275,14 @@ impl Parser<'_> {
             Addr { buffer, offset: 0 }
         } else if let Some((name, offset)) = text.rsplit_once('+') {
             let Some(&buffer) = self.names[Ns::Buffer.slot()].get(name) else {
-                self.error(pos, format!("unknown buffer `{name}` in address `{text}`"));
+                if !self.report_unknown(Ns::Buffer) {
+                    return None;
+                }
+                let hint = self.name_hint(name, Ns::Buffer);
+                self.error(
+                    pos,
+                    format!("unknown buffer `{name}` in address `{text}`{hint}"),
+                );
                 return None;
             };
             let Some(offset) = parse_u64(offset) else {
@@ -264,8 +296,11 @@ impl Parser<'_> {
                 return None;
             };
             Addr { buffer, offset }
+        } else if !self.report_unknown(Ns::Buffer) {
+            return None;
         } else {
-            self.error(pos, format!("unknown buffer `{text}`"));
+            let hint = self.name_hint(text, Ns::Buffer);
+            self.error(pos, format!("unknown buffer `{text}`{hint}"));
             return None;
         };
         self.addrs.push((addr, text.to_string()));

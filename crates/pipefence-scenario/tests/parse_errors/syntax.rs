@@ -234,3 +234,52 @@ fn long_lines_are_shown_as_an_excerpt() {
     );
     assert_eq!(rendered, expected);
 }
+
+/// One mistake, one diagnostic: an unclosed `{` is reported at the `{` (not again as a node
+/// with no `}`), `value=(1` once as the type annotation it opens (not also as a missing value),
+/// and a missing closing quote once, at the string (the lines after it are not misread).
+#[test]
+fn e3_one_syntax_mistake_gives_one_diagnostic() {
+    check(
+        r#"
+fence f
+list l kind=compute {
+    marker "a"
+
+fence g
+"#,
+        r#"
+t.kdl:2:21: KDL syntax error: No closing '}' for child block
+2 | list l kind=compute {
+  |                     ^
+"#,
+    );
+    check(
+        r#"
+buffer data size=64
+list l kind=compute {
+    dispatch fill dst=data groups=1 value=(1
+}
+"#,
+        r#"
+t.kdl:3:43: KDL syntax error: invalid contents inside type annotation
+3 |     dispatch fill dst=data groups=1 value=(1
+  |                                           ^
+"#,
+    );
+    check(
+        r#"
+fence f
+list l kind=compute {
+    marker "start
+    marker "b"
+}
+fence g
+"#,
+        r#"
+t.kdl:3:12: KDL syntax error: Unexpected newline in single-line quoted string (help: You can make a string multi-line by wrapping it in '"""', with a newline immediately after the opening quotes.)
+3 |     marker "start
+  |            ^
+"#,
+    );
+}

@@ -9,6 +9,7 @@ use super::access::{AccId, AgentRec};
 use super::shadow::Span;
 use super::{Hazard, HazardAccess, HazardAgent, HazardKind, Missing, Model};
 use crate::core::DeviceCore;
+use std::sync::Arc;
 
 /// Reports kept per device (more are counted, not kept).
 const MAX_HAZARDS: usize = 256;
@@ -107,43 +108,67 @@ impl Model {
     pub(crate) fn hazards(&self, dev: &DeviceCore) -> Vec<Hazard> {
         self.hazards
             .iter()
-            .map(|((kind, first, second, m), (lo, hi, observed))| Hazard {
-                kind: *kind,
-                address: *lo,
-                bytes: hi - lo,
-                buffer: dev
-                    .memory
-                    .resolve(*lo, 4)
-                    .map(|(b, off)| (b.name.to_string(), off)),
-                first: self.access(dev, *first),
-                second: self.access(dev, *second),
-                missing: match m {
-                    MissingRec::NoWriteback { release, volatile } => Missing::NoWriteback {
-                        release: self.access(dev, *release),
-                        volatile: *volatile,
+            .map(|(key, (lo, hi, observed))| (key, self.unmapped.get(key), lo, hi, observed))
+            .map(
+                |((kind, first, second, m), gone, lo, hi, observed)| Hazard {
+                    kind: *kind,
+                    address: *lo,
+                    bytes: hi - lo,
+                    buffer: match gone {
+                        Some((name, base, _)) => Some((name.to_string(), lo - base)),
+                        None => dev
+                            .memory
+                            .resolve(*lo, 4)
+                            .map(|(b, off)| (b.name.to_string(), off)),
                     },
-                    MissingRec::TopOfPipe { release } => Missing::TopOfPipe {
-                        release: self.access(dev, *release),
+                    first: self.access(dev, *first),
+                    second: self.access(dev, *second),
+                    missing: match m {
+                        MissingRec::NoWriteback { release, volatile } => Missing::NoWriteback {
+                            release: self.access(dev, *release),
+                            volatile: *volatile,
+                        },
+                        MissingRec::TopOfPipe { release } => Missing::TopOfPipe {
+                            release: self.access(dev, *release),
+                        },
+                        MissingRec::NoFlush => Missing::NoFlush,
+                        MissingRec::PfpBeforeWait { wait } => Missing::PfpBeforeWait {
+                            wait: self.access(dev, *wait),
+                        },
+                        MissingRec::NoInvalidate => Missing::NoInvalidate,
+                        MissingRec::Nothing => Missing::Nothing,
                     },
-                    MissingRec::NoFlush => Missing::NoFlush,
-                    MissingRec::PfpBeforeWait { wait } => Missing::PfpBeforeWait {
-                        wait: self.access(dev, *wait),
-                    },
-                    MissingRec::NoInvalidate => Missing::NoInvalidate,
-                    MissingRec::Nothing => Missing::Nothing,
+                    observed: observed.map(|o| match o {
+                        Some((old, cur, a)) => {
+                            let at = match (gone, dev.memory.resolve(a, 4)) {
+                                (Some((name, base, size)), _)
+                                    if (*base..base + size).contains(&a) =>
+                                {
+                                    format!("{name}+{:#x}", a - base)
+                                }
+                                (_, Some((b, off))) => format!("{}+{off:#x}", b.name),
+                                _ => format!("{a:#x}"),
+                            };
+                            format!("old value {old} at {at}, current {cur}")
+                        }
+                        None => "the current value".to_string(),
+                    }),
                 },
-                observed: observed.map(|o| match o {
-                    Some((old, cur, a)) => {
-                        let at = match dev.memory.resolve(a, 4) {
-                            Some((b, off)) => format!("{}+{off:#x}", b.name),
-                            None => format!("{a:#x}"),
-                        };
-                        format!("old value {old} at {at}, current {cur}")
-                    }
-                    None => "the current value".to_string(),
-                }),
-            })
+            )
             .collect()
+    }
+
+    /// The buffer at `base` of `size` bytes named `name` is being unmapped: the hazards whose
+    /// range starts in it keep its name.
+    pub(crate) fn buffer_unmapped(&mut self, base: u64, size: u64, name: &Arc<str>) {
+        let end = base.saturating_add(size);
+        for (key, (lo, _, _)) in &self.hazards {
+            if (base..end).contains(lo) {
+                self.unmapped
+                    .entry(*key)
+                    .or_insert_with(|| (name.clone(), base, size));
+            }
+        }
     }
 
     /// Reports not kept because of the cap.

@@ -42,7 +42,9 @@ mod shadow;
 pub(crate) mod strict;
 
 pub use host_hooks::set_source_line;
-pub use report::{AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing};
+pub use report::{
+    AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel, Missing, Vocabulary,
+};
 
 use access::AccRec;
 use clock::{Comp, Vc};
@@ -66,6 +68,9 @@ pub(crate) struct Model {
     seq: u64,
     hazards: BTreeMap<HazardKey, (u64, u64, Option<Observed>)>,
     dropped: u64,
+    /// The buffer each hazard's range lay in when that buffer was unmapped: its name, base and
+    /// size (a live buffer is resolved when the report is read).
+    unmapped: FxHashMap<HazardKey, (Arc<str>, u64, u64)>,
     pub(crate) vis: Option<strict::Visibility>,
 }
 
@@ -82,6 +87,7 @@ impl Model {
             seq: 0,
             hazards: BTreeMap::new(),
             dropped: 0,
+            unmapped: FxHashMap::default(),
             vis: (mode == MemoryModel::Strict).then(|| strict::Visibility::new(seed)),
         }
     }

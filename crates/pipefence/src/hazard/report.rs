@@ -156,6 +156,26 @@ impl HazardAccess {
     }
 }
 
+impl HazardAccess {
+    /// The access in the Rust API's words: `queue/list:command (dispatch_indirect fill)`.
+    pub fn rust_label(&self) -> String {
+        let op = Vocabulary::Rust.op(self.op);
+        let what = match &self.kernel {
+            Some(k) => format!("{op} {k}"),
+            None => op.to_string(),
+        };
+        match &self.agent {
+            HazardAgent::Queue {
+                queue, site, list, ..
+            } => match (list, site.command) {
+                (Some(l), Some(c)) => format!("{queue}/{l}:{c} ({what})"),
+                _ => format!("{queue} ({what})"),
+            },
+            HazardAgent::Host { host, .. } => format!("host {host} ({what})"),
+        }
+    }
+}
+
 impl fmt::Display for HazardAccess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.short(), self.what())
@@ -191,6 +211,107 @@ pub enum Missing {
     NoInvalidate,
     /// Nothing orders the two accesses.
     Nothing,
+}
+
+/// The words a report uses for commands, flags and options: the Rust API's (the default, what
+/// [`Hazard`]'s `Display` says) or the scenario language's (what `pipefence` prints). Every
+/// hazard text comes from one place ([`Hazard::message_in`], [`Hazard::missing_text_in`],
+/// [`Hazard::fix_text_in`]) in either vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[non_exhaustive]
+pub enum Vocabulary {
+    /// The Rust API: `flush_pipeline(Flush::L1_INVALIDATE)`, `Flush::L2_WRITEBACK`,
+    /// `write_value32_bottom_of_pipe`, `Comparison::GreaterEqual`, `WaitEngine::Pfp`.
+    #[default]
+    Rust,
+    /// The scenario language (`docs/scenario-language.md`): `flush-pipeline
+    /// flush=l1-invalidate`, `flush=l2-writeback`, `write-value32-bop`, `cmp=greater-equal
+    /// engine=pfp`.
+    Scenario,
+}
+
+impl Vocabulary {
+    /// A command's name (`op` is the scenario's name, as in [`HazardAccess::op`]).
+    pub fn op(self, op: &str) -> &str {
+        if self == Vocabulary::Scenario {
+            return op;
+        }
+        match op {
+            "wait-value32" => "wait_value32",
+            "wait-value64" => "wait_value64",
+            "write-value32-bop" => "write_value32_bottom_of_pipe",
+            "write-value64-bop" => "write_value64_bottom_of_pipe",
+            "write-value32-top" => "write_value32_top_of_pipe",
+            "write-value64-top" => "write_value64_top_of_pipe",
+            "write-immediate" => "write_buffer_immediate",
+            "flush-pipeline" => "flush_pipeline",
+            "dispatch-indirect" => "dispatch_indirect",
+            "copy" => "copy_buffer_region",
+            "marker" => "set_marker",
+            "begin-event" => "begin_event",
+            "end-event" => "end_event",
+            "signal" => "Queue::signal",
+            "wait" => "Queue::wait",
+            other => other,
+        }
+    }
+
+    /// The phrases of the fixes, by key.
+    fn says(self, key: Phrase) -> &'static str {
+        use Phrase::*;
+        match (self, key) {
+            (Vocabulary::Scenario, L2Writeback) => "l2-writeback",
+            (Vocabulary::Scenario, WithL2Writeback) => "flush=l2-writeback",
+            (Vocabulary::Scenario, FlushPipeline) => "flush-pipeline",
+            (Vocabulary::Scenario, InvalidateL1) => "flush-pipeline flush=l1-invalidate",
+            (Vocabulary::Scenario, BopWrite) => "write-value32-bop or write-value64-bop",
+            (Vocabulary::Scenario, BopInvalidate) => "write-value32-bop with flush=l1-invalidate",
+            (Vocabulary::Scenario, MarkerOut) => "write-immediate (MARKER_OUT)",
+            (Vocabulary::Scenario, Bop32) => "write-value32-bop",
+            (Vocabulary::Scenario, PfpWait) => "cmp=greater-equal engine=pfp",
+            (Vocabulary::Scenario, Signal) => "signal",
+            (Vocabulary::Scenario, Wait) => "wait",
+            (Vocabulary::Scenario, QueueWait) => "a queue wait",
+            (Vocabulary::Scenario, CpuSignal) => "cpu-signal",
+            (Vocabulary::Scenario, CpuWait) => "cpu-wait",
+            (Vocabulary::Scenario, Execute) => "execute or wait on the queue",
+            (_, L2Writeback) => "Flush::L2_WRITEBACK",
+            (_, WithL2Writeback) => "Flush::L2_WRITEBACK",
+            (_, FlushPipeline) => "flush_pipeline",
+            (_, InvalidateL1) => "flush_pipeline(Flush::L1_INVALIDATE)",
+            (_, BopWrite) => "write_value32_bottom_of_pipe or write_value64_bottom_of_pipe",
+            (_, BopInvalidate) => "write_value32_bottom_of_pipe with Flush::L1_INVALIDATE",
+            (_, MarkerOut) => "write_buffer_immediate (ImmediateMode::MarkerOut)",
+            (_, Bop32) => "write_value32_bottom_of_pipe",
+            (_, PfpWait) => "Comparison::GreaterEqual with WaitEngine::Pfp",
+            (_, Signal) => "Queue::signal",
+            (_, Wait) => "Queue::wait",
+            (_, QueueWait) => "a Queue::wait",
+            (_, CpuSignal) => "Fence::signal",
+            (_, CpuWait) => "Fence::wait",
+            (_, Execute) => "execute_command_lists or Queue::wait on the queue",
+        }
+    }
+}
+
+/// The phrases of hazard texts that differ between vocabularies.
+#[derive(Debug, Clone, Copy)]
+enum Phrase {
+    L2Writeback,
+    WithL2Writeback,
+    FlushPipeline,
+    InvalidateL1,
+    BopWrite,
+    BopInvalidate,
+    MarkerOut,
+    Bop32,
+    PfpWait,
+    Signal,
+    Wait,
+    QueueWait,
+    CpuSignal,
+    CpuWait,
+    Execute,
 }
 
 /// How a report calls a command-processor value write.
@@ -246,18 +367,40 @@ impl Hazard {
         }
     }
 
-    /// The missing synchronization, in words, with accesses labelled by `label`.
+    /// The missing synchronization, in words, with accesses labelled by `label`, in the
+    /// scenario language's words ([`Vocabulary::Scenario`]).
     pub fn missing_text(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        self.missing_text_in(Vocabulary::Scenario, label)
+    }
+
+    /// What would fix it, with accesses labelled by `label`, in the scenario language's words.
+    pub fn fix_text(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        self.fix_text_in(Vocabulary::Scenario, label)
+    }
+
+    /// The whole report, with accesses labelled by `label`, in the scenario language's words.
+    pub fn message(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        self.message_in(Vocabulary::Scenario, label)
+    }
+
+    /// The missing synchronization, in words of `v`, with accesses labelled by `label`.
+    pub fn missing_text_in(
+        &self,
+        v: Vocabulary,
+        label: &dyn Fn(&HazardAccess) -> String,
+    ) -> String {
+        use Phrase::*;
         match &self.missing {
             Missing::NoWriteback { release, volatile } => {
-                let v = if *volatile {
+                let vol = if *volatile {
                     " (volatile flags do not count)"
                 } else {
                     ""
                 };
                 format!(
-                    "the bottom-of-pipe write at {}, acquired by the reader, has no l2-writeback{v}",
-                    label(release)
+                    "the bottom-of-pipe write at {}, acquired by the reader, has no {}{vol}",
+                    label(release),
+                    v.says(L2Writeback)
                 )
             }
             Missing::TopOfPipe { release } if self.first.op == "copy" => format!(
@@ -270,9 +413,9 @@ impl Hazard {
                 "the reader acquired the {} at {}, which does not wait for the {}",
                 cp_write_name(release.op),
                 label(release),
-                self.first.op
+                v.op(self.first.op)
             ),
-            Missing::NoFlush => "no flush-pipeline between them on the queue".into(),
+            Missing::NoFlush => format!("no {} between them on the queue", v.says(FlushPipeline)),
             Missing::PfpBeforeWait { wait } => format!(
                 "the PFP read before the ME wait at {} was satisfied",
                 label(wait)
@@ -288,74 +431,89 @@ impl Hazard {
         }
     }
 
-    /// What would fix it, with accesses labelled by `label`.
-    pub fn fix_text(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+    /// What would fix it, in words of `v`, with accesses labelled by `label`.
+    pub fn fix_text_in(&self, v: Vocabulary, label: &dyn Fn(&HazardAccess) -> String) -> String {
+        use Phrase::*;
         let host_first = matches!(self.first.agent, HazardAgent::Host { .. });
         let host_second = matches!(self.second.agent, HazardAgent::Host { .. });
         match &self.missing {
             Missing::NoWriteback { release, .. } if release.op == "write-immediate" => format!(
-                "replace the write-immediate (MARKER_OUT) at {} by write-value32-bop with \
-                 flush=l2-writeback",
-                label(release)
+                "replace the {} at {} by {} with {}",
+                v.says(MarkerOut),
+                label(release),
+                v.says(Bop32),
+                v.says(WithL2Writeback)
             ),
             Missing::NoWriteback { release, .. } => format!(
-                "add flush=l2-writeback to the bottom-of-pipe write at {}",
+                "add {} to the bottom-of-pipe write at {}",
+                v.says(WithL2Writeback),
                 label(release)
             ),
             Missing::TopOfPipe { release } => format!(
-                "replace the {} at {} by a bottom-of-pipe write with flush=l2-writeback \
-                 (write-value32-bop or write-value64-bop)",
+                "replace the {} at {} by a bottom-of-pipe write with {} ({})",
                 cp_write_name(release.op),
-                label(release)
+                label(release),
+                v.says(WithL2Writeback),
+                v.says(BopWrite)
             ),
             Missing::NoFlush if self.second.op == "dispatch-indirect" => format!(
-                "flush-pipeline before the dispatch-indirect at {}",
+                "{} before the {} at {}",
+                v.says(FlushPipeline),
+                v.op("dispatch-indirect"),
                 label(&self.second)
             ),
             Missing::NoFlush => format!(
-                "flush-pipeline between {} and {}",
+                "{} between {} and {}",
+                v.says(FlushPipeline),
                 label(&self.first),
                 label(&self.second)
             ),
             Missing::PfpBeforeWait { wait } => {
-                format!(
-                    "make the wait at {} cmp=greater-equal engine=pfp",
-                    label(wait)
-                )
+                format!("make the wait at {} {}", label(wait), v.says(PfpWait))
             }
             Missing::NoInvalidate if self.second.op == "copy" => format!(
-                "invalidate the engine's cache before {}: a queue wait on a fence, or a \
-                 write-value32-bop with flush=l1-invalidate that the list waits for",
-                label(&self.second)
+                "invalidate the engine's cache before {}: {} on a fence, or a {} that the list \
+                 waits for",
+                label(&self.second),
+                v.says(QueueWait),
+                v.says(BopInvalidate)
             ),
             Missing::NoInvalidate => format!(
-                "flush-pipeline flush=l1-invalidate before {} (or wait on a fence instead)",
+                "{} before {} (or wait on a fence instead)",
+                v.says(InvalidateL1),
                 label(&self.second)
             ),
             Missing::Nothing if host_first && host_second => format!(
-                "order the host threads: cpu-signal a fence after {} and cpu-wait for it before {}",
+                "order the host threads: {} a fence after {} and {} for it before {}",
+                v.says(CpuSignal),
                 label(&self.first),
+                v.says(CpuWait),
                 label(&self.second)
             ),
             Missing::Nothing if host_first && !host_second => format!(
-                "make {} acquire the host's write: execute or wait on the queue after it",
-                label(&self.second)
+                "make {} acquire the host's write: {} after it",
+                label(&self.second),
+                v.says(Execute)
             ),
             Missing::Nothing if host_second => format!(
-                "make the host wait (cpu-wait on a fence the queue signals after {}) before it",
+                "make the host wait ({} on a fence the queue signals after {}) before it",
+                v.says(CpuWait),
                 label(&self.first)
             ),
             Missing::Nothing => format!(
-                "order them: signal a fence after {} and wait for it before {} (or a \
-                 bottom-of-pipe write with flush=l2-writeback and a wait on it)",
+                "order them: {} a fence after {} and {} for it before {} (or a \
+                 bottom-of-pipe write with {} and a wait on it)",
+                v.says(Signal),
                 label(&self.first),
-                label(&self.second)
+                v.says(Wait),
+                label(&self.second),
+                v.says(WithL2Writeback)
             ),
         }
     }
 
-    /// The whole report, with accesses labelled by `label`.
-    pub fn message(&self, label: &dyn Fn(&HazardAccess) -> String) -> String {
+    /// The whole report, in words of `v`, with accesses labelled by `label`.
+    pub fn message_in(&self, v: Vocabulary, label: &dyn Fn(&HazardAccess) -> String) -> String {
         let (a, b) = match self.kind {
             HazardKind::WriteWrite => ("written by", "and by"),
             _ if self.first.kind == AccessKind::Read => ("read by", "then written by"),
@@ -367,14 +525,16 @@ impl Hazard {
             self.range_text(),
             label(&self.first),
             label(&self.second),
-            self.missing_text(label),
-            self.fix_text(label)
+            self.missing_text_in(v, label),
+            self.fix_text_in(v, label)
         )
     }
 }
 
+/// The report in the Rust API's words ([`Vocabulary::Rust`]), each access as
+/// [`HazardAccess::rust_label`].
 impl fmt::Display for Hazard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message(&|a| a.to_string()))
+        f.write_str(&self.message_in(Vocabulary::Rust, &HazardAccess::rust_label))
     }
 }

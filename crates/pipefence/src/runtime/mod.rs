@@ -296,7 +296,7 @@ impl DeviceShared {
                 .collect()
         };
         if busy.is_empty() {
-            self.memory.unmap(base);
+            self.unmap_buffer(base);
             return;
         }
         lock(&self.deferred_unmaps).push((base, busy));
@@ -330,7 +330,7 @@ impl DeviceShared {
         };
         let any = !done.is_empty();
         for base in done {
-            self.memory.unmap(base);
+            self.unmap_buffer(base);
         }
         any
     }
