@@ -107,6 +107,11 @@ pub struct Problem {
     /// The full report of its first schedule, for rendering.
     #[serde(skip)]
     pub detail: ProblemDetail,
+    /// The [`problem_hash`] of what tells it apart from other problems (a shard's report lists
+    /// them under `merge.problems`, so that `pipefence merge` can tell problems apart across
+    /// shards).
+    #[serde(skip)]
+    pub key: String,
 }
 
 /// Distinct results kept per failed expectation ([`Problem::variants`]).
@@ -151,6 +156,7 @@ fn problems_of(o: &Outcome) -> Vec<(String, Problem)> {
         seeds: Vec::new(),
         variants: Vec::new(),
         detail,
+        key: String::new(),
     };
     for e in &o.expectations {
         if e.passed == Some(false) {
@@ -219,6 +225,21 @@ fn problems_of(o: &Outcome) -> Vec<(String, Problem)> {
     out
 }
 
+/// The hash of a problem's key ([`Problem::key`]; [`fnv1a64`], 16 hex digits).
+pub fn problem_hash(key: &str) -> String {
+    outcome_hash(key)
+}
+
+/// Each problem of an outcome, as its [`Problem::key`] and its report: what `pipefence merge`
+/// takes from re-running a merged problem's first seed (shards' reports do not carry
+/// [`Problem::detail`]).
+pub fn problem_details(o: &Outcome) -> Vec<(String, ProblemDetail)> {
+    problems_of(o)
+        .into_iter()
+        .map(|(key, p)| (problem_hash(&key), p.detail))
+        .collect()
+}
+
 /// Adds a failing schedule's problems to the distinct ones kept; returns their indices (those
 /// past [`MAX_PROBLEMS`] are not kept and have none).
 fn count_problems(kept: &mut Vec<(String, Problem)>, o: &Outcome, seed: u64) -> Vec<usize> {
@@ -239,6 +260,7 @@ fn count_problems_n(
         let i = match kept.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None if kept.len() < MAX_PROBLEMS => {
+                p.key = problem_hash(&key);
                 kept.push((key, p));
                 kept.len() - 1
             }
@@ -293,7 +315,7 @@ pub fn problems_of_outcomes<'a>(
 }
 
 /// [`order_problems`] for any sets of problem indices.
-fn order_problem_sets(
+pub(crate) fn order_problem_sets(
     problems: Vec<(String, Problem)>,
     sets: &mut [&mut Vec<usize>],
 ) -> Vec<Problem> {

@@ -14,12 +14,27 @@
 //! `repeated_runs`, `failing` and `other_failing` summed; failing outcomes merged by their
 //! outcome (the `outcome` object without timing), keeping the `replay` of the lowest shard.
 //!
+//! Problems (`problems`, and each failure's `problems` as indices into them) merge by their
+//! key ([`MergeSection::problems`]: the hash of what tells a problem apart, one per entry of
+//! the shard's `problems`): counts summed; seeds, and each failed expectation's results
+//! (`variants`, merged by their words, counts summed), kept in seed order up to the same caps
+//! as a check's; each problem's words and line as in its first seed's shard; the first
+//! [`MAX_PROBLEMS`] in the order first seen, then in the order a check shows them. That is
+//! exactly the unsharded check's whenever every shard kept all its problems and results (at
+//! most [`MAX_PROBLEMS`] distinct problems, and [`MAX_VARIANTS`] results per expectation, in
+//! each shard). Past those caps a shard only counts the problems and results it kept, so a
+//! problem another shard kept may miss some of its schedules there: its counts are then lower
+//! bounds and a failure may lack its index. Merged problems have no
+//! [`crate::check::Problem::detail`] (reports do not carry it): `pipefence merge` re-runs each
+//! problem's first seed to render it.
+//!
 //! Inputs are checked: every shard of one total present once, the same scenario file and the
 //! same options; errors name the file. Nothing here panics on any input.
 
 use crate::check::{
-    CheckOptions, CheckReport, FailingOutcome, Shard, ShardData, MAX_DISTINCT_OUTCOMES,
-    MAX_FAILURE_GROUPS, MAX_SEEDS_PER_FAILURE,
+    order_problem_sets, CheckOptions, CheckReport, FailingOutcome, Problem, ProblemDetail, Shard,
+    ShardData, Variant, MAX_DISTINCT_OUTCOMES, MAX_FAILURE_GROUPS, MAX_PROBLEMS,
+    MAX_SEEDS_PER_FAILURE, MAX_VARIANTS,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -96,6 +111,8 @@ pub struct MergeSection<'a> {
     pub outcomes: &'a [String],
     /// Every distinct failing outcome ([`ShardData::failing`]).
     pub failing: &'a [FailingOutcome],
+    /// The key of each of the report's `problems`, in their order ([`Problem::key`]).
+    pub problems: Vec<&'a str>,
 }
 
 /// A shard's report as `pipefence check --shard I/N --json` prints it.
@@ -131,6 +148,7 @@ impl<'a> ShardedReport<'a> {
                 options,
                 outcomes,
                 failing,
+                problems: report.problems.iter().map(|p| p.key.as_str()).collect(),
             },
         }
     }
@@ -157,6 +175,8 @@ struct InMerge {
     options: SampledOptions,
     outcomes: Vec<String>,
     failing: Vec<InFailing>,
+    #[serde(default)]
+    problems: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,7 +186,27 @@ struct InFailure {
     exit: i32,
     what: Vec<String>,
     passed_expectations: u64,
+    #[serde(default)]
+    problems: Vec<usize>,
     outcome: Box<RawValue>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InVariant {
+    what: String,
+    count: u64,
+    seed: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct InProblem {
+    kind: String,
+    line: Option<usize>,
+    what: String,
+    count: u64,
+    seeds: Vec<u64>,
+    #[serde(default)]
+    variants: Vec<InVariant>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,6 +214,8 @@ struct InCheck {
     schedules: u64,
     failing: u64,
     failures: Vec<InFailure>,
+    #[serde(default)]
+    problems: Vec<InProblem>,
     interrupted: bool,
     elapsed_ns: u64,
     merge: InMerge,
@@ -237,6 +279,8 @@ pub struct MergedFailure {
     pub what: Vec<String>,
     /// Expectations of the first seed's schedule that passed.
     pub passed_expectations: u64,
+    /// Its problems: indices into [`MergedCheck::problems`].
+    pub problems: Vec<usize>,
     /// The first seed's outcome, as its shard printed it.
     pub outcome: Box<RawValue>,
 }
@@ -258,6 +302,9 @@ pub struct MergedCheck {
     pub other_failing: u64,
     /// The first seeds of those.
     pub other_seeds: Vec<u64>,
+    /// The distinct problems of the failing schedules (the module's doc says how they merge);
+    /// without [`Problem::detail`].
+    pub problems: Vec<Problem>,
     /// Some shard was interrupted.
     pub interrupted: bool,
     /// The sum of the shards' wall-clock nanoseconds.
@@ -548,11 +595,13 @@ fn merge_sampled(inputs: &[Input], shards: Vec<(usize, InCheck)>) -> Result<Merg
         failures: Vec::new(),
         other_failing: 0,
         other_seeds: Vec::new(),
+        problems: Vec::new(),
         interrupted: false,
         elapsed_ns: 0,
         scenario,
         options,
     };
+    let mut problems = ProblemMerge::default();
     for (s, (i, r)) in shards.iter().enumerate() {
         let name = &inputs[*i].name;
         merged.schedules = merged.schedules.saturating_add(r.schedules);
@@ -560,6 +609,7 @@ fn merge_sampled(inputs: &[Input], shards: Vec<(usize, InCheck)>) -> Result<Merg
         merged.interrupted |= r.interrupted;
         merged.elapsed_ns = merged.elapsed_ns.saturating_add(r.elapsed_ns);
         outcomes.extend(r.merge.outcomes.iter().map(String::as_str));
+        problems.add(name, r)?;
         for (k, f) in r.merge.failing.iter().enumerate() {
             match by_hash.get(f.outcome.as_str()) {
                 Some(&g) => {
@@ -588,6 +638,7 @@ fn merge_sampled(inputs: &[Input], shards: Vec<(usize, InCheck)>) -> Result<Merg
         }
     }
     merged.outcomes = outcomes.len().min(MAX_DISTINCT_OUTCOMES);
+    let problems = problems.first_seen();
     let mut other_seeds = Vec::new();
     for (g, (_, count, seeds, (s, k))) in groups.into_iter().enumerate() {
         if g >= MAX_FAILURE_GROUPS {
@@ -609,9 +660,19 @@ fn merge_sampled(inputs: &[Input], shards: Vec<(usize, InCheck)>) -> Result<Merg
             exit,
             what,
             passed_expectations,
+            problems: in_problems,
             outcome,
             ..
         } = f;
+        // The shard's indices, through the shard's keys, into the merged problems.
+        let keys = &r.merge.problems;
+        let in_problems = in_problems
+            .iter()
+            .filter_map(|&p| {
+                let key = keys.get(p)?;
+                problems.iter().position(|(k, _)| k == key)
+            })
+            .collect();
         merged.failures.push(MergedFailure {
             seed: seeds.first().copied().unwrap_or(f.seed),
             count,
@@ -620,13 +681,111 @@ fn merge_sampled(inputs: &[Input], shards: Vec<(usize, InCheck)>) -> Result<Merg
             exit: *exit,
             what: what.clone(),
             passed_expectations: *passed_expectations,
+            problems: in_problems,
             outcome: outcome.clone(),
         });
     }
+    let mut sets: Vec<&mut Vec<usize>> = merged
+        .failures
+        .iter_mut()
+        .map(|f| &mut f.problems)
+        .collect();
+    merged.problems = order_problem_sets(problems, &mut sets);
     other_seeds.sort_unstable();
     other_seeds.truncate(MAX_SEEDS_PER_FAILURE);
     merged.other_seeds = other_seeds;
     Ok(merged)
+}
+
+/// The problems of the shards, merged by key, in shard order.
+#[derive(Default)]
+struct ProblemMerge {
+    /// Each distinct problem, with the order it was first seen in: its first seed, its kind's
+    /// place in the problems of one outcome (expectations, host errors, hazards, the removal),
+    /// then its place in the first shard that had it (whose order within a kind is the order
+    /// first seen).
+    problems: Vec<((u64, u8, usize), Problem)>,
+    by_key: HashMap<String, usize>,
+}
+
+impl ProblemMerge {
+    fn add(&mut self, name: &str, r: &InCheck) -> Result<(), String> {
+        if r.merge.problems.len() != r.problems.len() {
+            return Err(format!(
+                "{name}: `merge.problems` lists {} keys for {} `problems`; this file is not a \
+                 shard's report as check printed it",
+                r.merge.problems.len(),
+                r.problems.len()
+            ));
+        }
+        for (at, (key, p)) in r.merge.problems.iter().zip(&r.problems).enumerate() {
+            if let Some(&i) = self.by_key.get(key) {
+                let kept = &mut self.problems[i].1;
+                kept.count = kept.count.saturating_add(p.count);
+                let room = MAX_SEEDS_PER_FAILURE.saturating_sub(kept.seeds.len());
+                kept.seeds.extend(p.seeds.iter().take(room));
+                for v in &p.variants {
+                    if let Some(k) = kept.variants.iter_mut().find(|k| k.what == v.what) {
+                        k.count = k.count.saturating_add(v.count);
+                    } else if kept.variants.len() < MAX_VARIANTS {
+                        kept.variants.push(Variant {
+                            what: v.what.clone(),
+                            count: v.count,
+                            seed: v.seed,
+                        });
+                    }
+                }
+                continue;
+            }
+            let kind = match p.kind.as_str() {
+                "expectation" => 0,
+                "host-error" => 1,
+                "hazard" => 2,
+                _ => 3,
+            };
+            let first = p.seeds.first().copied().unwrap_or(u64::MAX);
+            self.by_key.insert(key.clone(), self.problems.len());
+            self.problems.push((
+                (first, kind, at),
+                Problem {
+                    kind: p.kind.clone(),
+                    line: p.line,
+                    what: p.what.clone(),
+                    count: p.count,
+                    seeds: p
+                        .seeds
+                        .iter()
+                        .take(MAX_SEEDS_PER_FAILURE)
+                        .copied()
+                        .collect(),
+                    variants: p
+                        .variants
+                        .iter()
+                        .take(MAX_VARIANTS)
+                        .map(|v| Variant {
+                            what: v.what.clone(),
+                            count: v.count,
+                            seed: v.seed,
+                        })
+                        .collect(),
+                    detail: ProblemDetail::None,
+                    key: key.clone(),
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// The first [`MAX_PROBLEMS`] problems in the order first seen, with their keys.
+    fn first_seen(mut self) -> Vec<(String, Problem)> {
+        // Stable: shards are in seed order, so equal first seeds are of one shard.
+        self.problems.sort_by_key(|(order, _)| *order);
+        self.problems.truncate(MAX_PROBLEMS);
+        self.problems
+            .into_iter()
+            .map(|(_, p)| (p.key.clone(), p))
+            .collect()
+    }
 }
 
 /// What makes two failing outcomes of an exhaustive check the same: the outcome object (as
