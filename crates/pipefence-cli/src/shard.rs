@@ -3,9 +3,10 @@
 
 use super::exhaustive::{ExhaustiveFailureView, ExhaustiveView};
 use super::{check_summary, usage_error, CheckView, ColorChoice, FailureView};
-use pipefence_scenario::check::{parse_count, Shard};
+use pipefence_scenario::check::{parse_count, problem_details, Shard};
 use pipefence_scenario::diagnostic::SourceFile;
-use pipefence_scenario::merge::{merge, Input, Merged};
+use pipefence_scenario::merge::{merge, Input, Merged, MergedCheck, ScenarioId};
+use pipefence_scenario::run::{run, DriverKind, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -123,6 +124,60 @@ fn status_word(status: &str) -> String {
     }
 }
 
+/// Gives the merged problems their reports back, for the same diagnostics as the unsharded
+/// check's: reads the scenario file the shards name, checks that it is the file they ran (its
+/// hash), and re-runs each problem's first seed with the check's options (a deterministic
+/// schedule: the same outcome). Returns the file's text. When the file cannot be read, has
+/// changed or does not parse, says so on stderr and returns nothing: the problems are then
+/// printed by their words, without source snippets.
+fn problem_reports(m: &mut MergedCheck) -> String {
+    if m.problems.is_empty() {
+        return String::new();
+    }
+    let name = m.scenario.name.clone();
+    let without = "problems are shown without their source lines";
+    let bytes = match std::fs::read(&name) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("merge: cannot read the scenario file {name} ({e}): {without}");
+            return String::new();
+        }
+    };
+    if ScenarioId::new(&name, &bytes).hash != m.scenario.hash {
+        eprintln!("merge: {name} is not the file the shards checked (its hash differs): {without}");
+        return String::new();
+    }
+    let Ok(source) = String::from_utf8(bytes) else {
+        eprintln!("merge: {name} is not UTF-8 text: {without}");
+        return String::new();
+    };
+    let Ok(scenario) = pipefence_scenario::parse(&name, &source) else {
+        eprintln!("merge: {name} does not parse: {without}");
+        return String::new();
+    };
+    for p in &mut m.problems {
+        let Some(&seed) = p.seeds.first() else {
+            continue;
+        };
+        let opts = RunOptions {
+            driver: DriverKind::Deterministic,
+            seed,
+            strict: m.options.strict,
+            validate: m.options.validate,
+            trace: false,
+            schedule: None,
+        };
+        let outcome = run(&scenario, &opts);
+        if let Some((_, detail)) = problem_details(&outcome)
+            .into_iter()
+            .find(|(key, _)| *key == p.key)
+        {
+            p.detail = detail;
+        }
+    }
+    source
+}
+
 /// `pipefence merge FILE...`.
 pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -> ExitCode {
     let mut inputs = Vec::new();
@@ -137,9 +192,13 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
         };
         inputs.push(Input { name, text });
     }
-    let merged = match merge(&inputs) {
+    let mut merged = match merge(&inputs) {
         Ok(m) => m,
         Err(e) => return usage_error(&e),
+    };
+    let source = match &mut merged {
+        Merged::Sampled(m) => problem_reports(m),
+        Merged::Exhaustive(_) => String::new(),
     };
     let (summary, text, code) = match &merged {
         Merged::Sampled(m) => {
@@ -163,7 +222,7 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                         seed: f.seed,
                         count: f.count,
                         seeds: &f.seeds,
-                        problems: &[],
+                        problems: &f.problems,
                     })
                     .collect(),
                 other_failing: m.other_failing,
@@ -172,8 +231,8 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
             (
                 check_summary(
                     &view,
-                    &SourceFile::new(&m.scenario.name, ""),
-                    &[],
+                    &SourceFile::new(&m.scenario.name, &source),
+                    &m.problems,
                     color.style(json),
                 ),
                 serde_json::to_string_pretty(m),

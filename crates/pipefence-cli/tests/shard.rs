@@ -142,6 +142,86 @@ fn merged_shards_are_the_unsharded_check_for_1_2_3_and_7_shards() {
 }
 
 #[test]
+fn merged_problems_and_their_diagnostics_are_the_unsharded_checks() {
+    // Several problems, expectations with several results (variants), hazards found by strict
+    // mode and by validation.
+    let dir = scratch("problems");
+    for (file, flag) in [
+        ("examples/missing-writeback.kdl", "--strict"),
+        ("tests/scenarios/pfp-indirect-race.kdl", "--validate"),
+        ("tests/scenarios/stale-cache.kdl", "--strict"),
+    ] {
+        let args = ["check", file, flag, "--schedules", "60", "--seed", "2"];
+        let whole = pipefence(&[&args[..], &["--json"]].concat());
+        let v = json(&whole);
+        assert!(v["problems"].as_array().unwrap().len() >= 2, "{file}: {v}");
+        let whole_text = pipefence(&args);
+        assert!(
+            stdout(&whole_text).contains("distinct problem"),
+            "{}",
+            stdout(&whole_text)
+        );
+        for total in [2, 3, 7] {
+            let files = run_shards(&dir, &args, total);
+            let merged = merge(&files, &["--json"]);
+            assert_eq!(
+                timeless(&stdout(&merged)),
+                timeless(&stdout(&whole)),
+                "{file} {flag}, {total} shards: --json"
+            );
+            let merged = merge(&files, &[]);
+            assert_eq!(
+                timeless(&stdout(&merged)),
+                timeless(&stdout(&whole_text)),
+                "{file} {flag}, {total} shards: the summary"
+            );
+            assert!(stderr(&merged).is_empty(), "{}", stderr(&merged));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn merge_without_the_scenario_file_says_so_and_prints_problems_by_their_words() {
+    let dir = scratch("moved");
+    let file = dir.join("flag.kdl");
+    std::fs::copy(root().join(FAILING), &file).expect("copy the scenario");
+    let name = file.display().to_string();
+    let args = ["check", name.as_str(), "--schedules", "20"];
+    let whole_text = pipefence(&args);
+    let files = run_shards(&dir, &args, 2);
+    // The file changed since the shards ran: its hash differs.
+    let mut text = std::fs::read_to_string(&file).expect("read the copy");
+    text.push_str("\n// changed\n");
+    std::fs::write(&file, text).expect("change the copy");
+    let merged = merge(&files, &[]);
+    assert_eq!(merged.status.code(), whole_text.status.code());
+    assert!(
+        stderr(&merged).contains("is not the file the shards checked"),
+        "{}",
+        stderr(&merged)
+    );
+    let out = stdout(&merged);
+    let first = |t: &str| t.lines().next().map(timeless).unwrap_or_default();
+    assert_eq!(first(&out), first(&stdout(&whole_text)));
+    assert!(
+        out.contains("line ") && out.contains("= problem 1 of 1"),
+        "{out}"
+    );
+    assert!(out.contains("failing schedules by problem"), "{out}");
+    // Gone: the same, saying it cannot be read.
+    std::fs::remove_file(&file).expect("remove the copy");
+    let merged = merge(&files, &[]);
+    assert!(
+        stderr(&merged).contains("cannot read the scenario file"),
+        "{}",
+        stderr(&merged)
+    );
+    assert_eq!(stdout(&merged), out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn merged_fail_fast_shards_stop_at_the_lowest_failing_seed_as_the_unsharded_check() {
     let dir = scratch("fail-fast");
     let args = ["check", FAILING, "--schedules", "60", "--fail-fast"];
