@@ -6,7 +6,9 @@
 //! deepest choice point with an alternative not yet tried (and, with a preemption bound,
 //! allowed), and runs the prefix up to that point plus that alternative. A run whose new
 //! alternative turns out to be a blocked engine stage changed nothing at that point: it is the
-//! same as a schedule already explored, so it is stopped and not counted. No reduction is
+//! same as a schedule already explored, so it is stopped and not counted. A prefix replays the
+//! tries of its last point that found their stage blocked, so the run knows them too: taking
+//! another alternative there is a preemption only when the continuing one could go on. No reduction is
 //! applied: schedules that differ only in the order of independent actions are counted apart.
 
 use crate::choice::{ChoicePoint, Script};
@@ -119,6 +121,34 @@ pub(super) fn branch_prefix(tries: &[u32], start: usize, alt: u32) -> Vec<u32> {
     prefix
 }
 
+/// The tries that replay a run up to the try that took choice point `d`'s alternative (its
+/// tries that found their stage blocked included, with the choices made within them), then
+/// take `alt` there; and the index of that try. Replaying the blocked tries keeps what the
+/// run learnt at `d` (which alternatives were blocked), so the new run's choice point says
+/// the same: taking `alt` there preempts only an actor that could go on.
+pub(super) fn branch_prefix_replaying(
+    tries: &[u32],
+    points: &[ChoicePoint],
+    d: usize,
+    alt: u32,
+) -> (Vec<u32>, usize) {
+    let start = points[d].first_try;
+    let end = points[d + 1..]
+        .iter()
+        .find(|p| p.scheduling)
+        .map_or(tries.len(), |p| p.first_try);
+    let within: BTreeSet<usize> = points[d + 1..]
+        .iter()
+        .take_while(|p| !p.scheduling)
+        .map(|p| p.first_try)
+        .collect();
+    let taken = (start..end)
+        .rev()
+        .find(|i| !within.contains(i))
+        .unwrap_or(start);
+    (branch_prefix(tries, taken, alt), taken)
+}
+
 /// Panics unless a run that followed a prefix reached its choice point `d` at the same try
 /// (`first_try`) as the run the prefix came from.
 pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize) {
@@ -142,6 +172,8 @@ pub fn enumerate<T>(
         return super::dpor::enumerate_reduced(opts, body, visit);
     }
     let mut path: Vec<Node> = Vec::new();
+    // The choice points of the run whose tries `tries` are (path[..].point but as recorded).
+    let mut run_points: Vec<ChoicePoint> = Vec::new();
     let mut tries: Vec<u32> = Vec::new();
     let mut next: Option<(usize, u32)> = None;
     let mut result = Enumeration {
@@ -158,8 +190,8 @@ pub fn enumerate<T>(
         let script = Arc::new(match next {
             None => Script::new(Vec::new()),
             Some((d, alt)) => {
-                let start = path[d].point.first_try;
-                Script::exploring(branch_prefix(&tries, start, alt), start)
+                let (prefix, at) = branch_prefix_replaying(&tries, &run_points, d, alt);
+                Script::exploring(prefix, at)
             }
         });
         let value = body(&script);
@@ -175,7 +207,15 @@ pub fn enumerate<T>(
                     result.repeated_runs += 1;
                     usize::MAX
                 } else {
+                    // Keep what earlier runs found blocked at `d` (a repeated run's
+                    // alternative is not replayed).
+                    let known = std::mem::take(&mut path[d].point.disabled);
                     path[d].point = points[d].clone();
+                    for a in known {
+                        if !path[d].point.disabled.contains(&a) {
+                            path[d].point.disabled.push(a);
+                        }
+                    }
                     d + 1
                 }
             }
@@ -186,6 +226,7 @@ pub fn enumerate<T>(
                 path.push(Node::new(p.clone(), before));
             }
             tries = script.tries();
+            run_points = points.clone();
             result.schedules += 1;
             result.max_depth = result.max_depth.max(points.len());
             if !visit(value, &script) {
