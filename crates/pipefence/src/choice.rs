@@ -17,6 +17,7 @@
 //! It calls nothing else in the crate.
 
 use crate::footprint::{Footprint, Kind, Obj};
+use crate::types::Site;
 use std::sync::{Mutex, MutexGuard};
 
 /// Who performs an alternative of a scheduling choice: the same actor has the same key in every
@@ -40,6 +41,35 @@ pub enum ActorKey {
     Dispatch(u32, u64),
     /// An endless kernel's removal, by launch serial.
     Endless(u64),
+}
+
+impl ActorKey {
+    /// Whether two keys name the same actor of the plain (unreduced) listing: the groups of
+    /// one dispatch are one actor there, and so are one queue's write-backs of any line.
+    pub fn same_plain_actor(self, other: ActorKey) -> bool {
+        use ActorKey::{Dispatch, Group, Writeback};
+        match (self, other) {
+            (Group(q, d, _) | Dispatch(q, d), Group(r, e, _) | Dispatch(r, e)) => (q, d) == (r, e),
+            (Writeback(q, _), Writeback(r, _)) => q == r,
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// One scheduling step of a narrated run ([`Script::narrating`]): who ran, where in the
+/// program, and, when the step was a preemption, who it switched away from and where that
+/// actor was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrated {
+    /// The index of its scheduling point in [`Script::points`].
+    pub point: usize,
+    /// Who ran.
+    pub actor: ActorKey,
+    /// Where its step was in the program (an engine stage's command, a retirement's write or
+    /// signal, a dispatch), when it maps to one.
+    pub site: Option<Site>,
+    /// The step preempted this actor (enabled, and the one that ran last), which was here.
+    pub preempted: Option<(ActorKey, Option<Site>)>,
 }
 
 /// One action of a recorded run: who performed it, at which choice point, and what it touched.
@@ -84,11 +114,26 @@ pub struct ChoicePoint {
 impl ChoicePoint {
     /// Whether taking `alt` here is a preemption: a scheduling choice that switches away from
     /// the actor that ran last while it was still enabled.
+    /// Alternatives performed by the same actor of the plain listing (two groups of one
+    /// dispatch in a reducing exploration's listing) are not preemptions of each other.
     pub fn preempts(&self, alt: u32) -> bool {
         self.scheduling
-            && self
-                .continuing
-                .is_some_and(|c| c != alt && !self.disabled.contains(&c))
+            && self.continuing.is_some_and(|c| {
+                c != alt
+                    && !self.disabled.contains(&c)
+                    && !matches!(
+                        (self.actors.get(c as usize), self.actors.get(alt as usize)),
+                        (Some(a), Some(b)) if a.same_plain_actor(*b)
+                    )
+            })
+    }
+
+    /// Preemptions of a run's choice points ([`ChoicePoint::preempts`] of each one taken).
+    pub fn preemptions(points: &[ChoicePoint]) -> u32 {
+        points
+            .iter()
+            .filter(|p| p.taken.is_some_and(|t| p.preempts(t)))
+            .count() as u32
     }
 }
 
@@ -117,6 +162,11 @@ struct ScriptState {
     sleep_blocked: bool,
     /// The event of a host action, completed when the host reaches its next scheduling point.
     host_pending: Option<usize>,
+    /// Record who performs each scheduling alternative and where it is in the program
+    /// ([`Script::narration`]).
+    narrating: bool,
+    /// Per scheduling point (by index in `points`), where each alternative's actor is.
+    sites: Vec<(usize, Vec<Option<Site>>)>,
 }
 
 /// A source of choices for the deterministic driver that follows a prefix of tries, then
@@ -175,6 +225,53 @@ impl Script {
     /// Whether this script records for a reducing exploration.
     pub(crate) fn is_reducing(&self) -> bool {
         self.lock().reducing
+    }
+
+    /// The same script, also recording who performs each scheduling alternative and where
+    /// in the program it is, for [`Script::narration`] (a shrunk counterexample's decisive
+    /// steps). It chooses as it would without.
+    pub fn narrating(self) -> Self {
+        self.lock().narrating = true;
+        self
+    }
+
+    /// Whether this script narrates ([`Script::narrating`]).
+    pub(crate) fn is_narrating(&self) -> bool {
+        self.lock().narrating
+    }
+
+    /// Where each alternative of the scheduling point just opened is in the program.
+    pub(crate) fn note_sites(&self, sites: Vec<Option<Site>>) {
+        let mut st = self.lock();
+        if let Some(idx) = st.points.iter().rposition(|p| p.scheduling) {
+            st.sites.push((idx, sites));
+        }
+    }
+
+    /// Every scheduling step of a narrated run ([`Script::narrating`]), in order: who ran,
+    /// where, and whom it preempted. Empty for a script that does not narrate.
+    pub fn narration(&self) -> Vec<Narrated> {
+        let st = self.lock();
+        let mut out = Vec::new();
+        for (idx, sites) in &st.sites {
+            let p = &st.points[*idx];
+            let Some(t) = p.taken else { continue };
+            let Some(&actor) = p.actors.get(t as usize) else {
+                continue;
+            };
+            let site = |a: u32| sites.get(a as usize).copied().flatten();
+            let preempted = p
+                .continuing
+                .filter(|_| p.preempts(t))
+                .and_then(|c| p.actors.get(c as usize).map(|&k| (k, site(c))));
+            out.push(Narrated {
+                point: *idx,
+                actor,
+                site: site(t),
+                preempted,
+            });
+        }
+        out
     }
 
     /// The actions of the run so far ([`Script::reducing`] only).

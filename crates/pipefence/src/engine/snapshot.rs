@@ -311,3 +311,52 @@ fn scan_list(list: &ClosedList, word: usize, first: u32, submission: u64, out: &
         index += 1;
     }
 }
+
+impl Engine {
+    /// Where a stage's next step is in the program (a narrated exploration's decisive steps):
+    /// the ME's packet (the one it executes or is blocked in, else the FIFO's front), the
+    /// PFP's next item (the wait it is blocked in, the command at its cursor, else the next
+    /// submission's first).
+    pub(crate) fn next_site(&self, stage: Stage) -> Option<Site> {
+        match stage {
+            Stage::Me => match &self.me_op {
+                Some(_) => self.me_site.map(|(s, _)| s),
+                None => self.fifo.front().map(|p| p.site),
+            },
+            Stage::Pfp => {
+                if let Some((site, ..)) = &self.pfp_blocked {
+                    return Some(*site);
+                }
+                if let Some(cur) = self.cursor.as_ref().filter(|c| c.list < c.lists.len()) {
+                    return Some(Site {
+                        submission: cur.submission,
+                        list: Some(cur.lists[cur.list].id),
+                        command: Some(cur.command),
+                    });
+                }
+                self.ring.front().map(|(seq, sub)| match sub {
+                    Submission::Execute(lists) => Site {
+                        submission: *seq,
+                        list: lists.first().map(|l| l.id),
+                        command: lists.first().map(|_| 0),
+                    },
+                    Submission::Signal { .. } | Submission::Wait { .. } => Site {
+                        submission: *seq,
+                        list: None,
+                        command: None,
+                    },
+                })
+            }
+        }
+    }
+
+    /// The bottom-of-pipe write or signal retirement performs next.
+    pub(crate) fn retire_site(&self) -> Option<Site> {
+        self.retire.front().map(|r| r.site)
+    }
+
+    /// Where dispatch `index` (in flight) is.
+    pub(crate) fn dispatch_site(&self, index: u64) -> Option<Site> {
+        self.inflight_sites.get(&index).map(|d| d.site)
+    }
+}

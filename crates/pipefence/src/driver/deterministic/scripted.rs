@@ -34,6 +34,18 @@ pub(super) fn actor_key(a: Actor) -> ActorKey {
     }
 }
 
+/// Where actor `a`'s next step is in the program (a narrated run, `Script::narrating`).
+fn site_of(listing: &Listing, a: ActorKey) -> Option<Site> {
+    let engine = |q: u32| listing.queue(q).map(|q| lock(&q.engine));
+    match a {
+        ActorKey::Pfp(q) => engine(q)?.next_site(Stage::Pfp),
+        ActorKey::Me(q) => engine(q)?.next_site(Stage::Me),
+        ActorKey::Retire(q) => engine(q)?.retire_site(),
+        ActorKey::Group(q, d, _) | ActorKey::Dispatch(q, d) => engine(q)?.dispatch_site(d),
+        ActorKey::Host(_) | ActorKey::Writeback(..) | ActorKey::Endless(_) => None,
+    }
+}
+
 impl Scheduler {
     /// Picks one of the enabled actions as `script` says (see the module comment).
     pub(super) fn choose_scripted(
@@ -103,7 +115,8 @@ impl Scheduler {
             .last_who
             .and_then(|w| alts.iter().position(|a| a.1 == w))
             .map(|c| c as u32);
-        let actors = if reducing {
+        let narrating = script.is_narrating();
+        let actors = if reducing || narrating {
             alts.iter()
                 .map(|(c, w)| match (*c, *w) {
                     (Choice::WritebackLine(i, line), _) => match listing.entries[i].actor {
@@ -124,7 +137,16 @@ impl Scheduler {
         } else {
             Vec::new()
         };
+        let sites = narrating.then(|| {
+            actors
+                .iter()
+                .map(|&a| site_of(listing, a))
+                .collect::<Vec<_>>()
+        });
         let k = script.begin_with(alts.len() as u32, true, continuing, actors) as usize;
+        if let Some(sites) = sites {
+            script.note_sites(sites);
+        }
         let c = alts[k.min(alts.len() - 1)].0;
         st.script_alts = alts;
         st.script_pfp = pfp_point;
