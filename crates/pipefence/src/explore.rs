@@ -88,7 +88,10 @@ pub fn explore<T>(
 mod exhaustive;
 
 mod dpor;
+mod shrink;
+pub use crate::choice::{ActorKey, Narrated};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
 
 /// A device description for the deterministic driver taking its choices from `script` (an
 /// explored schedule's replay: [`Script::from_schedule_string`]).

@@ -1,0 +1,222 @@
+//! Minimal counterexamples: a failing schedule shrunk to the fewest preemptions that still fail
+//! the same way (`docs/exploration.md`, "Shrinking").
+//!
+//! Two phases, within one budget of runs:
+//!
+//! 1. **Iterated preemption bound.** The plain search bounded to 0 preemptions, then 1, 2, ...
+//!    (each bound explores every schedule with at most that many, CHESS-style). The first
+//!    schedule of a bound that fails the same way has the fewest preemptions possible once
+//!    every smaller bound was explored to its end. A bound whose search the budget cuts ends
+//!    this phase.
+//! 2. **Greedy removal**, for the failures the first phase did not settle: from the schedule
+//!    found so far, replace a preemption by continuing the actor it preempted (and choose
+//!    canonically after it, which preempts nothing), first preemption first; keep the change
+//!    when the failure stays the same, and start again from the new schedule.
+//!
+//! "The same way" is the caller's: a key of each run's outcome (the scenario layer's failure
+//! signature).
+
+use super::exhaustive::{enumerate, Bound, ExhaustiveOptions};
+use crate::choice::{ChoicePoint, Narrated, Script};
+use std::sync::Arc;
+
+/// Runs a shrink takes at most by default ([`shrink`]'s `max_runs`).
+pub const DEFAULT_SHRINK_RUNS: u64 = 5_000;
+
+/// A failing schedule shrunk ([`shrink`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shrunk {
+    /// The schedule string of the shrunk schedule (it fails the same way).
+    pub replay: String,
+    /// Its preemptions.
+    pub preemptions: u32,
+    /// The preemptions of the schedule it was shrunk from.
+    pub original_preemptions: u32,
+    /// No schedule with fewer preemptions fails the same way: every schedule with fewer was
+    /// explored (in the plain listing). `false`: the budget ran out first.
+    pub fewest: bool,
+    /// Its decisive steps: each preemption, in order (who ran, where, and whom it preempted).
+    pub steps: Vec<Narrated>,
+}
+
+struct Best {
+    tries: Vec<u32>,
+    reducing: bool,
+    replay: String,
+    points: Vec<ChoicePoint>,
+    preemptions: u32,
+}
+
+impl Best {
+    fn of(script: &Script, reducing: bool) -> Self {
+        let points = script.points();
+        Best {
+            tries: script.tries(),
+            reducing,
+            replay: script.schedule_string(),
+            preemptions: ChoicePoint::preemptions(&points),
+            points,
+        }
+    }
+}
+
+/// Shrinks each of `targets` (a failure's key and the schedule string of a schedule that
+/// fails that way) to the fewest preemptions that still give the same key, within `max_runs`
+/// runs of `body` in all. `key` gives a run's failure key, `None` when it passed. A target
+/// whose schedule string does not parse, or does not fail with its key when replayed, is
+/// returned as it is (not `fewest`, no steps). The result is the same for the same program
+/// and targets: the search is deterministic. Each shrunk schedule comes with the value of its
+/// last run, a narrating replay ([`Script::narrating`]); `None` for a target returned as it is.
+pub fn shrink<T, K: PartialEq>(
+    targets: &[(K, String)],
+    max_runs: u64,
+    mut body: impl FnMut(&Arc<Script>) -> T,
+    mut key: impl FnMut(T) -> Option<K>,
+) -> Vec<(Shrunk, Option<T>)> {
+    let mut runs = 0u64;
+    let mut best: Vec<Option<Best>> = Vec::with_capacity(targets.len());
+    for (k, s) in targets {
+        let Ok(script) = Script::from_schedule_string(s) else {
+            best.push(None);
+            continue;
+        };
+        let script = Arc::new(script);
+        runs += 1;
+        let v = body(&script);
+        let same = key(v).is_some_and(|got| got == *k);
+        best.push(same.then(|| Best::of(&script, s.starts_with("v2:"))));
+    }
+    let original: Vec<Option<u32>> = best
+        .iter()
+        .map(|b| b.as_ref().map(|b| b.preemptions))
+        .collect();
+    // Every schedule with at most `complete_through` preemptions was explored.
+    let mut complete_through: Option<u32> = None;
+    let settled = |b: &Option<Best>, through: Option<u32>| match b {
+        None => true,
+        Some(b) => b.preemptions == 0 || through.is_some_and(|t| t + 1 >= b.preemptions),
+    };
+    // Phase 1: the iterated preemption bound, within three quarters of the budget (the rest
+    // is the greedy phase's).
+    let phase1_runs = max_runs - max_runs / 4;
+    for bound in 0u32.. {
+        let pending: Vec<usize> = (0..targets.len())
+            .filter(|&i| !settled(&best[i], complete_through))
+            .collect();
+        if pending.is_empty() || runs >= phase1_runs {
+            break;
+        }
+        let opts = ExhaustiveOptions {
+            max_schedules: phase1_runs - runs,
+            preemption_bound: Some(bound),
+            reduction: false,
+        };
+        let mut found = vec![false; targets.len()];
+        let e = enumerate(&opts, &mut body, |v, script| {
+            runs += 1;
+            if let Some(got) = key(v) {
+                for &i in &pending {
+                    if !found[i] && targets[i].0 == got {
+                        let b = Best::of(script, false);
+                        if best[i]
+                            .as_ref()
+                            .is_some_and(|o| b.preemptions < o.preemptions)
+                        {
+                            best[i] = Some(b);
+                        }
+                        found[i] = true;
+                    }
+                }
+            }
+            pending.iter().any(|&i| !found[i])
+        });
+        // A target found at this bound has exactly `bound` preemptions (no smaller bound,
+        // each explored to its end, found it): it is settled. A bound stopped early (every
+        // pending target found, or the budget spent) ends the phase.
+        if e.complete || e.bound == Some(Bound::PreemptionBound(bound)) {
+            complete_through = Some(bound);
+        } else {
+            break;
+        }
+    }
+    let fewest: Vec<bool> = best
+        .iter()
+        .map(|b| b.is_some() && settled(b, complete_through))
+        .collect();
+    // Phase 2: greedy removal for the rest.
+    for i in 0..targets.len() {
+        if fewest[i] {
+            continue;
+        }
+        let Some(mut cur) = best[i].take() else {
+            continue;
+        };
+        'improve: while runs < max_runs {
+            let preempting: Vec<&ChoicePoint> = cur
+                .points
+                .iter()
+                .filter(|p| p.taken.is_some_and(|t| p.preempts(t)))
+                .collect();
+            for p in preempting {
+                if runs >= max_runs {
+                    break 'improve;
+                }
+                let Some(c) = p.continuing else { continue };
+                let mut prefix = cur.tries[..p.first_try].to_vec();
+                prefix.push(c);
+                let script = Arc::new(if cur.reducing {
+                    Script::reducing(prefix, None, Vec::new())
+                } else {
+                    Script::new(prefix)
+                });
+                runs += 1;
+                let v = body(&script);
+                if key(v).is_some_and(|got| got == targets[i].0) {
+                    let b = Best::of(&script, cur.reducing);
+                    if b.preemptions < cur.preemptions {
+                        cur = b;
+                        continue 'improve;
+                    }
+                }
+            }
+            break;
+        }
+        best[i] = Some(cur);
+    }
+    let mut out = Vec::with_capacity(targets.len());
+    for (i, (_, s)) in targets.iter().enumerate() {
+        let replayed = best[i].as_ref().and_then(|b| {
+            let script = Arc::new(Script::from_schedule_string(&b.replay).ok()?.narrating());
+            let v = body(&script);
+            let steps = script
+                .narration()
+                .into_iter()
+                .filter(|n| n.preempted.is_some())
+                .collect();
+            Some((b, steps, v))
+        });
+        out.push(match replayed {
+            None => (
+                Shrunk {
+                    replay: s.clone(),
+                    preemptions: 0,
+                    original_preemptions: 0,
+                    fewest: false,
+                    steps: Vec::new(),
+                },
+                None,
+            ),
+            Some((b, steps, v)) => (
+                Shrunk {
+                    replay: b.replay.clone(),
+                    preemptions: b.preemptions,
+                    original_preemptions: original[i].unwrap_or(b.preemptions),
+                    fewest: fewest[i],
+                    steps,
+                },
+                Some(v),
+            ),
+        });
+    }
+    out
+}
