@@ -7,19 +7,32 @@ use super::{
 use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::check::problems_of_outcomes;
 use pipefence_scenario::diagnostic::SourceFile;
-use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
+use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions, ShrunkFailure};
 use std::io::IsTerminal;
 use std::process::ExitCode;
+
+/// The search flags of `check --exhaustive`.
+pub(crate) struct Search {
+    pub(crate) max_schedules: Option<u64>,
+    pub(crate) preemption_bound: Option<u32>,
+    pub(crate) reduction: bool,
+    /// The shrink budget; `None` with `--no-shrink`.
+    pub(crate) shrink: Option<u64>,
+}
 
 pub(crate) fn command(
     file: &std::path::Path,
     json: bool,
     strict: bool,
-    max_schedules: Option<u64>,
-    preemption_bound: Option<u32>,
-    reduction: bool,
+    search: Search,
     color: ColorChoice,
 ) -> ExitCode {
+    let Search {
+        max_schedules,
+        preemption_bound,
+        reduction,
+        shrink,
+    } = search;
     let given =
         |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
     if given("--schedules") || given("--seed") {
@@ -39,6 +52,7 @@ pub(crate) fn command(
             preemption_bound,
             reduction,
         },
+        shrink,
     };
     // Progress only on a terminal: a pipe or a log gets no `\r` lines.
     let terminal = std::io::stderr().is_terminal();
@@ -106,6 +120,9 @@ pub(crate) fn command(
             plural(f.count, "schedule"),
             f.replay
         );
+        if let Some(s) = &f.shrunk {
+            summary += &shrunk_text(s, &f.replay, &format!("{program} run {quoted}{flag}"));
+        }
     }
     let hidden: u64 = report
         .failures
@@ -127,6 +144,33 @@ pub(crate) fn command(
         print!("{summary}");
     }
     ExitCode::from(report.exit_code() as u8)
+}
+
+/// A shrunk failure in words: its preemptions, whether they are the fewest, its replay and
+/// its decisive steps. `run` is the replay command without `--schedule`.
+fn shrunk_text(s: &ShrunkFailure, replayed: &str, run: &str) -> String {
+    let fewest = if s.fewest {
+        "the fewest possible"
+    } else {
+        "the fewest found: the shrink budget ran out before every schedule with fewer was \
+         explored (--shrink-runs)"
+    };
+    let n = plural(u64::from(s.preemptions), "preemption");
+    let mut t = if s.replay == replayed {
+        format!("    {n}, {fewest}\n")
+    } else {
+        format!(
+            "    shrunk to {n} ({fewest}; that schedule had {}): replay with `{run} --schedule {}`\n",
+            s.original_preemptions, s.replay
+        )
+    };
+    if s.preemptions == 0 {
+        t += "      it fails without any preemption: running each actor until it blocks or ends fails\n";
+    }
+    for (i, step) in s.steps.iter().enumerate() {
+        t += &format!("      decisive step {}: {}\n", i + 1, step.text);
+    }
+    t
 }
 
 /// What the summary of an exhaustive check says about one distinct failing outcome.

@@ -186,6 +186,15 @@ enum Command {
         /// With --exhaustive: only schedules with at most K preemptions.
         #[arg(long, value_name = "K")]
         preemption_bound: Option<u32>,
+        /// With --exhaustive: do not shrink failures (by default each distinct failing
+        /// outcome is shrunk to the fewest preemptions that still fail the same way, and its
+        /// decisive steps are printed).
+        #[arg(long)]
+        no_shrink: bool,
+        /// With --exhaustive: shrinking runs at most N schedules in all (default 5000); a
+        /// shrink the budget cut says so (`fewest: false`).
+        #[arg(long, value_name = "N")]
+        shrink_runs: Option<u64>,
         /// Run only shard INDEX of TOTAL (0/4 to 3/4): the contiguous block of seeds from
         /// SEED + floor(INDEX * SCHEDULES / TOTAL) to SEED + floor((INDEX + 1) * SCHEDULES /
         /// TOTAL), so TOTAL shards run every seed once; `pipefence merge` combines their
@@ -348,6 +357,8 @@ fn command(cli: Cli) -> ExitCode {
             max_schedules,
             preemption_bound,
             no_reduction,
+            no_shrink,
+            shrink_runs,
             shard,
             total_shards,
             jobs,
@@ -388,19 +399,38 @@ fn command(cli: Cli) -> ExitCode {
                          --report are for sampled schedules",
                     );
                 }
+                if no_shrink && shrink_runs.is_some() {
+                    return usage_error("--no-shrink and --shrink-runs: choose one");
+                }
+                if shrink_runs == Some(0) {
+                    return usage_error(
+                        "--shrink-runs must be at least 1 (--no-shrink turns shrinking off)",
+                    );
+                }
+                let shrink = (!no_shrink)
+                    .then(|| shrink_runs.unwrap_or(pipefence::explore::DEFAULT_SHRINK_RUNS));
                 return exhaustive::command(
                     &file,
                     json,
                     strict,
-                    max_schedules,
-                    preemption_bound,
-                    !no_reduction,
+                    exhaustive::Search {
+                        max_schedules,
+                        preemption_bound,
+                        reduction: !no_reduction,
+                        shrink,
+                    },
                     color,
                 );
             }
-            if max_schedules.is_some() || preemption_bound.is_some() || no_reduction {
+            if max_schedules.is_some()
+                || preemption_bound.is_some()
+                || no_reduction
+                || no_shrink
+                || shrink_runs.is_some()
+            {
                 return usage_error(
-                    "--max-schedules, --preemption-bound and --no-reduction need --exhaustive",
+                    "--max-schedules, --preemption-bound, --no-reduction, --no-shrink and \
+                     --shrink-runs need --exhaustive",
                 );
             }
             if strict && validate {

@@ -198,3 +198,43 @@ fn x1_exhaustive_failures_print_each_problem_once() {
         "{text}"
     );
 }
+
+/// Each failure is shrunk by default: the summary says how many preemptions the shrunk
+/// schedule has, whether that is the fewest, and its decisive steps; the JSON has `shrunk`
+/// with a replay that fails the same way. `--no-shrink` leaves it out.
+#[test]
+fn x4_failures_are_shrunk_unless_no_shrink() {
+    let f = "tests/scenarios/pfp-indirect-race.kdl";
+    let out = pipefence(&["check", f, "--exhaustive", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let s = &v["failures"][0]["shrunk"];
+    assert_eq!(s["preemptions"], 0, "{s}");
+    assert_eq!(s["fewest"], true, "{s}");
+    let replay = s["replay"].as_str().expect("a replay string");
+    let run = pipefence(&["run", f, "--schedule", replay, "--json"]);
+    assert_eq!(run.status.code(), Some(1), "the shrunk schedule fails");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("shrunk to 0 preemptions (the fewest possible"),
+        "{text}"
+    );
+
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/host-write-race.kdl",
+        "--exhaustive",
+    ]);
+    let text = stdout(&out);
+    assert!(text.contains("1 preemption, the fewest possible"), "{text}");
+    assert!(
+        text.contains("decisive step 1: `gfx`'s PFP parsed `dispatch` (line 16) before host thread `main` ran"),
+        "{text}"
+    );
+
+    let out = pipefence(&["check", f, "--exhaustive", "--json", "--no-shrink"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["failures"][0].get("shrunk").is_none());
+    let out = pipefence(&["check", f, "--no-shrink"]);
+    assert_eq!(out.status.code(), Some(2), "--no-shrink needs --exhaustive");
+}

@@ -6,8 +6,9 @@
 
 use crate::check::{describe, signature, Progress, MAX_FAILURE_GROUPS};
 use crate::plan::Scenario;
+use crate::run::narrate::DecisiveStep;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
-use pipefence::explore::{enumerate, Bound, ExhaustiveOptions};
+use pipefence::explore::{enumerate, shrink, Bound, ExhaustiveOptions};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::time::Instant;
@@ -19,6 +20,9 @@ pub struct ExhaustiveCheckOptions {
     pub strict: bool,
     /// The bounds.
     pub bounds: ExhaustiveOptions,
+    /// Shrink each distinct failing outcome to its fewest preemptions, within this many runs
+    /// in all (`pipefence::explore::shrink`); `None`: do not shrink (`--no-shrink`).
+    pub shrink: Option<u64>,
 }
 
 /// One distinct failing outcome of an exhaustive check.
@@ -39,6 +43,26 @@ pub struct ExhaustiveFailure {
     pub passed_expectations: u64,
     /// The outcome of the first schedule, with only its expectations that did not pass.
     pub outcome: Outcome,
+    /// The failure shrunk to its fewest preemptions (absent with `--no-shrink`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<ShrunkFailure>,
+}
+
+/// A failing schedule shrunk to the fewest preemptions that still fail the same way (the same
+/// outcome signature).
+#[derive(Debug, Clone, Serialize)]
+pub struct ShrunkFailure {
+    /// The schedule string of the shrunk schedule (`run --schedule`).
+    pub replay: String,
+    /// Its preemptions: switches away from an actor that could go on.
+    pub preemptions: u32,
+    /// The preemptions of the schedule it was shrunk from (`replay` of the failure).
+    pub original_preemptions: u32,
+    /// No schedule with fewer preemptions fails this way: every schedule with fewer was
+    /// explored. `false`: the shrink budget ran out first (`preemptions` is the fewest found).
+    pub fewest: bool,
+    /// Each preemption, in order: who ran, and before whom.
+    pub steps: Vec<DecisiveStep>,
 }
 
 /// The result of an exhaustive check (its `--json` shape).
@@ -149,6 +173,7 @@ pub fn check_exhaustive_each(
                             what: describe(&o),
                             passed_expectations,
                             outcome: o,
+                            shrunk: None,
                         },
                     ));
                 } else {
@@ -165,7 +190,44 @@ pub fn check_exhaustive_each(
             true
         },
     );
-    let interrupted = crate::run::interrupted();
+    let mut interrupted = crate::run::interrupted();
+    if let (Some(budget), false) = (opts.shrink, interrupted || groups.is_empty()) {
+        let targets: Vec<(String, String)> = groups
+            .iter()
+            .map(|(sig, f)| (sig.clone(), f.replay.clone()))
+            .collect();
+        let shrunk = shrink(
+            &targets,
+            budget,
+            |script| {
+                run(
+                    sc,
+                    &RunOptions {
+                        driver: DriverKind::Deterministic,
+                        strict: opts.strict,
+                        schedule: Some(script.clone()),
+                        ..RunOptions::default()
+                    },
+                )
+            },
+            |mut o| (o.status != Status::Passed).then(|| signature(&mut o)),
+        );
+        interrupted = crate::run::interrupted();
+        if !interrupted {
+            for ((_, g), (s, o)) in groups.iter_mut().zip(shrunk) {
+                if o.is_none() {
+                    continue;
+                }
+                g.shrunk = Some(ShrunkFailure {
+                    replay: s.replay,
+                    preemptions: s.preemptions,
+                    original_preemptions: s.original_preemptions,
+                    fewest: s.fewest,
+                    steps: o.map(|o| o.steps).unwrap_or_default(),
+                });
+            }
+        }
+    }
     ExhaustiveReport {
         version: 1,
         mode: "exhaustive",

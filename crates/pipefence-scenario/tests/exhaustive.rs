@@ -96,6 +96,7 @@ fn opts(strict: bool, max_schedules: u64) -> ExhaustiveCheckOptions {
             preemption_bound: None,
             ..ExhaustiveOptions::default()
         },
+        shrink: None,
     }
 }
 
@@ -218,4 +219,147 @@ fn x3_the_fixed_race_passes_every_explored_schedule_and_says_it_is_bounded() {
     assert_eq!(r.bound.as_deref(), Some("--max-schedules 500"));
     assert_eq!(r.schedules, 500);
     assert_eq!(r.exit_code(), 0);
+}
+
+fn file(name: &str) -> Scenario {
+    let path = format!(
+        "{}/../../tests/scenarios/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("a scenario file");
+    pipefence_scenario::parse(&path, &src).expect("a valid scenario")
+}
+
+fn replay_signature(sc: &Scenario, strict: bool, replay: &str) -> String {
+    let script = pipefence::explore::Script::from_schedule_string(replay).expect("a schedule");
+    let mut o = run(
+        sc,
+        &RunOptions {
+            driver: DriverKind::Deterministic,
+            strict,
+            schedule: Some(Arc::new(script)),
+            ..RunOptions::default()
+        },
+    );
+    signature(&mut o)
+}
+
+/// The signatures of failing schedules with at most `k` preemptions (the plain bounded
+/// search), and whether that search was complete up to its bound.
+fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, bool) {
+    let mut seen = BTreeSet::new();
+    let o = ExhaustiveCheckOptions {
+        strict,
+        bounds: ExhaustiveOptions {
+            max_schedules: 200_000,
+            preemption_bound: Some(k),
+            reduction: false,
+        },
+        shrink: None,
+    };
+    let r = check_exhaustive_each(
+        sc,
+        &o,
+        |_| {},
+        |_, o| {
+            if o.status != pipefence_scenario::run::Status::Passed {
+                seen.insert(signature(&mut o.clone()));
+            }
+        },
+    );
+    let whole = r.complete || r.bound.as_deref() == Some(&format!("--preemption-bound {k}"));
+    (seen, whole)
+}
+
+/// Every failure of a reduced exhaustive check is shrunk: the shrunk schedule replays the same
+/// failure, and when it says it has the fewest preemptions, the bounded search with one fewer
+/// finds no schedule failing that way.
+fn check_shrunk(name: &str, strict: bool) -> Vec<u32> {
+    let sc = file(name);
+    let o = ExhaustiveCheckOptions {
+        strict,
+        bounds: ExhaustiveOptions {
+            max_schedules: 10_000,
+            preemption_bound: None,
+            reduction: true,
+        },
+        shrink: Some(pipefence::explore::DEFAULT_SHRINK_RUNS),
+    };
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    assert!(!r.failures.is_empty(), "{name}: expected failures");
+    let mut counts = Vec::new();
+    for f in &r.failures {
+        let s = f.shrunk.as_ref().expect("every failure is shrunk");
+        let original = replay_signature(&sc, strict, &f.replay);
+        assert_eq!(
+            replay_signature(&sc, strict, &s.replay),
+            original,
+            "{name}: the shrunk schedule {} fails as {} does",
+            s.replay,
+            f.replay
+        );
+        assert_eq!(
+            s.steps.len() as u32,
+            s.preemptions,
+            "{name}: one step per preemption"
+        );
+        if s.fewest && s.preemptions > 0 {
+            let (fewer, whole) = failing_within(&sc, strict, s.preemptions - 1);
+            assert!(
+                whole,
+                "{name}: the bounded search below the shrunk count is complete"
+            );
+            assert!(
+                !fewer.contains(&original),
+                "{name}: a schedule with fewer than {} preemptions fails the same way",
+                s.preemptions
+            );
+        }
+        counts.push(s.preemptions);
+    }
+    counts
+}
+
+#[test]
+fn d4_shrunk_counterexamples_replay_their_failure_with_the_fewest_preemptions() {
+    // One problem, four outcomes (which lines end up 1): one of them needs no preemption.
+    let counts = check_shrunk("write-write.kdl", false);
+    assert!(counts.contains(&0), "{counts:?}");
+    // The PFP reads the indirect arguments before the producer wrote them, with no preemption.
+    assert_eq!(check_shrunk("pfp-indirect-race.kdl", false), vec![0]);
+    // The host's write must land between the queue's two steps: one preemption, and no
+    // schedule without one fails.
+    assert_eq!(check_shrunk("host-write-race.kdl", false), vec![1]);
+}
+
+#[test]
+fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
+    let sc = file("host-write-race.kdl");
+    let o = ExhaustiveCheckOptions {
+        strict: false,
+        bounds: ExhaustiveOptions {
+            max_schedules: 10_000,
+            preemption_bound: None,
+            reduction: true,
+        },
+        shrink: Some(1000),
+    };
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    let s = r.failures[0].shrunk.as_ref().expect("shrunk");
+    assert!(s.fewest);
+    let step = &s.steps[0];
+    assert!(step.text.contains(" before "), "{}", step.text);
+    assert!(
+        step.ran.line.is_some() || step.preempted.line.is_some(),
+        "a decisive step names a scenario line: {step:?}"
+    );
+    assert!(step.text.contains("(line "), "{}", step.text);
+    // Without shrinking, nothing is shrunk.
+    let r = check_exhaustive_each(
+        &sc,
+        &ExhaustiveCheckOptions { shrink: None, ..o },
+        |_| {},
+        |_, _| {},
+    );
+    assert!(r.failures.iter().all(|f| f.shrunk.is_none()));
 }

@@ -37,7 +37,10 @@ pub(super) fn run_actions(
                 c.states[h + 1].store(DONE, Ordering::SeqCst);
             });
             match handle {
-                Ok(h) => handles.push(h),
+                Ok(h) => {
+                    lock(&ctx.started).push(decl.name.clone());
+                    handles.push(h);
+                }
                 Err(e) => {
                     lock(&ctx.errors).push(HostError {
                         host: host.into(),

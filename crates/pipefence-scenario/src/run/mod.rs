@@ -15,6 +15,7 @@
 mod expect;
 mod host;
 mod monitor;
+pub mod narrate;
 mod outcome;
 mod record;
 mod report;
@@ -92,6 +93,8 @@ struct Ctx {
     errors: Mutex<Vec<HostError>>,
     /// Host thread states, main first (threaded driver's hang monitor).
     states: Vec<AtomicU8>,
+    /// The host threads started, in order (the deterministic driver's host slots 1, 2, ...).
+    started: Mutex<Vec<String>>,
 }
 
 /// Runs a validated scenario on the driver `opts` selects, in strict mode or with validation
@@ -219,6 +222,7 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
         states: (0..=sc.hosts.len())
             .map(|_| AtomicU8::new(RUNNING))
             .collect(),
+        started: Mutex::new(Vec::new()),
     });
     let finished = Arc::new(AtomicBool::new(false));
     let monitor_handle = (!deterministic).then(|| {
@@ -257,6 +261,9 @@ pub fn run(sc: &Scenario, opts: &RunOptions) -> Outcome {
     let mut outcome = outcome::finish(&ctx, &list_index, elapsed);
     if let Some(r) = recorder {
         outcome.trace = r.events();
+    }
+    if let Some(script) = &opts.schedule {
+        outcome.steps = narrate::decisive_steps(&ctx, &list_index, script);
     }
     outcome
 }

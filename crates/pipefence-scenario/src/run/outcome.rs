@@ -153,6 +153,11 @@ pub struct Outcome {
     /// The trace, when [`RunOptions::trace`](super::RunOptions::trace) asked for one (not part of the JSON).
     #[serde(skip)]
     pub trace: Vec<pipefence::trace::TraceEvent>,
+    /// The decisive steps of a narrated schedule (a shrunk counterexample's preemptions; see
+    /// [`super::narrate`]): empty unless the run replayed a narrating script (not part of the
+    /// JSON).
+    #[serde(skip)]
+    pub steps: Vec<super::narrate::DecisiveStep>,
 }
 
 impl Outcome {
@@ -219,6 +224,7 @@ pub(super) fn finish(ctx: &Ctx, li: &HashMap<u32, usize>, elapsed_ns: u64) -> Ou
         host_errors: errors,
         queues,
         trace: Vec::new(),
+        steps: Vec::new(),
     }
 }
 
@@ -239,5 +245,6 @@ pub(super) fn early_failure(sc: &Scenario, start: Instant, pos: Pos, message: St
         }],
         queues: Vec::new(),
         trace: Vec::new(),
+        steps: Vec::new(),
     }
 }
