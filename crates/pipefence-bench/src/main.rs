@@ -11,6 +11,7 @@
 
 mod alloc;
 mod engine;
+mod exhaustive;
 mod fences;
 mod harness;
 mod schedules;
@@ -36,6 +37,7 @@ fn all_benches() -> Vec<Bench> {
     let mut v = fences::BENCHES.to_vec();
     v.extend_from_slice(engine::BENCHES);
     v.extend_from_slice(schedules::BENCHES);
+    v.extend_from_slice(exhaustive::BENCHES);
     v.extend_from_slice(tracing::BENCHES);
     v.extend_from_slice(strict::BENCHES);
     v

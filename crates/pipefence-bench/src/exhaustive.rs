@@ -1,0 +1,149 @@
+//! Exhaustive-exploration benchmarks (`pipefence check --exhaustive`, `docs/exploration.md`):
+//!
+//! - `schedules/exhaustive-rate`: schedules per second of the reduced exhaustive search
+//!   against sampled `check` on the same scenario and the same number of schedules, measured
+//!   in the same run (goal: at least 0.5x: the reduction's bookkeeping may cost, not
+//!   dominate). Runs the search stops as asleep or repeated cost time and are not counted as
+//!   schedules, so they weigh on the figure, as they do for a user.
+//! - `schedules/exhaustive-examples`: the wall time to prove each example, or, where the
+//!   reduced search does not complete within 2,000 schedules, to explore it up to
+//!   preemption bound 2 (goal: under 60 s each).
+
+use crate::harness::{Bench, Config, Goal, Report, Stats, Unit};
+use crate::schedules::{example_paths, load_kdl, workspace_dir};
+use pipefence::explore::ExhaustiveOptions;
+use pipefence_scenario::check::{check, CheckOptions};
+use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions, ExhaustiveReport};
+use pipefence_scenario::plan::Scenario;
+use std::time::Instant;
+
+/// The exhaustive benchmarks, in running order.
+pub const BENCHES: &[Bench] = &[
+    Bench {
+        name: "schedules/exhaustive-rate",
+        about: "reduced exhaustive schedules/s vs sampled check schedules/s, same scenario",
+        run: bench_rate,
+    },
+    Bench {
+        name: "schedules/exhaustive-examples",
+        about: "time to prove each example, or to bound it at preemption bound 2",
+        run: bench_examples,
+    },
+];
+
+/// Every example and `tests/scenarios/*.kdl`, by name.
+fn scenarios() -> Result<Vec<(String, Scenario)>, String> {
+    let mut paths = example_paths()?;
+    let dir = workspace_dir().join("tests/scenarios");
+    let mut more: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "kdl"))
+        .collect();
+    more.sort();
+    paths.extend(more);
+    paths.iter().map(|p| load_kdl(p)).collect()
+}
+
+fn exhaustive(
+    sc: &Scenario,
+    max_schedules: u64,
+    preemption_bound: Option<u32>,
+) -> (ExhaustiveReport, f64) {
+    let opts = ExhaustiveCheckOptions {
+        strict: false,
+        bounds: ExhaustiveOptions {
+            max_schedules,
+            preemption_bound,
+            reduction: preemption_bound.is_none(),
+        },
+        shrink: None,
+    };
+    let t = Instant::now();
+    let r = check_exhaustive(sc, &opts, |_| {});
+    (r, t.elapsed().as_secs_f64())
+}
+
+fn bench_rate(cfg: &Config) -> Result<Report, String> {
+    let max: u64 = cfg.pick(1000, 60);
+    let reps = cfg.pick(3, 1);
+    let mut report = Report::new("schedules/exhaustive-rate").note(format!(
+        "each scenario: the reduced exhaustive search (check --exhaustive, strict off, no \
+         shrinking) up to {max} schedules, {reps} time(s); baseline: sampled check of as many \
+         schedules (at least 20); figure: schedules/s; ratio = exhaustive / sampled"
+    ));
+    for (name, sc) in scenarios()? {
+        let (mut ex, mut sampled) = (Vec::new(), Vec::new());
+        let mut last = None;
+        for _ in 0..reps {
+            let (r, secs) = exhaustive(&sc, max, None);
+            ex.push(r.schedules as f64 / secs);
+            let n = r.schedules.max(20);
+            let t = Instant::now();
+            let _ = check(
+                &sc,
+                &CheckOptions {
+                    schedules: n,
+                    seed: 0,
+                    strict: false,
+                },
+                |_| {},
+            );
+            sampled.push(n as f64 / t.elapsed().as_secs_f64());
+            last = Some(r);
+        }
+        let r = last.ok_or("no repetition ran")?;
+        let what = if r.complete {
+            format!("complete, {}", r.schedules)
+        } else {
+            format!("bounded, {}", r.schedules)
+        };
+        report = report
+            .figure(
+                format!("{name} ({what}; {} asleep): schedules/s", r.sleep_blocked),
+                Stats::from_samples(ex),
+                Unit::PerSec,
+            )
+            .baseline("sampled check", Stats::from_samples(sampled))
+            .higher_is_better()
+            .ratio(0.5);
+    }
+    Ok(report)
+}
+
+fn bench_examples(cfg: &Config) -> Result<Report, String> {
+    let reduced: u64 = cfg.pick(2_000, 100);
+    let max: u64 = cfg.pick(10_000, 100);
+    let mut report = Report::new("schedules/exhaustive-examples").note(format!(
+        "each example: the reduced exhaustive search up to {reduced} schedules (no \
+         shrinking); where it does not complete, the plain search bounded to 2 preemptions \
+         (up to {max} schedules) instead; figure: wall time of the search that gave the result; goal: \
+         under 60 s"
+    ));
+    for path in example_paths()? {
+        let (name, sc) = load_kdl(&path)?;
+        let (r, secs) = exhaustive(&sc, reduced, None);
+        let (how, r, secs) = if r.complete {
+            ("proved".to_string(), r, secs)
+        } else {
+            let (b, s) = exhaustive(&sc, max, Some(2));
+            let how = match (&b.bound, b.complete) {
+                (_, true) => "complete at bound 2".to_string(),
+                (Some(bound), false) => format!("bounded by {bound}"),
+                (None, false) => "bounded".to_string(),
+            };
+            (how, b, s)
+        };
+        report = report
+            .figure(
+                format!(
+                    "{name}: {how}, {} schedules, {} failing",
+                    r.schedules, r.failing
+                ),
+                Stats::single(secs * 1e9),
+                Unit::Ns,
+            )
+            .goal(Goal::ValueBelow(60e9));
+    }
+    Ok(report)
+}
