@@ -657,3 +657,41 @@ fn d4_reduced_and_plain_searches_find_both_orders_of_two_value_writes() {
     let checked = check_scenario(&text, true).unwrap();
     assert!(matches!(checked, Checked::Compared { outcomes: 2, .. }));
 }
+
+/// Found by the property (`PROPTEST_RNG_SEED=7`, plain cap 5,000), shrunk by proptest: the
+/// host thread and `q1` wait on fence `f`, which nothing signals, so every schedule hangs. The
+/// plain search finds that one outcome (`removed`, reason `hung`); the reduced search also
+/// reported a run that the explorer itself stopped (reason `requested`) as an outcome. A
+/// sleep-blocked run's points after its blocked point (the stop winding down) had joined the
+/// search, which then backtracked to an alternative that a run without that sleep set does not
+/// have there; the prefix's try fell back to another, blocked alternative, the run stopped as a
+/// repeat, and the check for repeats (the alternative found disabled) missed it.
+#[test]
+fn d4_regression_reduced_search_reports_no_run_it_stopped_as_an_outcome() {
+    let c = Case {
+        strict: true,
+        fifo_depth: 1,
+        queues: vec![
+            vec![Item::Cmd(Cmd::WriteValue {
+                word: Word::A,
+                top: false,
+                writeback: false,
+                value: 1,
+            })],
+            vec![Item::Wait { fence: 0, value: 1 }],
+        ],
+        host: Some((
+            HostStep::WaitThenWrite {
+                fence: 0,
+                value: 1,
+                word: Word::A,
+                v: 1,
+            },
+            false,
+        )),
+    };
+    let text = render(&c);
+    if let Err(e) = check_scenario(&text, true) {
+        panic!("{e}");
+    }
+}
