@@ -160,6 +160,8 @@ struct ScriptState {
     sleeping: bool,
     /// Every enabled alternative was asleep: the run explores nothing new.
     sleep_blocked: bool,
+    /// The index of the first point where that happened.
+    sleep_blocked_at: Option<usize>,
     /// The event of a host action, completed when the host reaches its next scheduling point.
     host_pending: Option<usize>,
     /// Record who performs each scheduling alternative and where it is in the program
@@ -282,6 +284,12 @@ impl Script {
     /// Every enabled alternative at some point was asleep, so the run stopped there.
     pub fn sleep_blocked(&self) -> bool {
         self.lock().sleep_blocked
+    }
+
+    /// The index (in [`Script::points`]) of the point where the run was first sleep-blocked:
+    /// the points and events after it belong to the stop, not to a schedule of the program.
+    pub fn sleep_blocked_point(&self) -> Option<usize> {
+        self.lock().sleep_blocked_at
     }
 
     /// Records an action that ran: `actor` (one of the open scheduling point's) touched
@@ -509,6 +517,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
                 None => {
                     if st.reducing && p.scheduling && p.alternatives > 0 {
                         st.sleep_blocked = true;
+                        st.sleep_blocked_at.get_or_insert(idx);
                         st.aborted = true;
                     }
                     (0..p.alternatives)

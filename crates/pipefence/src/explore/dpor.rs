@@ -219,8 +219,16 @@ pub(super) fn enumerate_reduced<T>(
                 }
             });
             let value = body(&script);
-            let points = script.points();
+            let mut points = script.points();
             let mut events = script.events();
+            // A sleep-blocked run stops at its blocked point (the device is removed as
+            // requested); the points and actions after it are the stop winding down, not a
+            // schedule of the program: keeping them would make the search backtrack into
+            // choices no run that follows the same prefix without that sleep set has.
+            if let Some(b) = script.sleep_blocked_point() {
+                points.truncate(b + 1);
+                events.retain(|e| e.point < b);
+            }
             if !clock_matters
                 && events.iter().any(|e| {
                     e.footprint
