@@ -93,6 +93,7 @@ pub(crate) fn command(
             })
             .collect(),
         other_failing: report.other_failing,
+        stopped_runs: report.sleep_blocked + report.repeated_runs,
     };
     let mut summary = summary_header(&view);
     let flag = if strict { " --strict" } else { "" };
@@ -195,6 +196,8 @@ pub(crate) struct ExhaustiveView<'a> {
     pub(crate) elapsed_ns: u64,
     pub(crate) failures: Vec<ExhaustiveFailureView<'a>>,
     pub(crate) other_failing: u64,
+    /// Runs stopped asleep or as repeats (not schedules).
+    pub(crate) stopped_runs: u64,
 }
 
 /// The first line of an exhaustive check's human summary.
@@ -206,25 +209,33 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     } else {
         0.0
     };
+    let schedules = plural(r.schedules, "schedule");
+    let outcomes = plural(r.outcomes as u64, "outcome");
+    let stopped = if r.stopped_runs > 0 {
+        let runs = if r.stopped_runs == 1 { "run" } else { "runs" };
+        format!(
+            " ({} more {runs} stopped as equivalent to one explored: asleep or repeated)",
+            r.stopped_runs
+        )
+    } else {
+        String::new()
+    };
     if r.complete && r.failing == 0 {
         format!(
-            "{name}: proved: {} schedules, {} outcomes, all pass (every schedule of this \
-             scenario in the model), in {ms:.1} ms ({per_s:.0}/s)\n",
-            r.schedules, r.outcomes
+            "{name}: proved: {schedules}, {outcomes}, all pass (every schedule of this \
+             scenario in the model), in {ms:.1} ms ({per_s:.0}/s)\n"
         )
     } else if r.complete {
         format!(
-            "{name}: every schedule explored: {} schedules, {} outcomes, {} failing, in \
+            "{name}: every schedule explored: {schedules}, {outcomes}, {} failing, in \
              {ms:.1} ms\n",
-            r.schedules, r.outcomes, r.failing
+            r.failing
         )
     } else {
         format!(
-            "{name}: bounded by {}: {} schedules explored, not a proof; {} outcomes, {} \
-             failing, in {ms:.1} ms ({per_s:.0}/s)\n",
+            "{name}: bounded by {}: {schedules} explored{stopped}, not a proof; {outcomes}, \
+             {} failing, in {ms:.1} ms ({per_s:.0}/s)\n",
             r.bound.unwrap_or("a bound"),
-            r.schedules,
-            r.outcomes,
             r.failing
         )
     }

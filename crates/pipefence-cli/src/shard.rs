@@ -265,6 +265,7 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                     })
                     .collect(),
                 other_failing: m.other_failing,
+                stopped_runs: m.repeated_runs,
             };
             (
                 super::exhaustive::summary(&view),

@@ -78,7 +78,7 @@ fn x3_a_small_fixed_scenario_is_proved() {
     let out = pipefence(&["check", f, "--exhaustive", "--strict"]);
     let n = v["schedules"].as_u64().unwrap();
     assert!(
-        stdout(&out).contains(&format!("proved: {n} schedules, 1 outcomes, all pass")),
+        stdout(&out).contains(&format!("proved: {n} schedules, 1 outcome, all pass")),
         "{}",
         stdout(&out)
     );

@@ -470,6 +470,7 @@ fn search(
                 preemption_bound: None,
                 reduction,
             },
+            shrink: None,
         },
         |_| {},
         |_, o| {
