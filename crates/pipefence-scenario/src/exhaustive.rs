@@ -1,16 +1,19 @@
 //! `pipefence check --exhaustive`: every schedule of a scenario on the deterministic driver
-//! (`pipefence::explore::enumerate`, a stateless depth-first search without reduction), with
-//! honest bounds: the report is `complete` only when every schedule was explored
-//! (`docs/exploration.md`). Failing schedules are grouped by outcome as `check` groups them,
-//! each with the schedule string that replays it (`pipefence run FILE --schedule STRING`).
+//! (`pipefence::explore::enumerate`: a stateless depth-first search, with partial-order
+//! reduction or without), with honest bounds: the report is `complete` only when every
+//! schedule (or class of equivalent schedules) was explored (`docs/exploration.md`). Failing
+//! schedules are grouped by outcome as `check` groups them, each with the schedule string that
+//! replays it (`pipefence run FILE --schedule STRING`) and, unless turned off, shrunk to its
+//! fewest preemptions (`pipefence::explore::shrink`).
 
 use crate::check::{describe, signature, Progress, MAX_FAILURE_GROUPS};
 use crate::plan::Scenario;
 use crate::run::narrate::DecisiveStep;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
-use pipefence::explore::{enumerate, shrink, Bound, ExhaustiveOptions};
+use pipefence::explore::{enumerate, shrink, Bound, ExhaustiveOptions, Script};
 use serde::Serialize;
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How to check exhaustively.
@@ -112,6 +115,19 @@ impl ExhaustiveReport {
     }
 }
 
+/// One run of `sc` on the deterministic driver, its choices from `script`.
+fn run_scripted(sc: &Scenario, strict: bool, script: &Arc<Script>) -> Outcome {
+    run(
+        sc,
+        &RunOptions {
+            driver: DriverKind::Deterministic,
+            strict,
+            schedule: Some(script.clone()),
+            ..RunOptions::default()
+        },
+    )
+}
+
 /// Explores every schedule of `sc` within `opts`' bounds, calling `progress` after each.
 pub fn check_exhaustive(
     sc: &Scenario,
@@ -135,17 +151,7 @@ pub fn check_exhaustive_each(
     let (mut failing, mut other_failing, mut done) = (0u64, 0u64, 0u64);
     let e = enumerate(
         &opts.bounds,
-        |script| {
-            run(
-                sc,
-                &RunOptions {
-                    driver: DriverKind::Deterministic,
-                    strict: opts.strict,
-                    schedule: Some(script.clone()),
-                    ..RunOptions::default()
-                },
-            )
-        },
+        |script| run_scripted(sc, opts.strict, script),
         |mut o, script| {
             if crate::run::interrupted() {
                 return false;
@@ -199,17 +205,7 @@ pub fn check_exhaustive_each(
         let shrunk = shrink(
             &targets,
             budget,
-            |script| {
-                run(
-                    sc,
-                    &RunOptions {
-                        driver: DriverKind::Deterministic,
-                        strict: opts.strict,
-                        schedule: Some(script.clone()),
-                        ..RunOptions::default()
-                    },
-                )
-            },
+            |script| run_scripted(sc, opts.strict, script),
             |mut o| (o.status != Status::Passed).then(|| signature(&mut o)),
         );
         interrupted = crate::run::interrupted();
