@@ -28,7 +28,8 @@ BOTTOM_ALLOWED = {("types", "command"), ("sync", "types"), ("trace", "types"),
                   ("trace", "command"), ("error", "command"), ("sync", "error"),
                   ("command", "error"), ("memory", "error"), ("trace", "error"),
                   ("trace", "sync"), ("host_names", "sync"),
-                  ("memory", "footprint"), ("sync", "footprint"), ("choice", "footprint")}
+                  ("memory", "footprint"), ("sync", "footprint"), ("choice", "footprint"),
+                  ("choice", "types")}
 # The hazard model is carried by the core (its handle) and reads the core's memory and names:
 # one known pair, documented in docs/architecture.md.
 KNOWN_PAIRS = {("hazard", "core"), ("hazard", "engine")}

@@ -14,7 +14,7 @@
 //! of its prefix, or the canonical choice among the alternatives not found disabled). When
 //! every alternative is disabled the choice point ends without one taken.
 //!
-//! It calls nothing else in the crate.
+//! It names only `footprint` (what an action touched) and `types` (where a command is).
 
 use crate::footprint::{Footprint, Kind, Obj};
 use crate::types::Site;
