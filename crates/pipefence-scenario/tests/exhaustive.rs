@@ -354,6 +354,12 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
         "a decisive step names a scenario line: {step:?}"
     );
     assert!(step.text.contains("(line "), "{}", step.text);
+    // The host thread's side names the line it went on from (the `execute` at line 20).
+    let host = [&step.ran, &step.preempted]
+        .into_iter()
+        .find(|s| s.actor.starts_with("host thread"))
+        .expect("a host thread takes part");
+    assert_eq!(host.line, Some(20), "{step:?}");
     // Without shrinking, nothing is shrunk.
     let r = check_exhaustive_each(
         &sc,

@@ -56,6 +56,16 @@ impl ActorKey {
     }
 }
 
+/// Where an actor's step is in the program: a command (an engine stage's, a retirement's, a
+/// dispatch's), or a host thread's own position (`host::set_current_position`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// A command or queue submission.
+    Command(Site),
+    /// A host thread's position.
+    Host(u32),
+}
+
 /// One scheduling step of a narrated run ([`Script::narrating`]): who ran, where in the
 /// program, and, when the step was a preemption, who it switched away from and where that
 /// actor was.
@@ -65,11 +75,10 @@ pub struct Narrated {
     pub point: usize,
     /// Who ran.
     pub actor: ActorKey,
-    /// Where its step was in the program (an engine stage's command, a retirement's write or
-    /// signal, a dispatch), when it maps to one.
-    pub site: Option<Site>,
+    /// Where its step was in the program, when it maps to a place.
+    pub site: Option<Where>,
     /// The step preempted this actor (enabled, and the one that ran last), which was here.
-    pub preempted: Option<(ActorKey, Option<Site>)>,
+    pub preempted: Option<(ActorKey, Option<Where>)>,
 }
 
 /// One action of a recorded run: who performed it, at which choice point, and what it touched.
@@ -168,7 +177,7 @@ struct ScriptState {
     /// ([`Script::narration`]).
     narrating: bool,
     /// Per scheduling point (by index in `points`), where each alternative's actor is.
-    sites: Vec<(usize, Vec<Option<Site>>)>,
+    sites: Vec<(usize, Vec<Option<Where>>)>,
 }
 
 /// A source of choices for the deterministic driver that follows a prefix of tries, then
@@ -243,7 +252,7 @@ impl Script {
     }
 
     /// Where each alternative of the scheduling point just opened is in the program.
-    pub(crate) fn note_sites(&self, sites: Vec<Option<Site>>) {
+    pub(crate) fn note_sites(&self, sites: Vec<Option<Where>>) {
         let mut st = self.lock();
         if let Some(idx) = st.points.iter().rposition(|p| p.scheduling) {
             st.sites.push((idx, sites));

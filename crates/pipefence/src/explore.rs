@@ -89,7 +89,7 @@ mod exhaustive;
 
 mod dpor;
 mod shrink;
-pub use crate::choice::{ActorKey, Narrated};
+pub use crate::choice::{ActorKey, Narrated, Where};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
 

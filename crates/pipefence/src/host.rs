@@ -3,7 +3,9 @@
 //! can say which host thread last wrote a fence or an address. [`spawn`] and [`sleep`] put
 //! host threads in the driver's schedule (D4).
 
-pub use crate::host_names::{current_id, name_of, set_current_name};
+pub use crate::host_names::{
+    current_id, current_position, name_of, set_current_name, set_current_position,
+};
 
 /// A host thread spawned with [`spawn`].
 #[derive(Debug)]

@@ -12,6 +12,18 @@ static NEXT_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
 thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
+    static POSITION: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Says where the calling host thread is in its own program (a scenario's line, say): a
+/// narrated exploration's decisive steps name it (`explore::Narrated`). 0 clears it.
+pub fn set_current_position(position: u32) {
+    POSITION.with(|p| p.set(position));
+}
+
+/// The calling host thread's position ([`set_current_position`]), if it set one.
+pub fn current_position() -> Option<u32> {
+    POSITION.with(|p| Some(p.get()).filter(|&x| x != 0))
 }
 
 /// Names kept at most: a name is looked up while its device lives, so only recent ones matter,

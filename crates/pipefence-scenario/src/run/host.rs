@@ -25,6 +25,8 @@ pub(super) fn run_actions(
         if ctx.device.is_removed() {
             return;
         }
+        // A narrated schedule's decisive steps name the line a host thread was at.
+        pipefence::host::set_current_position(u32::try_from(a.pos.line).unwrap_or(0));
         if let ActionKind::StartHost(h) = a.kind {
             let decl = &ctx.sc.hosts[h];
             let name = decl.name.clone();

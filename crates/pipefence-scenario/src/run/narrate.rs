@@ -4,8 +4,7 @@
 
 use super::{lock, Ctx};
 use crate::plan::{KernelDecl, ListCommand};
-use pipefence::explore::{ActorKey, Script};
-use pipefence::Site;
+use pipefence::explore::{ActorKey, Script, Where};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -96,7 +95,7 @@ fn step_actor(
     ctx: &Ctx,
     list_index: &HashMap<u32, usize>,
     a: ActorKey,
-    site: Option<Site>,
+    site: Option<Where>,
 ) -> StepActor {
     let actor = match a {
         ActorKey::Host(0) => "host thread `main`".to_string(),
@@ -119,7 +118,10 @@ fn step_actor(
         ActorKey::Endless(_) => "the watchdog, removing an endless kernel".to_string(),
     };
     let (mut command, mut line) = (None, None);
-    if let Some(s) = site {
+    if let Some(Where::Host(l)) = site {
+        line = Some(l);
+    }
+    if let Some(Where::Command(s)) = site {
         match (s.list, s.command) {
             (Some(id), Some(c)) => {
                 if let Some(cd) = list_index
@@ -153,6 +155,10 @@ fn step_actor(
     };
     let text = match a {
         _ if what.is_empty() => format!("{actor} ran"),
+        ActorKey::Host(_) => match line {
+            Some(l) => format!("{actor} went on from line {l}"),
+            None => format!("{actor} ran"),
+        },
         ActorKey::Group(q, _, g) => format!("group {g} of {what} on {} ran", queue_name(ctx, q)),
         ActorKey::Dispatch(q, _) => format!("groups of {what} on {} ran", queue_name(ctx, q)),
         ActorKey::Pfp(_) => format!("{actor} parsed {what}"),

@@ -19,6 +19,9 @@ pub(super) struct Host {
     pub(super) wake: Wake,
     /// Its OS thread waits here for its turn (a hand-off wakes only the host picked).
     pub(super) cv: Arc<Condvar>,
+    /// Where it is in its own program, as it said at its last scheduling point
+    /// (`host::set_current_position`).
+    pub(super) position: Option<u32>,
 }
 
 impl Host {
@@ -28,6 +31,7 @@ impl Host {
             state,
             wake: Wake::Ok,
             cv: Arc::new(Condvar::new()),
+            position: None,
         }
     }
 }

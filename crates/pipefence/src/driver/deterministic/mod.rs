@@ -337,6 +337,7 @@ impl Scheduler {
             // Not our turn (a thread outside the model): run unscheduled.
             return Wake::Ok;
         }
+        st.hosts[me].position = crate::host_names::current_position();
         let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
         if reducing {
             // The host's action since it was picked ends here.

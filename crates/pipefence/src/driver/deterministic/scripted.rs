@@ -9,7 +9,7 @@
 
 use super::pick::{Choice, Listing};
 use super::*;
-use crate::choice::ActorKey;
+use crate::choice::{ActorKey, Where};
 
 /// Who performs an alternative: an actor, or the dispatch in flight at a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,15 +35,17 @@ pub(super) fn actor_key(a: Actor) -> ActorKey {
 }
 
 /// Where actor `a`'s next step is in the program (a narrated run, `Script::narrating`).
-fn site_of(listing: &Listing, a: ActorKey) -> Option<Site> {
+fn site_of(listing: &Listing, st: &State, a: ActorKey) -> Option<Where> {
     let engine = |q: u32| listing.queue(q).map(|q| lock(&q.engine));
-    match a {
+    let site = match a {
         ActorKey::Pfp(q) => engine(q)?.next_site(Stage::Pfp),
         ActorKey::Me(q) => engine(q)?.next_site(Stage::Me),
         ActorKey::Retire(q) => engine(q)?.retire_site(),
         ActorKey::Group(q, d, _) | ActorKey::Dispatch(q, d) => engine(q)?.dispatch_site(d),
-        ActorKey::Host(_) | ActorKey::Writeback(..) | ActorKey::Endless(_) => None,
-    }
+        ActorKey::Host(h) => return st.hosts.get(h as usize)?.position.map(Where::Host),
+        ActorKey::Writeback(..) | ActorKey::Endless(_) => None,
+    };
+    site.map(Where::Command)
 }
 
 impl Scheduler {
@@ -140,7 +142,7 @@ impl Scheduler {
         let sites = narrating.then(|| {
             actors
                 .iter()
-                .map(|&a| site_of(listing, a))
+                .map(|&a| site_of(listing, st, a))
                 .collect::<Vec<_>>()
         });
         let k = script.begin_with(alts.len() as u32, true, continuing, actors) as usize;
