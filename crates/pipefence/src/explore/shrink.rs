@@ -138,6 +138,10 @@ pub fn shrink<T, K: PartialEq>(
         } else {
             break;
         }
+        if e.complete {
+            // No schedule has more preemptions: a larger bound explores nothing new.
+            break;
+        }
     }
     let fewest: Vec<bool> = best
         .iter()
