@@ -125,16 +125,10 @@ pub(crate) fn command(
             summary += &shrunk_text(s, &f.replay, &format!("{program} run {quoted}{flag}"));
         }
     }
-    let hidden: u64 = report
-        .failures
-        .iter()
-        .skip(SHOWN_FAILURES)
-        .map(|f| f.count)
-        .sum::<u64>()
-        + report.other_failing;
-    if hidden > 0 {
-        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
-    }
+    summary += &hidden_failures(
+        report.failures.iter().map(|f| f.count),
+        report.other_failing,
+    );
     if json {
         eprint!("{summary}");
         match serde_json::to_string_pretty(&report) {
@@ -145,6 +139,18 @@ pub(crate) fn command(
         print!("{summary}");
     }
     ExitCode::from(report.exit_code() as u8)
+}
+
+/// The line that counts the failing schedules not shown: those of the outcomes past the
+/// first [`SHOWN_FAILURES`] (given by their counts, in order) and `other_failing`.
+fn hidden_failures(counts: impl Iterator<Item = u64>, other_failing: u64) -> String {
+    let hidden = counts.skip(SHOWN_FAILURES).sum::<u64>() + other_failing;
+    if hidden == 0 {
+        return String::new();
+    }
+    format!(
+        "  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n"
+    )
 }
 
 /// A shrunk failure in words: its preemptions, whether they are the fewest, its replay and
@@ -262,15 +268,6 @@ pub(crate) fn summary(r: &ExhaustiveView) -> String {
             summary += &format!("      {w}\n");
         }
     }
-    let hidden: u64 = r
-        .failures
-        .iter()
-        .skip(SHOWN_FAILURES)
-        .map(|f| f.count)
-        .sum::<u64>()
-        + r.other_failing;
-    if hidden > 0 {
-        summary += &format!("  {hidden} more failing schedules with other outcomes (--json lists up to 32 outcomes)\n");
-    }
+    summary += &hidden_failures(r.failures.iter().map(|f| f.count), r.other_failing);
     summary
 }

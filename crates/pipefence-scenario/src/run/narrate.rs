@@ -153,16 +153,15 @@ fn step_actor(
         (None, Some(l)) => format!("the submission at line {l}"),
         (None, None) => String::new(),
     };
-    let text = match a {
+    let text = match (a, line) {
+        (ActorKey::Host(_), Some(l)) => format!("{actor} went on from line {l}"),
         _ if what.is_empty() => format!("{actor} ran"),
-        ActorKey::Host(_) => match line {
-            Some(l) => format!("{actor} went on from line {l}"),
-            None => format!("{actor} ran"),
-        },
-        ActorKey::Group(q, _, g) => format!("group {g} of {what} on {} ran", queue_name(ctx, q)),
-        ActorKey::Dispatch(q, _) => format!("groups of {what} on {} ran", queue_name(ctx, q)),
-        ActorKey::Pfp(_) => format!("{actor} parsed {what}"),
-        ActorKey::Retire(_) => format!("{actor} performed {what}"),
+        (ActorKey::Group(q, _, g), _) => {
+            format!("group {g} of {what} on {} ran", queue_name(ctx, q))
+        }
+        (ActorKey::Dispatch(q, _), _) => format!("groups of {what} on {} ran", queue_name(ctx, q)),
+        (ActorKey::Pfp(_), _) => format!("{actor} parsed {what}"),
+        (ActorKey::Retire(_), _) => format!("{actor} performed {what}"),
         _ => format!("{actor} ran {what}"),
     };
     StepActor {

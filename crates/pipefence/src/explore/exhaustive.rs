@@ -172,7 +172,9 @@ pub fn enumerate<T>(
         return super::dpor::enumerate_reduced(opts, body, visit);
     }
     let mut path: Vec<Node> = Vec::new();
-    // The choice points of the run whose tries `tries` are (path[..].point but as recorded).
+    // The choice points of the last run explored, as it recorded them: `path` is cut back to
+    // a branch point by repeated runs, and its points keep what earlier runs found blocked,
+    // so it cannot stand for them.
     let mut run_points: Vec<ChoicePoint> = Vec::new();
     let mut tries: Vec<u32> = Vec::new();
     let mut next: Option<(usize, u32)> = None;

@@ -41,6 +41,7 @@ pub struct Shrunk {
 
 struct Best {
     tries: Vec<u32>,
+    /// Listed as a reducing exploration lists (a `v2:` schedule).
     reducing: bool,
     replay: String,
     points: Vec<ChoicePoint>,
@@ -48,11 +49,11 @@ struct Best {
 }
 
 impl Best {
-    fn of(script: &Script, reducing: bool) -> Self {
+    fn of(script: &Script) -> Self {
         let points = script.points();
         Best {
             tries: script.tries(),
-            reducing,
+            reducing: script.is_reducing(),
             replay: script.schedule_string(),
             preemptions: ChoicePoint::preemptions(&points),
             points,
@@ -84,7 +85,7 @@ pub fn shrink<T, K: PartialEq>(
         runs += 1;
         let v = body(&script);
         let same = key(v).is_some_and(|got| got == *k);
-        best.push(same.then(|| Best::of(&script, s.starts_with("v2:"))));
+        best.push(same.then(|| Best::of(&script)));
     }
     let original: Vec<Option<u32>> = best
         .iter()
@@ -117,7 +118,7 @@ pub fn shrink<T, K: PartialEq>(
             if let Some(got) = key(v) {
                 for &i in &pending {
                     if !found[i] && targets[i].0 == got {
-                        let b = Best::of(script, false);
+                        let b = Best::of(script);
                         if best[i]
                             .as_ref()
                             .is_some_and(|o| b.preemptions < o.preemptions)
@@ -176,7 +177,7 @@ pub fn shrink<T, K: PartialEq>(
                 runs += 1;
                 let v = body(&script);
                 if key(v).is_some_and(|got| got == targets[i].0) {
-                    let b = Best::of(&script, cur.reducing);
+                    let b = Best::of(&script);
                     if b.preemptions < cur.preemptions {
                         cur = b;
                         continue 'improve;
