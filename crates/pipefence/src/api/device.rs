@@ -149,7 +149,7 @@ impl Device {
             ));
         }
         let workers = if desc.workers == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            crate::sync::cpus()
         } else {
             desc.workers
         };

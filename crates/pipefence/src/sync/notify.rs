@@ -108,8 +108,9 @@ pub(crate) fn spin_allowed() -> bool {
     !cfg!(loom) && cpus() > 1
 }
 
-/// The CPUs the process may run on (read once).
-fn cpus() -> usize {
+/// The CPUs the process may run on (read once: asking costs a dozen system calls, too many
+/// for every device of an exploration).
+pub(crate) fn cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
