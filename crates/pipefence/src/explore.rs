@@ -88,9 +88,11 @@ pub fn explore<T>(
 mod exhaustive;
 
 mod dpor;
+mod parallel;
 mod shrink;
 pub use crate::choice::{ActorKey, Narrated, Where};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+pub use parallel::{enumerate_parallel, Parallel, Seen, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
 
 /// A device description for the deterministic driver taking its choices from `script` (an

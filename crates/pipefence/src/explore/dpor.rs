@@ -20,7 +20,9 @@
 //! until a run writes one, reads of the clock are left out of the relation; once one does, the
 //! search starts again with them in.
 
-use super::exhaustive::{assert_replayed, branch_prefix, Bound, Enumeration, ExhaustiveOptions};
+use super::exhaustive::{
+    assert_replayed, branch_prefix, Bound, Enumeration, ExhaustiveOptions, Root, Run,
+};
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
 use std::collections::BTreeSet;
@@ -180,161 +182,236 @@ impl History {
     }
 }
 
+/// A run wrote a timestamp while the search left the clock out of the relation: it must
+/// start again with the clock in.
+#[derive(Debug)]
+pub(super) struct ClockMatters;
+
+/// Whether an action of `events` writes the clock (a timestamp).
+pub(super) fn writes_clock(events: &[Event]) -> bool {
+    events.iter().any(|e| {
+        e.footprint
+            .accesses()
+            .iter()
+            .any(|&(o, k)| o == Obj::Clock && k == Kind::Write)
+    })
+}
+
+/// A reducing run's choice points and actions as the search keeps them: a sleep-blocked run
+/// stops at its blocked point (the device is removed as requested); the points and actions
+/// after it are the stop winding down, not a schedule of the program: keeping them would make
+/// the search backtrack into choices no run that follows the same prefix without that sleep
+/// set has. Reads of the clock are left out of the footprints unless `clock_matters`.
+/// `Err` when the run wrote the clock and `clock_matters` is false.
+pub(super) fn run_record(
+    script: &Script,
+    clock_matters: bool,
+) -> Result<(Vec<ChoicePoint>, Vec<Event>), ClockMatters> {
+    let mut points = script.points();
+    let mut events = script.events();
+    if let Some(b) = script.sleep_blocked_point() {
+        points.truncate(b + 1);
+        events.retain(|e| e.point < b);
+    }
+    if !clock_matters {
+        if writes_clock(&events) {
+            return Err(ClockMatters);
+        }
+        for e in &mut events {
+            let v: Vec<_> = e
+                .footprint
+                .accesses()
+                .iter()
+                .copied()
+                .filter(|&(o, _)| o != Obj::Clock)
+                .collect();
+            e.footprint = Footprint::new(v);
+        }
+    }
+    Ok((points, events))
+}
+
+/// The script that branches a reducing run (`tries`) at its choice point `point` (index
+/// `d`) to alternative `alt`, with the sleep set of that sibling: the point's own, and the
+/// actors of the alternatives explored there before (`slept`). Choices within an action
+/// start with no sleep set.
+pub(super) fn branch_script(
+    tries: &[u32],
+    point: &ChoicePoint,
+    sleep_here: &[(ActorKey, Footprint)],
+    slept: &[(ActorKey, Footprint)],
+    alt: u32,
+) -> Script {
+    let start = point.first_try;
+    let prefix = branch_prefix(tries, start, alt);
+    let sleep = if point.scheduling {
+        let mut s = sleep_here.to_vec();
+        s.extend(slept.iter().cloned());
+        s
+    } else {
+        Vec::new()
+    };
+    Script::reducing(prefix, Some(start), sleep)
+}
+
+/// Adds to `slept` the actor that took alternative `taken` at scheduling point `point`
+/// (index `d`), with the footprint of its action there (from `events`): it sleeps in the
+/// siblings explored after it. An action that chose within itself is not put to sleep.
+pub(super) fn note_slept(
+    slept: &mut Vec<(ActorKey, Footprint)>,
+    point: &ChoicePoint,
+    d: usize,
+    events: &[Event],
+) {
+    if !point.scheduling {
+        return;
+    }
+    let Some(taken) = point.taken else { return };
+    let ev = events.iter().find(|e| e.point == d);
+    if let (Some(&actor), Some(ev)) = (point.actors.get(taken as usize), ev) {
+        if !ev.chose_within && !slept.iter().any(|(k, _)| *k == actor) {
+            let fp = sleep_footprint(actor, &ev.footprint);
+            slept.push((actor, fp));
+        }
+    }
+}
+
 /// Explores every schedule of `body` up to equivalence (see the module comment); `visit` as in
-/// [`super::exhaustive::enumerate`].
+/// [`super::exhaustive::enumerate`], also told of the runs stopped early.
 pub(super) fn enumerate_reduced<T>(
     opts: &ExhaustiveOptions,
     mut body: impl FnMut(&Arc<Script>) -> T,
-    mut visit: impl FnMut(T, &Script) -> bool,
+    mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Enumeration {
     let mut clock_matters = false;
-    'restart: loop {
-        let mut path: Vec<Node> = Vec::new();
-        let mut tries: Vec<u32> = Vec::new();
-        let mut hist = History::default();
-        let mut next: Option<(usize, u32)> = None;
-        let mut result = Enumeration {
-            complete: false,
-            bound: None,
-            schedules: 0,
-            repeated_runs: 0,
-            max_depth: 0,
-            sleep_blocked: 0,
-            reduced: true,
+    loop {
+        match search_reduced(opts, None, clock_matters, &mut body, &mut visit) {
+            Ok(e) => return e,
+            Err(ClockMatters) => clock_matters = true,
+        }
+    }
+}
+
+/// The reduced search from `root` on (or from the start): source-DPOR over the choice
+/// points from `root.frozen` on. `Err` when a run wrote the clock and `clock_matters` is
+/// false.
+pub(super) fn search_reduced<T>(
+    opts: &ExhaustiveOptions,
+    root: Option<Root<T>>,
+    clock_matters: bool,
+    mut body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(Run<'_, T>) -> bool,
+) -> Result<Enumeration, ClockMatters> {
+    let frozen = root.as_ref().map_or(0, |r| r.frozen);
+    let mut root = root;
+    let mut path: Vec<Node> = Vec::new();
+    let mut tries: Vec<u32> = Vec::new();
+    let mut hist = History::default();
+    let mut next: Option<(usize, u32)> = None;
+    let mut result = Enumeration {
+        complete: false,
+        bound: None,
+        schedules: 0,
+        repeated_runs: 0,
+        max_depth: 0,
+        sleep_blocked: 0,
+        reduced: true,
+    };
+    loop {
+        let (script, value) = match (root.take(), next) {
+            (Some(r), _) => (r.script, r.value),
+            (None, next) => {
+                let script = Arc::new(match next {
+                    None => Script::reducing(Vec::new(), None, Vec::new()),
+                    Some((d, alt)) => {
+                        let n = &path[d];
+                        branch_script(&tries, &n.point, &n.point.sleep, &n.slept, alt)
+                    }
+                });
+                let value = body(&script);
+                (script, value)
+            }
         };
-        loop {
-            let script = Arc::new(match next {
-                None => Script::reducing(Vec::new(), None, Vec::new()),
-                Some((d, alt)) => {
-                    let start = path[d].point.first_try;
-                    let prefix = branch_prefix(&tries, start, alt);
-                    let sleep = if path[d].point.scheduling {
-                        let mut s = path[d].point.sleep.clone();
-                        s.extend(path[d].slept.iter().cloned());
-                        s
-                    } else {
-                        Vec::new()
-                    };
-                    Script::reducing(prefix, Some(start), sleep)
-                }
-            });
-            let value = body(&script);
-            let mut points = script.points();
-            let mut events = script.events();
-            // A sleep-blocked run stops at its blocked point (the device is removed as
-            // requested); the points and actions after it are the stop winding down, not a
-            // schedule of the program: keeping them would make the search backtrack into
-            // choices no run that follows the same prefix without that sleep set has.
-            if let Some(b) = script.sleep_blocked_point() {
-                points.truncate(b + 1);
-                events.retain(|e| e.point < b);
-            }
-            if !clock_matters
-                && events.iter().any(|e| {
-                    e.footprint
-                        .accesses()
-                        .iter()
-                        .any(|&(o, k)| o == Obj::Clock && k == Kind::Write)
-                })
-            {
-                clock_matters = true;
-                continue 'restart;
-            }
-            if !clock_matters {
-                for e in &mut events {
-                    let v: Vec<_> = e
-                        .footprint
-                        .accesses()
-                        .iter()
-                        .copied()
-                        .filter(|&(o, _)| o != Obj::Clock)
-                        .collect();
-                    e.footprint = Footprint::new(v);
-                }
-            }
-            let from = match next {
-                None => 0,
-                Some((d, alt)) => {
-                    assert_replayed(&points, d, path[d].point.first_try);
-                    path.truncate(d + 1);
-                    path[d].done.insert(alt);
-                    if points[d].disabled.contains(&alt) {
-                        path[d].point.disabled.push(alt);
-                        result.repeated_runs += 1;
-                        usize::MAX
-                    } else {
-                        let sleep = std::mem::take(&mut path[d].point.sleep);
-                        path[d].point = points[d].clone();
-                        path[d].point.sleep = sleep;
-                        path[d].backtrack.insert(alt);
-                        d + 1
-                    }
-                }
-            };
-            if from != usize::MAX {
-                for p in &points[from..] {
-                    path.push(Node::new(p.clone()));
-                }
-                tries = script.tries();
-                result.max_depth = result.max_depth.max(points.len());
-                let first_new = hist.update(events, from.saturating_sub(1));
-                add_backtracks(&hist, first_new, &mut path);
-                if script.sleep_blocked() {
-                    result.sleep_blocked += 1;
-                } else {
-                    result.schedules += 1;
-                    if !visit(value, &script) {
+        let (points, events) = run_record(&script, clock_matters)?;
+        let from = match next {
+            None => 0,
+            Some((d, alt)) => {
+                assert_replayed(&points, d, path[d].point.first_try);
+                path.truncate(d + 1);
+                path[d].done.insert(alt);
+                if points[d].disabled.contains(&alt) {
+                    path[d].point.disabled.push(alt);
+                    result.repeated_runs += 1;
+                    if !visit(Run::Repeated) {
                         result.bound = Some(Bound::Stopped);
-                        return result;
+                        return Ok(result);
                     }
+                    usize::MAX
+                } else {
+                    let sleep = std::mem::take(&mut path[d].point.sleep);
+                    path[d].point = points[d].clone();
+                    path[d].point.sleep = sleep;
+                    path[d].backtrack.insert(alt);
+                    d + 1
                 }
             }
-            next = None;
-            'search: for d in (0..path.len()).rev() {
-                let n = &path[d];
-                for &alt in &n.backtrack {
-                    if n.done.contains(&alt) {
-                        continue;
-                    }
-                    if n.point.scheduling && n.actor_of(alt).is_some_and(|a| n.asleep(a)) {
-                        continue;
-                    }
-                    next = Some((d, alt));
-                    break 'search;
-                }
+        };
+        if from != usize::MAX {
+            for p in &points[from..] {
+                path.push(Node::new(p.clone()));
             }
-            let Some((d, _)) = next else {
-                result.complete = true;
-                return result;
+            tries = script.tries();
+            result.max_depth = result.max_depth.max(points.len());
+            let first_new = hist.update(events, from.saturating_sub(1));
+            add_backtracks(&hist, first_new, frozen, &mut path);
+            let run = if script.sleep_blocked() {
+                result.sleep_blocked += 1;
+                Run::SleepBlocked
+            } else {
+                result.schedules += 1;
+                Run::Schedule(value, &script)
             };
-            // The alternative explored at `d` until now sleeps in its siblings.
-            if path[d].point.scheduling {
-                if let Some(taken) = path[d].point.taken {
-                    let ev = hist.events.iter().find(|e| e.point == d);
-                    if let (Some(actor), Some(ev)) = (path[d].actor_of(taken), ev) {
-                        if !ev.chose_within && !path[d].slept.iter().any(|(k, _)| *k == actor) {
-                            let fp = sleep_footprint(actor, &ev.footprint);
-                            path[d].slept.push((actor, fp));
-                        }
-                    }
+            if !visit(run) {
+                result.bound = Some(Bound::Stopped);
+                return Ok(result);
+            }
+        }
+        next = None;
+        'search: for d in (frozen..path.len()).rev() {
+            let n = &path[d];
+            for &alt in &n.backtrack {
+                if n.done.contains(&alt) {
+                    continue;
                 }
+                if n.point.scheduling && n.actor_of(alt).is_some_and(|a| n.asleep(a)) {
+                    continue;
+                }
+                next = Some((d, alt));
+                break 'search;
             }
-            // Runs stopped as repeats or asleep count against the bound too, so that a search
-            // whose runs mostly end asleep still ends.
-            let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
-            if result.schedules >= opts.max_schedules
-                || runs >= opts.max_schedules.saturating_mul(4)
-            {
-                result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
-                return result;
-            }
+        }
+        let Some((d, _)) = next else {
+            result.complete = true;
+            return Ok(result);
+        };
+        // The alternative explored at `d` until now sleeps in its siblings.
+        let n = &mut path[d];
+        note_slept(&mut n.slept, &n.point, d, &hist.events);
+        // Runs stopped as repeats or asleep count against the bound too, so that a search
+        // whose runs mostly end asleep still ends.
+        let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
+        if result.schedules >= opts.max_schedules || runs >= opts.max_schedules.saturating_mul(4) {
+            result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+            return Ok(result);
         }
     }
 }
 
 /// For each race whose later event is new (index `>= first_new`), makes sure some schedule
 /// reverses it (source-DPOR's backtrack rule).
-fn add_backtracks(h: &History, first_new: usize, path: &mut [Node]) {
+/// Races whose first event is at a point before `frozen` are left to the caller (a parallel
+/// exploration's units explore every alternative there).
+fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node]) {
     let n = h.events.len();
     for j in first_new..n {
         let before: Bits = match h.prev_same(j) {
@@ -358,6 +435,9 @@ fn add_backtracks(h: &History, first_new: usize, path: &mut [Node]) {
         racing.retain(|&i| !all.iter().any(|&k| k > i && h.preds[k].contains(i)));
         for i in racing {
             let pi = h.events[i].point;
+            if pi < frozen {
+                continue;
+            }
             let Some(node) = path.get_mut(pi) else {
                 continue;
             };

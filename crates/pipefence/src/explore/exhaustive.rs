@@ -159,18 +159,54 @@ pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize
     );
 }
 
+/// What a search hands its visitor after each run.
+pub(super) enum Run<'a, T> {
+    /// A schedule explored to its end: the body's value and the run's script.
+    Schedule(T, &'a Script),
+    /// A run stopped as the same as a schedule already explored (its new alternative was a
+    /// blocked engine stage).
+    Repeated,
+    /// A run stopped because every action it could take next was asleep (reduction only).
+    SleepBlocked,
+}
+
+/// The first run of a search that explores only the schedules agreeing with it at its first
+/// `frozen` choice points (a unit of a parallel exploration, `explore/parallel.rs`).
+pub(super) struct Root<T> {
+    pub(super) script: Arc<Script>,
+    pub(super) value: T,
+    pub(super) frozen: usize,
+}
+
 /// Explores every schedule of `body` (each run on a device whose description has the script
 /// it is handed as [`crate::DeviceDesc::script`]), handing each explored schedule's value and
 /// script (its [`Script::schedule_string`] replays it) to `visit`, which returns `false` to
 /// stop. Runs stopped as repeats are not handed on.
 pub fn enumerate<T>(
     opts: &ExhaustiveOptions,
-    mut body: impl FnMut(&Arc<Script>) -> T,
+    body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(T, &Script) -> bool,
 ) -> Enumeration {
+    let visit = |r: Run<'_, T>| match r {
+        Run::Schedule(v, s) => visit(v, s),
+        Run::Repeated | Run::SleepBlocked => true,
+    };
     if opts.reduction && opts.preemption_bound.is_none() {
         return super::dpor::enumerate_reduced(opts, body, visit);
     }
+    search_plain(opts, None, body, visit)
+}
+
+/// The plain search: every schedule (within the preemption bound) from `root` on, or from
+/// the start.
+pub(super) fn search_plain<T>(
+    opts: &ExhaustiveOptions,
+    root: Option<Root<T>>,
+    mut body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(Run<'_, T>) -> bool,
+) -> Enumeration {
+    let frozen = root.as_ref().map_or(0, |r| r.frozen);
+    let mut root = root;
     let mut path: Vec<Node> = Vec::new();
     // The choice points of the last run explored, as it recorded them: `path` is cut back to
     // a branch point by repeated runs, and its points keep what earlier runs found blocked,
@@ -189,14 +225,20 @@ pub fn enumerate<T>(
     };
     let mut preemption_cut = false;
     loop {
-        let script = Arc::new(match next {
-            None => Script::new(Vec::new()),
-            Some((d, alt)) => {
-                let (prefix, at) = branch_prefix_replaying(&tries, &run_points, d, alt);
-                Script::exploring(prefix, at)
+        let (script, value) = match (root.take(), next) {
+            (Some(r), _) => (r.script, r.value),
+            (None, next) => {
+                let script = Arc::new(match next {
+                    None => Script::new(Vec::new()),
+                    Some((d, alt)) => {
+                        let (prefix, at) = branch_prefix_replaying(&tries, &run_points, d, alt);
+                        Script::exploring(prefix, at)
+                    }
+                });
+                let value = body(&script);
+                (script, value)
             }
-        });
-        let value = body(&script);
+        };
         let points = script.points();
         let from = match next {
             None => 0,
@@ -207,6 +249,10 @@ pub fn enumerate<T>(
                 if points[d].disabled.contains(&alt) {
                     path[d].point.disabled.push(alt);
                     result.repeated_runs += 1;
+                    if !visit(Run::Repeated) {
+                        result.bound = Some(Bound::Stopped);
+                        return result;
+                    }
                     usize::MAX
                 } else {
                     // Keep what earlier runs found blocked at `d` (a repeated run's
@@ -231,13 +277,13 @@ pub fn enumerate<T>(
             run_points = points.clone();
             result.schedules += 1;
             result.max_depth = result.max_depth.max(points.len());
-            if !visit(value, &script) {
+            if !visit(Run::Schedule(value, &script)) {
                 result.bound = Some(Bound::Stopped);
                 return result;
             }
         }
         next = None;
-        'search: for d in (0..path.len()).rev() {
+        'search: for d in (frozen..path.len()).rev() {
             let n = &path[d];
             for alt in 0..n.point.alternatives {
                 if n.tried.contains(&alt) {

@@ -1,0 +1,580 @@
+//! Exhaustive exploration on many threads, or in shards on many machines, with the same
+//! result whatever the number of threads (`docs/exploration.md`, "Parallel and sharded").
+//!
+//! The search is cut into *units*, each the subtree of schedules that agree on their first
+//! choices. The top of the tree is expanded breadth-first until there are at least
+//! [`TARGET_UNITS`] units (or nothing is left to expand): at each choice point expanded, every
+//! alternative becomes a unit (within the preemption bound; for the reduced search, every
+//! alternative not asleep, the siblings explored before it asleep in it, as plain sleep sets
+//! have it). A unit is then explored on its own from its first run (the one that created it),
+//! by the plain search or by source-DPOR over the choice points below the expanded ones: the
+//! races it finds above them need no backtracking, since every alternative there is a unit.
+//!
+//! The units are a function of the program alone, not of the threads or shards, and each is
+//! explored deterministically; their results are handed on in the units' order, so the
+//! visitor sees the same schedules in the same order whatever the number of threads. A shard
+//! `I/N` explores the `I`-th of `N` contiguous blocks of units: the shards in index order
+//! explore the units in order, so merging their reports finds the failures in the same order.
+
+use super::dpor::{branch_script, note_slept, run_record, search_reduced, ClockMatters};
+use super::exhaustive::{
+    assert_replayed, branch_prefix_replaying, search_plain, Bound, Enumeration, ExhaustiveOptions,
+    Root, Run,
+};
+use crate::choice::{ChoicePoint, Script};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+/// The top of the tree is expanded until there are at least this many units.
+pub const TARGET_UNITS: usize = 128;
+
+/// Records a unit's worker sends at once (and at the unit's end).
+const BATCH: usize = 32;
+
+/// Units expanded at once while expanding the top (the heaviest first).
+const EXPAND_AT_ONCE: usize = 8;
+
+/// How to spread an exhaustive exploration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    /// Threads that explore units (at least 1).
+    pub jobs: usize,
+    /// Explore only shard `index` of `total` (`0 <= index < total`): the `index`-th of
+    /// `total` contiguous blocks of units, so the shards in index order explore the units in
+    /// order. `None`: every unit.
+    pub shard: Option<(u64, u64)>,
+}
+
+impl Default for Parallel {
+    fn default() -> Self {
+        Parallel {
+            jobs: 1,
+            shard: None,
+        }
+    }
+}
+
+/// What a parallel exploration hands its visitor, in the units' order.
+#[derive(Debug)]
+pub enum Seen<'a, T> {
+    /// An explored schedule: the body's value and the schedule string that replays it.
+    Schedule(T, &'a str),
+    /// Forget every schedule handed on so far: the search starts again (a run wrote a
+    /// timestamp, so reads of the clock join the dependence relation). Reduced search only.
+    Restart,
+}
+
+/// One unit: its first run, and how many of its first choice points it shares with every
+/// schedule it explores.
+struct Unit<T> {
+    script: Arc<Script>,
+    value: T,
+    frozen: usize,
+    /// Runs found to repeat a schedule while expanding the top (counted with this unit).
+    repeated: u64,
+    /// The preemption bound cut alternatives while expanding the top (at this unit's node).
+    cut: bool,
+    /// How large its subtree looks ([`weight`]); 0 when there is nothing to expand.
+    weight: f64,
+}
+
+/// A record a unit's worker sends.
+enum Rec<T> {
+    Schedule(T, String),
+    Repeated,
+    SleepBlocked,
+    End(Result<Enumeration, ClockMatters>),
+}
+
+enum Attempt {
+    Done(Enumeration),
+    ClockMatters,
+}
+
+/// Explores every schedule of `body` as [`super::enumerate`] does, on `par.jobs` threads and
+/// only the units of `par.shard`: `body` runs on those threads, `visit` on the caller's, in
+/// the units' order, so it sees the same schedules in the same order whatever `par.jobs` is.
+/// `visit` returns `false` to stop; `cancel` (asked between runs) stops the exploration too.
+/// The reduced search and the plain one count schedules as [`super::enumerate`] does, but
+/// may explore a few more runs: the top of the tree is not reduced.
+pub fn enumerate_parallel<T: Send>(
+    opts: &ExhaustiveOptions,
+    par: &Parallel,
+    body: impl Fn(&Arc<Script>) -> T + Sync,
+    cancel: impl Fn() -> bool + Sync,
+    mut visit: impl FnMut(Seen<'_, T>) -> bool,
+) -> Enumeration {
+    let reduced = opts.reduction && opts.preemption_bound.is_none();
+    let mut clock_matters = false;
+    loop {
+        match attempt(
+            opts,
+            par,
+            reduced,
+            clock_matters,
+            &body,
+            &cancel,
+            &mut visit,
+        ) {
+            Attempt::Done(e) => return e,
+            Attempt::ClockMatters => {
+                clock_matters = true;
+                if !visit(Seen::Restart) {
+                    return Enumeration {
+                        complete: false,
+                        bound: Some(Bound::Stopped),
+                        schedules: 0,
+                        repeated_runs: 0,
+                        max_depth: 0,
+                        sleep_blocked: 0,
+                        reduced,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The choice points of a unit's first run, as its search keeps them.
+fn unit_points(script: &Script, reduced: bool) -> Vec<ChoicePoint> {
+    if reduced {
+        // The clock was checked when the run was made.
+        run_record(script, true).map(|(p, _)| p).unwrap_or_default()
+    } else {
+        script.points()
+    }
+}
+
+/// The alternatives at `p` that a search could explore besides the one taken: not found
+/// disabled, and for the reduced search not asleep.
+fn others(p: &ChoicePoint, reduced: bool) -> u32 {
+    (0..p.alternatives)
+        .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a))
+        .filter(|&a| {
+            !(reduced
+                && p.scheduling
+                && p.actors
+                    .get(a as usize)
+                    .is_some_and(|k| p.sleep.iter().any(|(s, _)| s == k)))
+        })
+        .count() as u32
+}
+
+/// How large the subtree of a unit frozen at `frozen` looks (Knuth's estimate along its first
+/// run: the sum of the logarithms of the branching at each choice point from `frozen` on); 0
+/// when no point there has an alternative to explore.
+fn weight(points: &[ChoicePoint], frozen: usize, reduced: bool) -> f64 {
+    points
+        .iter()
+        .skip(frozen)
+        .map(|p| f64::from(others(p, reduced) + 1).ln())
+        .sum()
+}
+
+/// Runs `f` over `items` on up to `jobs` threads, keeping their order.
+fn par_map<I: Send, O: Send>(jobs: usize, items: Vec<I>, f: impl Fn(I) -> O + Sync) -> Vec<O> {
+    let n = items.len();
+    if jobs <= 1 || n <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let inputs: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+    let outputs: Vec<Mutex<Option<O>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        let item = lock(&inputs[i]).take().expect("each item is taken once");
+        let out = f(item);
+        *lock(&outputs[i]) = Some(out);
+    };
+    std::thread::scope(|s| {
+        let started = (0..jobs.min(n)).filter(|&j| spawn(s, j, &work)).count();
+        if started == 0 {
+            work();
+        }
+    });
+    outputs
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every item was mapped")
+        })
+        .collect()
+}
+
+/// Starts `work` on a thread of scope `s` with the main thread's stack size (a schedule runs
+/// as it would there); `false` when no thread could be started.
+fn spawn<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    j: usize,
+    work: &'scope (impl Fn() + Sync),
+) -> bool {
+    std::thread::Builder::new()
+        .name(format!("explore-{j}"))
+        .stack_size(8 << 20)
+        .spawn_scoped(s, work)
+        .is_ok()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Why expanding the top stopped early.
+enum Halt {
+    Clock,
+    Cancelled,
+}
+
+/// Expands `u` at its first free choice point: one unit per alternative explored there.
+fn expand<T>(
+    opts: &ExhaustiveOptions,
+    reduced: bool,
+    clock_matters: bool,
+    u: Unit<T>,
+    body: &(impl Fn(&Arc<Script>) -> T + Sync),
+    cancel: &(impl Fn() -> bool + Sync),
+) -> Result<Vec<Unit<T>>, Halt> {
+    let points = unit_points(&u.script, reduced);
+    // Points with nothing else to explore need no units of their own. (With a preemption
+    // bound, one whose alternatives the bound cuts is expanded, to say so.)
+    let Some(f) = (u.frozen..points.len()).find(|&i| others(&points[i], reduced) > 0) else {
+        return Ok(vec![Unit { weight: 0.0, ..u }]);
+    };
+    let mut point = points[f].clone();
+    let sleep_here = point.sleep.clone();
+    let mut latest_tries = u.script.tries();
+    let mut latest_points = points.clone();
+    let mut latest_events = if reduced {
+        run_record(&u.script, clock_matters)
+            .map(|(_, e)| e)
+            .map_err(|_| Halt::Clock)?
+    } else {
+        Vec::new()
+    };
+    let before = if reduced {
+        0
+    } else {
+        preemptions_before(&points, f)
+    };
+    let mut slept = Vec::new();
+    let mut tried: Vec<u32> = point.disabled.clone();
+    tried.extend(point.taken);
+    let first_try = point.first_try;
+    let mut out = vec![Unit { frozen: f + 1, ..u }];
+    for alt in 0..point.alternatives {
+        if tried.contains(&alt) {
+            continue;
+        }
+        if reduced {
+            if point.scheduling
+                && point
+                    .actors
+                    .get(alt as usize)
+                    .is_some_and(|a| sleep_here.iter().any(|(k, _)| k == a))
+            {
+                continue;
+            }
+        } else if let Some(k) = opts.preemption_bound {
+            if before + u32::from(point.preempts(alt)) > k {
+                out.last_mut().expect("the first unit is there").cut = true;
+                continue;
+            }
+        }
+        if cancel() {
+            return Err(Halt::Cancelled);
+        }
+        let script = if reduced {
+            note_slept(&mut slept, &point, f, &latest_events);
+            branch_script(&latest_tries, &point, &sleep_here, &slept, alt)
+        } else {
+            let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
+            Script::exploring(prefix, at)
+        };
+        let script = Arc::new(script);
+        let value = body(&script);
+        tried.push(alt);
+        let (new_points, new_events) = if reduced {
+            run_record(&script, clock_matters).map_err(|_| Halt::Clock)?
+        } else {
+            (script.points(), Vec::new())
+        };
+        assert_replayed(&new_points, f, first_try);
+        if new_points[f].disabled.contains(&alt) {
+            point.disabled.push(alt);
+            out.last_mut().expect("the first unit is there").repeated += 1;
+            continue;
+        }
+        // Keep what earlier runs found blocked here.
+        let known = std::mem::take(&mut point.disabled);
+        point = new_points[f].clone();
+        for a in known {
+            if !point.disabled.contains(&a) {
+                point.disabled.push(a);
+            }
+        }
+        latest_tries = script.tries();
+        latest_events = new_events;
+        out.push(Unit {
+            script,
+            value,
+            frozen: f + 1,
+            repeated: 0,
+            cut: false,
+            weight: weight(&new_points, f + 1, reduced),
+        });
+        latest_points = new_points;
+    }
+    Ok(out)
+}
+
+/// The units of shard `index` of `total` among `n`: a contiguous block, so that the shards in
+/// index order hold the units in order.
+fn shard_range(n: usize, shard: Option<(u64, u64)>) -> std::ops::Range<usize> {
+    match shard {
+        None => 0..n,
+        Some((index, total)) => {
+            let at =
+                |i: u64| (u128::from(i.min(total)) * n as u128 / u128::from(total.max(1))) as usize;
+            at(index)..at(index.saturating_add(1))
+        }
+    }
+}
+
+/// The preemptions of a run's choices before point `f`.
+fn preemptions_before(points: &[ChoicePoint], f: usize) -> u32 {
+    ChoicePoint::preemptions(&points[..f])
+}
+
+fn attempt<T: Send>(
+    opts: &ExhaustiveOptions,
+    par: &Parallel,
+    reduced: bool,
+    clock_matters: bool,
+    body: &(impl Fn(&Arc<Script>) -> T + Sync),
+    cancel: &(impl Fn() -> bool + Sync),
+    visit: &mut impl FnMut(Seen<'_, T>) -> bool,
+) -> Attempt {
+    let jobs = par.jobs.max(1);
+    let mut total = Enumeration {
+        complete: false,
+        bound: None,
+        schedules: 0,
+        repeated_runs: 0,
+        max_depth: 0,
+        sleep_blocked: 0,
+        reduced,
+    };
+    let stopped = |mut e: Enumeration| {
+        e.bound = Some(Bound::Stopped);
+        Attempt::Done(e)
+    };
+    // The top, breadth first.
+    let script = Arc::new(if reduced {
+        Script::reducing(Vec::new(), None, Vec::new())
+    } else {
+        Script::new(Vec::new())
+    });
+    let value = body(&script);
+    if reduced && run_record(&script, clock_matters).is_err() {
+        return Attempt::ClockMatters;
+    }
+    let weight = weight(&unit_points(&script, reduced), 0, reduced);
+    let mut units = vec![Unit {
+        script,
+        value,
+        frozen: 0,
+        repeated: 0,
+        cut: false,
+        weight,
+    }];
+    // Expand the units that look largest first, a few at once, until there are enough.
+    while units.len() < TARGET_UNITS {
+        let mut heaviest: Vec<usize> = (0..units.len())
+            .filter(|&i| units[i].weight > 0.0)
+            .collect();
+        if heaviest.is_empty() {
+            break;
+        }
+        heaviest.sort_by(|&a, &b| units[b].weight.total_cmp(&units[a].weight).then(a.cmp(&b)));
+        heaviest.truncate(EXPAND_AT_ONCE);
+        heaviest.sort_unstable();
+        let mut slots: Vec<Option<Unit<T>>> = units.into_iter().map(Some).collect();
+        let picked: Vec<Unit<T>> = heaviest
+            .iter()
+            .map(|&i| slots[i].take().expect("picked once"))
+            .collect();
+        let expanded = par_map(jobs, picked, |u| {
+            expand(opts, reduced, clock_matters, u, body, cancel)
+        });
+        let mut children = Vec::new();
+        for e in expanded {
+            match e {
+                Ok(us) => children.push(us),
+                Err(Halt::Clock) => return Attempt::ClockMatters,
+                Err(Halt::Cancelled) => return stopped(total),
+            }
+        }
+        let mut children = children.into_iter();
+        units = Vec::new();
+        for slot in slots {
+            match slot {
+                Some(u) => units.push(u),
+                None => units.extend(children.next().expect("one list per picked unit")),
+            }
+        }
+    }
+    // This shard's units.
+    let range = shard_range(units.len(), par.shard);
+    let units: Vec<Unit<T>> = units
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| range.contains(i))
+        .map(|(_, u)| u)
+        .collect();
+    let n = units.len();
+    let mut prelude: Vec<(u64, bool)> = units.iter().map(|u| (u.repeated, u.cut)).collect();
+    let queue: Vec<Mutex<Option<Unit<T>>>> =
+        units.into_iter().map(|u| Mutex::new(Some(u))).collect();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(usize, Vec<Rec<T>>)>();
+    let mut outcome: Option<Attempt> = None;
+    let work = |tx: mpsc::Sender<(usize, Vec<Rec<T>>)>| loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let u = lock(&queue[i]).take().expect("each unit is explored once");
+        let root = Root {
+            script: u.script,
+            value: u.value,
+            frozen: u.frozen,
+        };
+        // Records go to the merge in batches: a message per run would wake the merging
+        // thread (and take a CPU from the runs) as often as a run ends.
+        let mut batch: Vec<Rec<T>> = Vec::new();
+        let mut alive = true;
+        let send = |r: Run<'_, T>| {
+            if stop.load(Ordering::Relaxed) || cancel() || !alive {
+                return false;
+            }
+            batch.push(match r {
+                Run::Schedule(v, s) => Rec::Schedule(v, s.schedule_string()),
+                Run::Repeated => Rec::Repeated,
+                Run::SleepBlocked => Rec::SleepBlocked,
+            });
+            if batch.len() >= BATCH {
+                alive = tx.send((i, std::mem::take(&mut batch))).is_ok();
+            }
+            alive
+        };
+        let end = if reduced {
+            search_reduced(opts, Some(root), clock_matters, body, send)
+        } else {
+            Ok(search_plain(opts, Some(root), body, send))
+        };
+        batch.push(Rec::End(end));
+        if tx.send((i, batch)).is_err() {
+            break;
+        }
+    };
+    std::thread::scope(|s| {
+        let mut started = 0;
+        for j in 0..jobs.min(n) {
+            let tx = tx.clone();
+            let work = &work;
+            let spawned = std::thread::Builder::new()
+                .name(format!("explore-{j}"))
+                .stack_size(8 << 20)
+                .spawn_scoped(s, move || work(tx));
+            started += usize::from(spawned.is_ok());
+        }
+        if started == 0 {
+            // No thread: explore every unit here first, then merge.
+            work(tx.clone());
+        }
+        drop(tx);
+        // Merge in the units' order.
+        let mut bufs: Vec<VecDeque<Rec<T>>> = (0..n).map(|_| VecDeque::new()).collect();
+        let mut cur = 0;
+        let mut unit_bound: Option<Bound> = None;
+        let mut cut = false;
+        let mut started = vec![false; n];
+        'merge: for (i, recs) in rx.iter() {
+            if outcome.is_some() {
+                continue;
+            }
+            bufs[i].extend(recs);
+            while cur < n {
+                if !started[cur] {
+                    started[cur] = true;
+                    let (repeated, c) = std::mem::take(&mut prelude[cur]);
+                    total.repeated_runs += repeated;
+                    cut |= c;
+                }
+                let Some(rec) = bufs[cur].pop_front() else {
+                    continue 'merge;
+                };
+                if !matches!(rec, Rec::End(_)) {
+                    let runs = total.schedules + total.repeated_runs + total.sleep_blocked;
+                    if total.schedules >= opts.max_schedules
+                        || runs >= opts.max_schedules.saturating_mul(4)
+                    {
+                        total.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+                        stop.store(true, Ordering::Relaxed);
+                        outcome = Some(Attempt::Done(total.clone()));
+                        continue 'merge;
+                    }
+                }
+                match rec {
+                    Rec::Schedule(v, replay) => {
+                        total.schedules += 1;
+                        if !visit(Seen::Schedule(v, &replay)) {
+                            stop.store(true, Ordering::Relaxed);
+                            outcome = Some(stopped(total.clone()));
+                            continue 'merge;
+                        }
+                    }
+                    Rec::Repeated => total.repeated_runs += 1,
+                    Rec::SleepBlocked => total.sleep_blocked += 1,
+                    Rec::End(Err(ClockMatters)) => {
+                        stop.store(true, Ordering::Relaxed);
+                        outcome = Some(Attempt::ClockMatters);
+                        continue 'merge;
+                    }
+                    Rec::End(Ok(e)) => {
+                        total.max_depth = total.max_depth.max(e.max_depth);
+                        if e.bound == Some(Bound::Stopped) {
+                            // Only `cancel` stops a unit before the merge does.
+                            stop.store(true, Ordering::Relaxed);
+                            outcome = Some(stopped(total.clone()));
+                            continue 'merge;
+                        }
+                        if !e.complete && unit_bound.is_none() {
+                            unit_bound = e.bound;
+                        }
+                        cur += 1;
+                    }
+                }
+            }
+            // Every unit ended.
+            total.complete = unit_bound.is_none() && !cut;
+            total.bound = unit_bound.or_else(|| {
+                cut.then(|| opts.preemption_bound.map(Bound::PreemptionBound))
+                    .flatten()
+            });
+            outcome = Some(Attempt::Done(total.clone()));
+        }
+        if outcome.is_none() {
+            // No unit (an empty shard).
+            total.complete = true;
+            outcome = Some(Attempt::Done(total.clone()));
+        }
+    });
+    outcome.expect("the merge decided")
+}
