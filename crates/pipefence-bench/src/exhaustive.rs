@@ -5,6 +5,9 @@
 //!   in the same run (goal: at least 0.5x: the reduction's bookkeeping may cost, not
 //!   dominate). Runs the search stops as asleep or repeated cost time and are not counted as
 //!   schedules, so they weigh on the figure, as they do for a user.
+//! - `schedules/exhaustive-jobs`: schedules per second of complete reduced searches on 2
+//!   threads against 1 thread, in the same run (goal: at least 1.7x on this 2-core machine;
+//!   the report is the same whatever the threads).
 //! - `schedules/exhaustive-examples`: the wall time to prove each example, or, where the
 //!   reduced search does not complete within 2,000 schedules, to explore it up to
 //!   preemption bound 2 (goal: under 60 s each).
@@ -23,6 +26,11 @@ pub const BENCHES: &[Bench] = &[
         name: "schedules/exhaustive-rate",
         about: "reduced exhaustive schedules/s vs sampled check schedules/s, same scenario",
         run: bench_rate,
+    },
+    Bench {
+        name: "schedules/exhaustive-jobs",
+        about: "complete reduced exhaustive searches: -j 2 schedules/s vs -j 1, same scenario",
+        run: bench_jobs,
     },
     Bench {
         name: "schedules/exhaustive-examples",
@@ -50,14 +58,25 @@ fn exhaustive(
     max_schedules: u64,
     preemption_bound: Option<u32>,
 ) -> (ExhaustiveReport, f64) {
+    exhaustive_with(sc, false, max_schedules, preemption_bound, 1)
+}
+
+fn exhaustive_with(
+    sc: &Scenario,
+    strict: bool,
+    max_schedules: u64,
+    preemption_bound: Option<u32>,
+    jobs: usize,
+) -> (ExhaustiveReport, f64) {
     let opts = ExhaustiveCheckOptions {
-        strict: false,
+        strict,
         bounds: ExhaustiveOptions {
             max_schedules,
             preemption_bound,
             reduction: preemption_bound.is_none(),
         },
         shrink: None,
+        parallel: pipefence::explore::Parallel { jobs, shard: None },
     };
     let t = Instant::now();
     let r = check_exhaustive(sc, &opts, |_| {});
@@ -107,6 +126,58 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
             .baseline("sampled check", Stats::from_samples(sampled))
             .higher_is_better()
             .ratio(0.5);
+    }
+    Ok(report)
+}
+
+/// Scenarios whose reduced search completes in a second or so, with `--strict` or not.
+const JOBS_SCENARIOS: [(&str, bool); 5] = [
+    ("tests/scenarios/write-write.kdl", false),
+    ("tests/scenarios/pfp-indirect-fixed.kdl", false),
+    ("tests/scenarios/stale-cache-fixed.kdl", true),
+    ("examples/cpu-gpu-handshake.kdl", true),
+    ("tests/scenarios/write-write-queues.kdl", false),
+];
+
+fn bench_jobs(cfg: &Config) -> Result<Report, String> {
+    let reps = cfg.pick(3, 1);
+    let cases = cfg.pick(&JOBS_SCENARIOS[..], &JOBS_SCENARIOS[..1]);
+    let mut report = Report::new("schedules/exhaustive-jobs").note(format!(
+        "each scenario: the complete reduced exhaustive search (no shrinking), {reps} time(s) \
+         on 2 threads and on 1, alternating; figure: schedules/s on 2 threads; baseline: on 1; \
+         ratio = 2 threads / 1 thread (the two reports are checked to be the same)"
+    ));
+    for &(file, strict) in cases {
+        let (name, sc) = load_kdl(&workspace_dir().join(file))?;
+        let (mut two, mut one) = (Vec::new(), Vec::new());
+        let mut last = None;
+        for _ in 0..reps {
+            let (r1, s1) = exhaustive_with(&sc, strict, 100_000, None, 1);
+            let (r2, s2) = exhaustive_with(&sc, strict, 100_000, None, 2);
+            if (r1.schedules, r1.outcomes, r1.failing, r1.complete)
+                != (r2.schedules, r2.outcomes, r2.failing, r2.complete)
+            {
+                return Err(format!("{name}: -j 2 and -j 1 disagree"));
+            }
+            one.push(r1.schedules as f64 / s1);
+            two.push(r2.schedules as f64 / s2);
+            last = Some(r1);
+        }
+        let r = last.ok_or("no repetition ran")?;
+        let strict = if strict { " --strict" } else { "" };
+        let what = if r.complete { "complete" } else { "bounded" };
+        report = report
+            .figure(
+                format!(
+                    "{name}{strict} ({what}, {} schedules, {} asleep): schedules/s on 2 threads",
+                    r.schedules, r.sleep_blocked
+                ),
+                Stats::from_samples(two),
+                Unit::PerSec,
+            )
+            .baseline("1 thread", Stats::from_samples(one))
+            .higher_is_better()
+            .ratio(1.7);
     }
     Ok(report)
 }

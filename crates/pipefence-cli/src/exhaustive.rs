@@ -4,10 +4,11 @@ use super::{
     load, plural, problem_diagnostics, replay_program_here, shell_word, usage_error, ColorChoice,
     SHOWN_FAILURES,
 };
-use pipefence::explore::{ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+use pipefence::explore::{ExhaustiveOptions, Parallel, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::check::problems_of_outcomes;
 use pipefence_scenario::diagnostic::SourceFile;
 use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions, ShrunkFailure};
+use pipefence_scenario::merge::{ExhaustiveShardOptions, ShardedExhaustiveReport};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -25,6 +26,7 @@ pub(crate) fn command(
     json: bool,
     strict: bool,
     search: Search,
+    parallel: super::Parallel,
     color: ColorChoice,
 ) -> ExitCode {
     let Search {
@@ -41,10 +43,13 @@ pub(crate) fn command(
     if max_schedules == Some(0) {
         return usage_error("--max-schedules must be at least 1");
     }
-    let (name, source, scenario) = match load(file, json, color) {
-        Ok(l) => (l.name, l.source, l.scenario),
+    let (name, source, scenario, id) = match load(file, json, color) {
+        Ok(l) => (l.name, l.source, l.scenario, l.id),
         Err(code) => return code,
     };
+    if let Err(code) = super::touch_shard_status(parallel) {
+        return code;
+    }
     let opts = ExhaustiveCheckOptions {
         strict,
         bounds: ExhaustiveOptions {
@@ -53,6 +58,10 @@ pub(crate) fn command(
             reduction,
         },
         shrink,
+        parallel: Parallel {
+            jobs: parallel.jobs,
+            shard: parallel.shard.map(|(s, _)| (s.index, s.total)),
+        },
     };
     // Progress only on a terminal: a pipe or a log gets no `\r` lines.
     let terminal = std::io::stderr().is_terminal();
@@ -72,8 +81,12 @@ pub(crate) fn command(
         // Clear the progress line.
         eprint!("\r\x1b[2K");
     }
+    let title = match parallel.shard {
+        Some((shard, _)) => format!("{name} (shard {}/{})", shard.index, shard.total),
+        None => name.clone(),
+    };
     let view = ExhaustiveView {
-        name: &name,
+        name: &title,
         strict,
         complete: report.complete,
         bound: report.bound.as_deref(),
@@ -131,7 +144,22 @@ pub(crate) fn command(
     );
     if json {
         eprint!("{summary}");
-        match serde_json::to_string_pretty(&report) {
+        let text = match parallel.shard {
+            Some((shard, _)) => {
+                let options = ExhaustiveShardOptions {
+                    strict,
+                    max_schedules: opts.bounds.max_schedules,
+                    preemption_bound: opts.bounds.preemption_bound,
+                    reduction: opts.bounds.reduction,
+                    shrink: opts.shrink,
+                };
+                serde_json::to_string_pretty(&ShardedExhaustiveReport::new(
+                    &report, shard, &id, options,
+                ))
+            }
+            None => serde_json::to_string_pretty(&report),
+        };
+        match text {
             Ok(s) => println!("{s}"),
             Err(e) => return usage_error(&format!("cannot serialize the report: {e}")),
         }

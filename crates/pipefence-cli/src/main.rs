@@ -200,8 +200,9 @@ enum Command {
         /// TOTAL), so TOTAL shards run every seed once; `pipefence merge` combines their
         /// --json reports. Without it, Bazel's TEST_SHARD_INDEX / TEST_TOTAL_SHARDS (then
         /// TEST_SHARD_STATUS_FILE is touched) or a Kubernetes indexed job's
-        /// JOB_COMPLETION_INDEX (with --total-shards) give the shard. Not with --exhaustive
-        /// yet.
+        /// JOB_COMPLETION_INDEX (with --total-shards) give the shard. With --exhaustive: the
+        /// INDEX-th of TOTAL contiguous blocks of the search's units (the subtrees its top is
+        /// cut into, the same whatever the shards), each bound applying per shard.
         #[arg(long, value_name = "INDEX/TOTAL")]
         shard: Option<String>,
         /// The number of shards when the index is JOB_COMPLETION_INDEX (a Kubernetes indexed
@@ -210,7 +211,8 @@ enum Command {
         total_shards: Option<String>,
         /// Threads that run schedules at once (default: the number of CPUs). The report, human
         /// and --json (but elapsed times), is the same whatever N; --fail-fast still stops at
-        /// the lowest failing seed.
+        /// the lowest failing seed. With --exhaustive, threads explore the search's units and
+        /// the report is the same whatever N too.
         #[arg(short = 'j', long, value_name = "N")]
         jobs: Option<String>,
         /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
@@ -368,25 +370,16 @@ fn command(cli: Cli) -> ExitCode {
                 Ok(s) => s,
                 Err(e) => return usage_error(&e),
             };
+            let jobs = match jobs {
+                None => std::thread::available_parallelism().map_or(1, usize::from),
+                Some(j) => match parse_count(&j) {
+                    Ok(0) => return usage_error("--jobs 0: at least 1 thread runs schedules"),
+                    Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                    Err(e) => return usage_error(&format!("--jobs {e}")),
+                },
+            };
+            let parallel = Parallel { shard, jobs };
             if exhaustive {
-                if let Some((s, source)) = shard {
-                    let from = match source {
-                        ShardSource::Flag => "--shard",
-                        ShardSource::Bazel => "TEST_SHARD_INDEX/TEST_TOTAL_SHARDS",
-                        ShardSource::Kubernetes => "JOB_COMPLETION_INDEX",
-                    };
-                    return usage_error(&format!(
-                        "shard {}/{} (from {from}): sharding exhaustive checks is not supported \
-                         yet; shard a sampled check, or run --exhaustive unsharded",
-                        s.index, s.total
-                    ));
-                }
-                if let Some(j) = jobs {
-                    return usage_error(&format!(
-                        "--jobs {j}: an exhaustive check runs on one thread (--jobs is for \
-                         sampled checks)"
-                    ));
-                }
                 if validate
                     || fail_fast
                     || timeline.is_some()
@@ -419,6 +412,7 @@ fn command(cli: Cli) -> ExitCode {
                         reduction: !no_reduction,
                         shrink,
                     },
+                    parallel,
                     color,
                 );
             }
@@ -460,14 +454,6 @@ fn command(cli: Cli) -> ExitCode {
                     }
                 }
             }
-            let jobs = match jobs {
-                None => std::thread::available_parallelism().map_or(1, usize::from),
-                Some(j) => match parse_count(&j) {
-                    Ok(0) => return usage_error("--jobs 0: at least 1 thread runs schedules"),
-                    Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
-                    Err(e) => return usage_error(&format!("--jobs {e}")),
-                },
-            };
             let opts = CheckOptions {
                 schedules,
                 seed,
@@ -478,7 +464,6 @@ fn command(cli: Cli) -> ExitCode {
                 fail_fast,
                 ..CheckMode::default()
             };
-            let parallel = Parallel { shard, jobs };
             check_command(
                 &file,
                 (json, color),
@@ -673,11 +658,32 @@ fn load(file: &std::path::Path, json: bool, color: ColorChoice) -> Result<Loaded
 
 /// `check`'s sharding and threads, as asked.
 #[derive(Debug, Clone, Copy)]
-struct Parallel {
+pub(crate) struct Parallel {
     /// The shard, and whether it came from Bazel's environment.
-    shard: Option<(Shard, ShardSource)>,
+    pub(crate) shard: Option<(Shard, ShardSource)>,
     /// Threads.
-    jobs: usize,
+    pub(crate) jobs: usize,
+}
+
+/// Touches Bazel's `TEST_SHARD_STATUS_FILE` when the shard came from Bazel (it fails a test
+/// that shards without).
+fn touch_shard_status(parallel: Parallel) -> Result<(), ExitCode> {
+    if let Some((_, ShardSource::Bazel)) = parallel.shard {
+        // Bazel asks a test that shards to touch this file, or it fails the test.
+        if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE") {
+            if let Err(e) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                return Err(usage_error(&format!(
+                    "TEST_SHARD_STATUS_FILE {}: cannot create it: {e}",
+                    Path::new(&path).display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_command(
@@ -693,20 +699,8 @@ fn check_command(
         Err(code) => return code,
     };
     let (name, scenario, id) = (&loaded.name, &loaded.scenario, &loaded.id);
-    if let Some((_, ShardSource::Bazel)) = parallel.shard {
-        // Bazel asks a test that shards to touch this file, or it fails the test.
-        if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE") {
-            if let Err(e) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-            {
-                return usage_error(&format!(
-                    "TEST_SHARD_STATUS_FILE {}: cannot create it: {e}",
-                    Path::new(&path).display()
-                ));
-            }
-        }
+    if let Err(code) = touch_shard_status(parallel) {
+        return code;
     }
     let opts = match parallel.shard {
         Some((shard, _)) => shard.options(whole),

@@ -412,29 +412,98 @@ fn bad_shards_and_jobs_are_usage_errors_that_name_the_value() {
     );
 }
 
+/// Exhaustive checks over small scenarios (complete, failing, bounded by preemptions, strict).
+const EXHAUSTIVE_CASES: [&[&str]; 4] = [
+    &["tests/scenarios/host-write-race.kdl"],
+    &["tests/scenarios/write-write.kdl"],
+    &[
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--preemption-bound",
+        "0",
+    ],
+    &["tests/scenarios/host-poll-result.kdl", "--strict"],
+];
+
 #[test]
-fn sharding_an_exhaustive_check_is_refused_as_not_supported_yet() {
-    for (extra, env) in [
-        (&["--shard", "0/2"][..], &[][..]),
-        (
-            &[][..],
-            &[("TEST_SHARD_INDEX", "0"), ("TEST_TOTAL_SHARDS", "2")][..],
-        ),
-    ] {
-        let out = pipefence_env(
-            &[&["check", FAILING, "--exhaustive"][..], extra].concat(),
-            env,
-        );
-        assert_eq!(out.status.code(), Some(2));
-        assert!(
-            stderr(&out).contains("sharding exhaustive checks is not supported yet"),
-            "{}",
-            stderr(&out)
-        );
+fn x6_exhaustive_jobs_1_2_and_3_give_the_same_report_human_and_json() {
+    for case in EXHAUSTIVE_CASES {
+        let base = [&["check"][..], case, &["--exhaustive"][..]].concat();
+        let outputs: Vec<(String, String)> = ["1", "2", "3"]
+            .iter()
+            .map(|j| {
+                let text = pipefence(&[&base[..], &["-j", j]].concat());
+                let js = pipefence(&[&base[..], &["--jobs", j, "--json"]].concat());
+                assert_eq!(text.status.code(), js.status.code(), "{}", stderr(&js));
+                (timeless(&stdout(&text)), timeless(&stdout(&js)))
+            })
+            .collect();
+        for (j, o) in outputs.iter().enumerate().skip(1) {
+            assert_eq!(o, &outputs[0], "-j {} against -j 1 ({case:?})", j + 1);
+        }
     }
-    let out = pipefence(&["check", FAILING, "--exhaustive", "-j", "2"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--jobs 2"), "{}", stderr(&out));
+}
+
+/// The fields of an exhaustive report that merged shards must reproduce.
+fn exhaustive_verdict(v: &Value) -> Value {
+    let failures: Vec<Value> = v["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "replay": f["replay"], "count": f["count"], "status": f["status"],
+                "exit": f["exit"], "what": f["what"], "shrunk": f["shrunk"],
+            })
+        })
+        .collect();
+    let mut out = serde_json::json!({ "failures": failures });
+    for k in [
+        "complete",
+        "bound",
+        "schedules",
+        "outcomes",
+        "failing",
+        "other_failing",
+        "repeated_runs",
+        "sleep_blocked",
+        "reduced",
+        "max_choice_points",
+    ] {
+        out[k] = v[k].clone();
+    }
+    out
+}
+
+#[test]
+fn x6_merged_exhaustive_shards_are_the_unsharded_check_for_1_2_3_and_7_shards() {
+    let dir = scratch("exhaustive-shards");
+    for case in EXHAUSTIVE_CASES {
+        let base = [&["check"][..], case, &["--exhaustive"][..]].concat();
+        let whole = pipefence(&[&base[..], &["--json"]].concat());
+        let want = exhaustive_verdict(&json(&whole));
+        for total in [1, 2, 3, 7] {
+            let files = run_shards(&dir, &base, total);
+            let merged = merge(&files, &["--json"]);
+            assert_eq!(
+                merged.status.code(),
+                whole.status.code(),
+                "{case:?} in {total} shards: {}",
+                stderr(&merged)
+            );
+            assert_eq!(
+                exhaustive_verdict(&json(&merged)),
+                want,
+                "{case:?} in {total} shards"
+            );
+        }
+    }
+    // Bazel's variables shard an exhaustive check too.
+    let out = pipefence_env(
+        &["check", EXHAUSTIVE_CASES[0][0], "--exhaustive", "--json"],
+        &[("TEST_SHARD_INDEX", "1"), ("TEST_TOTAL_SHARDS", "2")],
+    );
+    assert_eq!(json(&out)["shard"]["index"], 1, "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

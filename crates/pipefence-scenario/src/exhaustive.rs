@@ -10,7 +10,9 @@ use crate::check::{describe, signature, Progress, MAX_FAILURE_GROUPS};
 use crate::plan::Scenario;
 use crate::run::narrate::DecisiveStep;
 use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
-use pipefence::explore::{enumerate, shrink, Bound, ExhaustiveOptions, Script};
+use pipefence::explore::{
+    enumerate_parallel, shrink, Bound, ExhaustiveOptions, Parallel, Script, Seen,
+};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -26,6 +28,9 @@ pub struct ExhaustiveCheckOptions {
     /// Shrink each distinct failing outcome to its fewest preemptions, within this many runs
     /// in all (`pipefence::explore::shrink`); `None`: do not shrink (`--no-shrink`).
     pub shrink: Option<u64>,
+    /// The threads, and the shard (`pipefence::explore::enumerate_parallel`): the report is
+    /// the same whatever the number of threads.
+    pub parallel: Parallel,
 }
 
 /// One distinct failing outcome of an exhaustive check.
@@ -106,6 +111,10 @@ pub struct ExhaustiveReport {
     pub interrupted: bool,
     /// Wall-clock nanoseconds of the whole check.
     pub elapsed_ns: u64,
+    /// Every distinct outcome's hash ([`crate::check::outcome_hash`]), sorted: what merging
+    /// shards' reports needs to count distinct outcomes exactly.
+    #[serde(skip)]
+    pub outcome_hashes: Vec<String>,
 }
 
 impl ExhaustiveReport {
@@ -149,17 +158,30 @@ pub fn check_exhaustive_each(
     let mut seen: HashSet<String> = HashSet::new();
     let mut groups: Vec<(String, ExhaustiveFailure)> = Vec::new();
     let (mut failing, mut other_failing, mut done) = (0u64, 0u64, 0u64);
-    let e = enumerate(
+    let e = enumerate_parallel(
         &opts.bounds,
-        |script| run_scripted(sc, opts.strict, script),
-        |mut o, script| {
+        &opts.parallel,
+        |script| {
+            let mut o = run_scripted(sc, opts.strict, script);
+            let sig = signature(&mut o);
+            (o, sig)
+        },
+        crate::run::interrupted,
+        |seen_run| {
+            let (mut o, sig, replay) = match seen_run {
+                Seen::Schedule((o, sig), replay) => (o, sig, replay),
+                Seen::Restart => {
+                    seen.clear();
+                    groups.clear();
+                    (failing, other_failing, done) = (0, 0, 0);
+                    return true;
+                }
+            };
             if crate::run::interrupted() {
                 return false;
             }
-            let replay = script.schedule_string();
-            visit(&replay, &o);
+            visit(replay, &o);
             done += 1;
-            let sig = signature(&mut o);
             if seen.len() < crate::check::MAX_DISTINCT_OUTCOMES {
                 seen.insert(sig.clone());
             }
@@ -172,7 +194,7 @@ pub fn check_exhaustive_each(
                     groups.push((
                         sig,
                         ExhaustiveFailure {
-                            replay,
+                            replay: replay.to_string(),
                             count: 1,
                             status: o.status,
                             exit: o.exit_code(),
@@ -243,5 +265,10 @@ pub fn check_exhaustive_each(
         max_choice_points: e.max_depth,
         interrupted,
         elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        outcome_hashes: {
+            let mut h: Vec<String> = seen.iter().map(|s| crate::check::outcome_hash(s)).collect();
+            h.sort();
+            h
+        },
     }
 }

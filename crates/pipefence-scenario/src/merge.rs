@@ -154,6 +154,65 @@ impl<'a> ShardedReport<'a> {
     }
 }
 
+/// The options of the whole exhaustive check, as every shard records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExhaustiveShardOptions {
+    /// `--strict`.
+    pub strict: bool,
+    /// `--max-schedules` (or its default).
+    pub max_schedules: u64,
+    /// `--preemption-bound`.
+    pub preemption_bound: Option<u32>,
+    /// Partial-order reduction (off with `--no-reduction`).
+    pub reduction: bool,
+    /// The shrink budget (`None` with `--no-shrink`).
+    pub shrink: Option<u64>,
+}
+
+/// What an exhaustive shard's report carries for `merge` (its `merge` field).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExhaustiveMergeSection<'a> {
+    /// The scenario file.
+    pub scenario: &'a ScenarioId,
+    /// The options of the whole check.
+    pub options: ExhaustiveShardOptions,
+    /// Every distinct outcome's hash.
+    pub outcomes: &'a [String],
+}
+
+/// An exhaustive shard's report as `pipefence check --exhaustive --shard I/N --json` prints
+/// it.
+#[derive(Debug, Serialize)]
+pub struct ShardedExhaustiveReport<'a> {
+    /// The report of the shard's units.
+    #[serde(flatten)]
+    pub report: &'a crate::exhaustive::ExhaustiveReport,
+    /// Which shard.
+    pub shard: Shard,
+    /// What merging needs.
+    pub merge: ExhaustiveMergeSection<'a>,
+}
+
+impl<'a> ShardedExhaustiveReport<'a> {
+    /// The sharded form of `report`.
+    pub fn new(
+        report: &'a crate::exhaustive::ExhaustiveReport,
+        shard: Shard,
+        scenario: &'a ScenarioId,
+        options: ExhaustiveShardOptions,
+    ) -> Self {
+        ShardedExhaustiveReport {
+            report,
+            shard,
+            merge: ExhaustiveMergeSection {
+                scenario,
+                options,
+                outcomes: &report.outcome_hashes,
+            },
+        }
+    }
+}
+
 // ---- inputs ----
 
 #[derive(Debug, Deserialize)]
@@ -230,6 +289,8 @@ struct InExhaustiveFailure {
     what: Vec<String>,
     passed_expectations: u64,
     outcome: Box<RawValue>,
+    #[serde(default)]
+    shrunk: Option<Box<RawValue>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -252,6 +313,10 @@ struct InExhaustive {
     failures: Vec<InExhaustiveFailure>,
     other_failing: u64,
     repeated_runs: u64,
+    #[serde(default)]
+    reduced: bool,
+    #[serde(default)]
+    sleep_blocked: u64,
     max_choice_points: usize,
     interrupted: bool,
     elapsed_ns: u64,
@@ -342,6 +407,9 @@ pub struct MergedExhaustiveFailure {
     pub passed_expectations: u64,
     /// That schedule's outcome, as its shard printed it.
     pub outcome: Box<RawValue>,
+    /// The failure shrunk to its fewest preemptions, as that shard shrank it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<Box<RawValue>>,
 }
 
 /// A merged exhaustive check: the shape of [`crate::exhaustive::ExhaustiveReport`]'s JSON.
@@ -368,6 +436,10 @@ pub struct MergedExhaustive {
     pub other_failing: u64,
     /// Repeat runs, summed.
     pub repeated_runs: u64,
+    /// Every shard reduced by partial order.
+    pub reduced: bool,
+    /// Runs stopped asleep, summed.
+    pub sleep_blocked: u64,
     /// The most choice points of one schedule of any shard.
     pub max_choice_points: usize,
     /// Some shard was interrupted.
@@ -841,6 +913,8 @@ fn merge_exhaustive(
         failures: Vec::new(),
         other_failing: 0,
         repeated_runs: 0,
+        reduced: shards.iter().all(|(_, r)| r.reduced),
+        sleep_blocked: 0,
         max_choice_points: 0,
         interrupted: false,
         elapsed_ns: 0,
@@ -857,6 +931,7 @@ fn merge_exhaustive(
         merged.failing = merged.failing.saturating_add(r.failing);
         merged.other_failing = merged.other_failing.saturating_add(r.other_failing);
         merged.repeated_runs = merged.repeated_runs.saturating_add(r.repeated_runs);
+        merged.sleep_blocked = merged.sleep_blocked.saturating_add(r.sleep_blocked);
         merged.max_choice_points = merged.max_choice_points.max(r.max_choice_points);
         merged.interrupted |= r.interrupted;
         merged.elapsed_ns = merged.elapsed_ns.saturating_add(r.elapsed_ns);
@@ -879,6 +954,7 @@ fn merge_exhaustive(
                     what: f.what.clone(),
                     passed_expectations: f.passed_expectations,
                     outcome: f.outcome.clone(),
+                    shrunk: f.shrunk.clone(),
                 });
             } else {
                 merged.other_failing = merged.other_failing.saturating_add(f.count);

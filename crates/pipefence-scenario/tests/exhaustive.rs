@@ -97,6 +97,7 @@ fn opts(strict: bool, max_schedules: u64) -> ExhaustiveCheckOptions {
             ..ExhaustiveOptions::default()
         },
         shrink: None,
+        parallel: pipefence::explore::Parallel::default(),
     }
 }
 
@@ -256,6 +257,7 @@ fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, boo
             reduction: false,
         },
         shrink: None,
+        parallel: pipefence::explore::Parallel::default(),
     };
     let r = check_exhaustive_each(
         sc,
@@ -284,6 +286,7 @@ fn check_shrunk(name: &str, strict: bool) -> Vec<u32> {
             reduction: true,
         },
         shrink: Some(pipefence::explore::DEFAULT_SHRINK_RUNS),
+        parallel: pipefence::explore::Parallel::default(),
     };
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     assert!(!r.failures.is_empty(), "{name}: expected failures");
@@ -343,6 +346,7 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
             reduction: true,
         },
         shrink: Some(1000),
+        parallel: pipefence::explore::Parallel::default(),
     };
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     let s = r.failures[0].shrunk.as_ref().expect("shrunk");

@@ -471,6 +471,11 @@ fn search(
                 reduction,
             },
             shrink: None,
+            // On two threads: the search checked is the one `check --exhaustive` runs.
+            parallel: pipefence::explore::Parallel {
+                jobs: 2,
+                shard: None,
+            },
         },
         |_| {},
         |_, o| {
