@@ -183,23 +183,25 @@ fn bench_jobs(cfg: &Config) -> Result<Report, String> {
 }
 
 fn bench_examples(cfg: &Config) -> Result<Report, String> {
-    let reduced: u64 = cfg.pick(2_000, 100);
-    let max: u64 = cfg.pick(10_000, 100);
+    let reduced: u64 = cfg.pick(100_000, 100);
+    let max: u64 = cfg.pick(100_000, 100);
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let mut report = Report::new("schedules/exhaustive-examples").note(format!(
         "each example: the reduced exhaustive search up to {reduced} schedules (no \
-         shrinking); where it does not complete, the plain search bounded to 2 preemptions \
-         (up to {max} schedules) instead; figure: wall time of the search that gave the result; goal: \
-         under 60 s, for a search that reached its end (one cut by its schedule limit first \
-         is info: neither proved nor bounded)"
+         shrinking, -j {jobs}: every CPU, as check --exhaustive runs by default); where it \
+         does not complete, the plain search bounded to 2 preemptions (up to {max} schedules) \
+         instead; figure: wall time of the search that gave the result; goal: under 60 s, for \
+         a search that reached its end (one cut by its schedule limit first is info: neither \
+         proved nor bounded)"
     ));
     for path in example_paths()? {
         let (name, sc) = load_kdl(&path)?;
-        let (r, secs) = exhaustive(&sc, reduced, None);
+        let (r, secs) = exhaustive_with(&sc, false, reduced, None, jobs);
         // Whether the search reached its end: proved, or every schedule within 2 preemptions.
         let (how, reached, r, secs) = if r.complete {
             ("proved".to_string(), true, r, secs)
         } else {
-            let (b, s) = exhaustive(&sc, max, Some(2));
+            let (b, s) = exhaustive_with(&sc, false, max, Some(2), jobs);
             let (how, reached) = match (&b.bound, b.complete) {
                 (_, true) => ("proved within bound 2".to_string(), true),
                 (Some(bound), false) if bound.starts_with("--preemption-bound") => {

@@ -387,9 +387,10 @@ fn command(cli: Cli) -> ExitCode {
                     || report.is_some()
                 {
                     return usage_error(
-                        "--exhaustive takes --strict, --json, --max-schedules and \
-                         --preemption-bound; --validate, --fail-fast, --timeline, --trace and \
-                         --report are for sampled schedules",
+                        "--exhaustive takes --strict, --json, --max-schedules, \
+                         --preemption-bound, --no-reduction, --no-shrink, --shrink-runs, -j and \
+                         --shard; --validate, --fail-fast, --timeline, --trace and --report are \
+                         for sampled schedules",
                     );
                 }
                 if no_shrink && shrink_runs.is_some() {

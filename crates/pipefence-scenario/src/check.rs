@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 /// one, per thread.
 const AHEAD_PER_JOB: u64 = 64;
 
+/// Seeds a thread takes at once: it sends their outcomes together, so the thread folding the
+/// report is woken once per batch, not once per schedule (a schedule of a small scenario takes
+/// tens of microseconds).
+const SEEDS_PER_BATCH: u64 = 8;
+
 /// Distinct failing outcomes a report keeps in full ([`CheckReport::failures`]); failing
 /// schedules with another outcome are only counted ([`CheckReport::other_failing`]).
 pub const MAX_FAILURE_GROUPS: usize = 32;
@@ -699,23 +704,32 @@ fn run_parallel(
         moved.notify_all();
     };
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(u64, Option<Ran>)>();
+        let (tx, rx) = mpsc::channel::<(u64, Vec<Option<Ran>>)>();
         let mut started = 0;
         for j in 0..mode.jobs.min(usize::try_from(n).unwrap_or(usize::MAX)) {
             let tx = tx.clone();
             let (next, stop, wait_turn) = (&next, &stop, &wait_turn);
             let worker = move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n || stop.load(Ordering::Relaxed) {
+                let first = next.fetch_add(SEEDS_PER_BATCH, Ordering::Relaxed);
+                if first >= n || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                wait_turn(i);
-                if stop.load(Ordering::Relaxed) {
-                    break;
+                let mut batch = Vec::new();
+                let mut last = false;
+                for i in first..n.min(first.saturating_add(SEEDS_PER_BATCH)) {
+                    wait_turn(i);
+                    if stop.load(Ordering::Relaxed) {
+                        last = true;
+                        break;
+                    }
+                    let ran = run_one(sc, opts, mode, opts.seed + i);
+                    last = ran.is_none();
+                    batch.push(ran);
+                    if last {
+                        break;
+                    }
                 }
-                let ran = run_one(sc, opts, mode, opts.seed + i);
-                let last = ran.is_none();
-                if tx.send((i, ran)).is_err() || last {
+                if tx.send((first, batch)).is_err() || last {
                     break;
                 }
             };
@@ -734,8 +748,10 @@ fn run_parallel(
         }
         let mut pending: BTreeMap<u64, Option<Ran>> = BTreeMap::new();
         let mut expected = 0u64;
-        'folding: for (i, ran) in rx.iter() {
-            pending.insert(i, ran);
+        'folding: for (first, batch) in rx.iter() {
+            for (k, ran) in batch.into_iter().enumerate() {
+                pending.insert(first + k as u64, ran);
+            }
             while let Some(ran) = pending.remove(&expected) {
                 let Some(ran) = ran else {
                     break 'folding;
