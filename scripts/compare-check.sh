@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Before/after comparison of what `pipefence check` (sampled) prints, for a change that should
+# preserve behaviour: runs two `pipefence` binaries over every scenario in examples/ and
+# tests/scenarios/, plain and --strict, on 1 and 2 threads, and compares the --json report (with
+# its wall-clock `elapsed_ns` removed) and the human summary (with its timing removed). Prints
+# one line per difference and a count.
+#
+#   scripts/compare-check.sh OLD_BINARY NEW_BINARY [SCHEDULES]
+#
+# Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
+set -uo pipefail
+if [[ $# -lt 2 ]]; then
+    echo "usage: $0 OLD_BINARY NEW_BINARY [SCHEDULES]" >&2
+    exit 2
+fi
+old=$1 new=$2 schedules=${3:-200}
+cd "$(dirname "$0")/.."
+strip() { python3 -c 'import json,sys
+def f(o):
+    if isinstance(o, dict): return {k: f(v) for k, v in o.items() if k != "elapsed_ns"}
+    if isinstance(o, list): return [f(x) for x in o]
+    return o
+try: print(json.dumps(f(json.load(sys.stdin)), sort_keys=True, indent=1))
+except Exception as e: print("not json:", e)'; }
+# The summary without its timing, and with the replay hints' program (which names where each
+# binary is) as PROGRAM.
+timeless() { sed -E 's/ in [0-9.]+ (ms|s|µs)( \([0-9.]+\/s\))?/ in _/; s/[0-9.]+ k?\/s/_\/s/g; s/`[^`]* run /`PROGRAM run /g'; }
+same=0 differ=0
+for file in examples/*.kdl tests/scenarios/*.kdl; do
+    for mode in "" --strict; do
+        for jobs in 1 2; do
+            args=(check "$file" --schedules "$schedules" -j "$jobs" $mode)
+            a=$("$old" "${args[@]}" --json 2>/dev/null | strip)
+            b=$("$new" "${args[@]}" --json 2>/dev/null | strip)
+            c=$("$old" "${args[@]}" 2>&1 | timeless)
+            d=$("$new" "${args[@]}" 2>&1 | timeless)
+            if [[ $a == "$b" && $c == "$d" ]]; then
+                same=$((same + 1))
+            else
+                differ=$((differ + 1))
+                echo "differs: ${args[*]}"
+            fi
+        done
+    done
+done
+echo "$same identical, $differ different"
+[[ $differ -eq 0 ]]
