@@ -564,6 +564,21 @@ fn ctrl_c_prints_what_ran_and_exits_130() {
         "{out}"
     );
     assert!(err.contains("pipefence: interrupted"), "{err}");
+    // An exhaustive check on two threads: a run cut short by the interrupt is not taken for a
+    // program that does not replay its prefix (it once panicked).
+    let (code, out, err) = interrupt(&[
+        "check",
+        "examples/ring-buffer.kdl",
+        "--exhaustive",
+        "-j",
+        "2",
+        "--max-schedules",
+        "1000000",
+    ]);
+    assert_eq!(code, Some(130), "{out}{err}");
+    assert!(out.contains("bounded by interrupted"), "{out}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("pipefence: interrupted"), "{err}");
     // A queue waits for a CPU signal that never comes, and so does the host.
     let file = std::env::temp_dir().join(format!("pipefence-ctrl-c-{}.kdl", std::process::id()));
     std::fs::write(

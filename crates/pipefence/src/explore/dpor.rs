@@ -21,7 +21,7 @@
 //! search starts again with them in.
 
 use super::exhaustive::{
-    assert_replayed, branch_prefix, Bound, Enumeration, ExhaustiveOptions, Root, Run,
+    assert_replayed, branch_prefix, replayed, Bound, Enumeration, ExhaustiveOptions, Root, Run,
 };
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
@@ -336,6 +336,10 @@ pub(super) fn search_reduced<T>(
         let from = match next {
             None => 0,
             Some((d, alt)) => {
+                if !replayed(&points, d, path[d].point.first_try) && !visit(Run::Diverged) {
+                    result.bound = Some(Bound::Stopped);
+                    return Ok(result);
+                }
                 assert_replayed(&points, d, path[d].point.first_try);
                 path.truncate(d + 1);
                 path[d].done.insert(alt);

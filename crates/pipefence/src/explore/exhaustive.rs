@@ -149,11 +149,16 @@ pub(super) fn branch_prefix_replaying(
     (branch_prefix(tries, taken, alt), taken)
 }
 
-/// Panics unless a run that followed a prefix reached its choice point `d` at the same try
+/// Whether a run that followed a prefix reached its choice point `d` at the same try
 /// (`first_try`) as the run the prefix came from.
+pub(super) fn replayed(points: &[ChoicePoint], d: usize, first_try: usize) -> bool {
+    points.get(d).is_some_and(|p| p.first_try == first_try)
+}
+
+/// Panics unless [`replayed`]: the program depends on more than the schedule.
 pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize) {
     assert!(
-        points.get(d).is_some_and(|p| p.first_try == first_try),
+        replayed(points, d, first_try),
         "exhaustive exploration: the program did not repeat the same choices for the same \
          prefix (it must depend on nothing but the schedule)"
     );
@@ -168,6 +173,10 @@ pub(super) enum Run<'a, T> {
     Repeated,
     /// A run stopped because every action it could take next was asleep (reduction only).
     SleepBlocked,
+    /// A run that did not follow its prefix: cut short from outside (an interrupted check:
+    /// the visitor returns `false`), or a program that depends on more than the schedule
+    /// (the visitor returns `true`, and the search panics).
+    Diverged,
 }
 
 /// The first run of a search that explores only the schedules agreeing with it at its first
@@ -189,7 +198,7 @@ pub fn enumerate<T>(
 ) -> Enumeration {
     let visit = |r: Run<'_, T>| match r {
         Run::Schedule(v, s) => visit(v, s),
-        Run::Repeated | Run::SleepBlocked => true,
+        Run::Repeated | Run::SleepBlocked | Run::Diverged => true,
     };
     if opts.reduction && opts.preemption_bound.is_none() {
         return super::dpor::enumerate_reduced(opts, body, visit);
@@ -243,6 +252,10 @@ pub(super) fn search_plain<T>(
         let from = match next {
             None => 0,
             Some((d, alt)) => {
+                if !replayed(&points, d, path[d].point.first_try) && !visit(Run::Diverged) {
+                    result.bound = Some(Bound::Stopped);
+                    return result;
+                }
                 assert_replayed(&points, d, path[d].point.first_try);
                 path.truncate(d + 1);
                 path[d].tried.insert(alt);

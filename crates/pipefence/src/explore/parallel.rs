@@ -303,6 +303,10 @@ fn expand<T>(
         } else {
             (script.points(), Vec::new())
         };
+        if cancel() {
+            // The run may have been cut short.
+            return Err(Halt::Cancelled);
+        }
         assert_replayed(&new_points, f, first_try);
         if new_points[f].disabled.contains(&alt) {
             point.disabled.push(alt);
@@ -467,6 +471,9 @@ fn attempt<T: Send>(
                 Run::Schedule(v, s) => Rec::Schedule(v, s.schedule_string()),
                 Run::Repeated => Rec::Repeated,
                 Run::SleepBlocked => Rec::SleepBlocked,
+                // Not stopped: the program depends on more than the schedule (the search
+                // panics).
+                Run::Diverged => return true,
             });
             if batch.len() >= BATCH {
                 alive = tx.send((i, std::mem::take(&mut batch))).is_ok();
