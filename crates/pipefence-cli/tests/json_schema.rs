@@ -195,6 +195,48 @@ fn every_real_output_validates_against_its_schema() {
         ]));
     }
     checks.push(args(&["check", &invalid, "--json"]));
+    // Exhaustive reports: proved, failing with shrunk counterexamples, bounded by schedules
+    // and by preemptions, strict with hazards, a removal, a shard's.
+    let exhaustive: [&[&str]; 7] = [
+        &["tests/scenarios/write-write-fixed.kdl"],
+        &["tests/scenarios/host-write-race.kdl"],
+        &[
+            "tests/scenarios/stale-cache.kdl",
+            "--strict",
+            "--max-schedules",
+            "40",
+        ],
+        &[
+            "tests/scenarios/pfp-indirect-race.kdl",
+            "--preemption-bound",
+            "0",
+            "--no-shrink",
+        ],
+        &[
+            "tests/scenarios/page-fault.kdl",
+            "--max-schedules",
+            "20",
+            "--shrink-runs",
+            "50",
+        ],
+        &[
+            "tests/scenarios/host-write-race.kdl",
+            "--shard",
+            "1/2",
+            "-j",
+            "1",
+        ],
+        &[
+            "tests/scenarios/host-poll-result.kdl",
+            "--strict",
+            "--no-reduction",
+        ],
+    ];
+    for extra in exhaustive {
+        checks.push(args(
+            &[&["check", "--exhaustive", "--json"][..], extra].concat(),
+        ));
+    }
 
     let run_outputs = run_all(&runs);
     let check_outputs = run_all(&checks);
@@ -270,6 +312,23 @@ fn every_real_output_validates_against_its_schema() {
             .any(|(v, _)| v["failures"].as_array().is_some_and(|f| !f.is_empty())),
         "no failing check"
     );
+    let exhaustive_outputs: Vec<&Value> = check_outputs
+        .iter()
+        .map(|(v, _)| v)
+        .filter(|v| v["mode"] == "exhaustive")
+        .collect();
+    let any_ex = |f: &dyn Fn(&Value) -> bool| exhaustive_outputs.iter().any(|v| f(v));
+    assert!(any_ex(&|v| v["complete"] == true), "no proof");
+    assert!(any_ex(&|v| v["bound"].is_string()), "no bounded search");
+    assert!(
+        any_ex(&|v| v["failures"][0]["shrunk"]["steps"][0]["ran"]["line"].is_u64()),
+        "no shrunk counterexample with a decisive step"
+    );
+    assert!(any_ex(&|v| v["merge"]["options"].is_object()), "no shard");
+    assert!(
+        any_ex(&|v| v["failures"][0]["status"] == "removed"),
+        "no removal"
+    );
     eprintln!(
         "validated {} run outputs and {} check outputs",
         run_outputs.len(),
@@ -335,13 +394,66 @@ fn misspelled_missing_extra_and_mistyped_fields_are_rejected() {
         "--schedules",
         "8",
     ]));
-    for (v, validator) in [(&hazard, &run_v), (&removed, &run_v), (&check, &check_v)] {
+    let (exhaustive, _) = pipefence(&args(&[
+        "check",
+        "tests/scenarios/host-write-race.kdl",
+        "--exhaustive",
+        "--json",
+    ]));
+    for (v, validator) in [
+        (&hazard, &run_v),
+        (&removed, &run_v),
+        (&check, &check_v),
+        (&exhaustive, &check_v),
+    ] {
         assert!(
             validator.is_valid(v),
             "the unmutated output must validate: {v}"
         );
     }
     let cases: Vec<(&str, Value, &Validator)> = vec![
+        (
+            "exhaustive: misspelled sleep_blocked",
+            mutate(&exhaustive, &[], rename("sleep_blocked", "sleep_block")),
+            &check_v,
+        ),
+        (
+            "exhaustive: missing complete",
+            mutate(&exhaustive, &[], remove("complete")),
+            &check_v,
+        ),
+        (
+            "exhaustive: unknown mode",
+            mutate(&exhaustive, &[], set("mode", "exhaustiv".into())),
+            &check_v,
+        ),
+        (
+            "exhaustive: a replay that is not a schedule string",
+            mutate(
+                &exhaustive,
+                &["failures", "0"],
+                set("replay", "seed 3".into()),
+            ),
+            &check_v,
+        ),
+        (
+            "exhaustive: fewest not a bool",
+            mutate(
+                &exhaustive,
+                &["failures", "0", "shrunk"],
+                set("fewest", "yes".into()),
+            ),
+            &check_v,
+        ),
+        (
+            "exhaustive: decisive step without its text",
+            mutate(
+                &exhaustive,
+                &["failures", "0", "shrunk", "steps", "0"],
+                remove("text"),
+            ),
+            &check_v,
+        ),
         (
             "misspelled top-level field",
             mutate(&hazard, &[], rename("expectations", "expectation")),
