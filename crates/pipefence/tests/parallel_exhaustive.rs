@@ -171,3 +171,34 @@ fn x6_shards_in_order_are_the_whole_search() {
         }
     }
 }
+
+#[test]
+fn x6_max_schedules_keeps_the_first_schedules_in_the_units_order() {
+    for reduction in [false, true] {
+        // (A preemption bound turns the reduction off: the reduced search is unbounded.)
+        let whole = ExhaustiveOptions {
+            reduction,
+            ..plain((!reduction).then_some(1))
+        };
+        let (all, every) = parallel(
+            &whole,
+            &Parallel {
+                jobs: 2,
+                shard: None,
+            },
+        );
+        for max in [1, 2, 5] {
+            let opts = ExhaustiveOptions {
+                max_schedules: max,
+                ..whole
+            };
+            for jobs in [1, 2] {
+                let (e, got) = parallel(&opts, &Parallel { jobs, shard: None });
+                assert_eq!(e.schedules, max.min(all.schedules), "{opts:?}, -j {jobs}");
+                assert!(!e.complete, "{opts:?}");
+                assert_eq!(e.bound, Some(explore::Bound::MaxSchedules(max)));
+                assert_eq!(got[..], every[..got.len()], "the first schedules, in order");
+            }
+        }
+    }
+}

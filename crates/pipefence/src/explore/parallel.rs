@@ -512,6 +512,7 @@ fn attempt<T: Send>(
         let mut unit_bound: Option<Bound> = None;
         let mut cut = false;
         let mut started = vec![false; n];
+        let mut unit_repeated = 0u64;
         'merge: for (i, recs) in rx.iter() {
             if outcome.is_some() {
                 continue;
@@ -528,7 +529,9 @@ fn attempt<T: Send>(
                     continue 'merge;
                 };
                 if !matches!(rec, Rec::End(_)) {
-                    let runs = total.schedules + total.repeated_runs + total.sleep_blocked;
+                    // The units' runs: those of the top's expansion are few, and counting
+                    // them could stop the search before its first schedule.
+                    let runs = total.schedules + unit_repeated + total.sleep_blocked;
                     if total.schedules >= opts.max_schedules
                         || runs >= opts.max_schedules.saturating_mul(4)
                     {
@@ -547,7 +550,10 @@ fn attempt<T: Send>(
                             continue 'merge;
                         }
                     }
-                    Rec::Repeated => total.repeated_runs += 1,
+                    Rec::Repeated => {
+                        total.repeated_runs += 1;
+                        unit_repeated += 1;
+                    }
                     Rec::SleepBlocked => total.sleep_blocked += 1,
                     Rec::End(Err(ClockMatters)) => {
                         stop.store(true, Ordering::Relaxed);
