@@ -107,6 +107,7 @@ pub(crate) fn command(
             .collect(),
         other_failing: report.other_failing,
         stopped_runs: report.sleep_blocked + report.repeated_runs,
+        shard: parallel.shard.is_some(),
     };
     let mut summary = summary_header(&view);
     let flag = if strict { " --strict" } else { "" };
@@ -232,6 +233,8 @@ pub(crate) struct ExhaustiveView<'a> {
     pub(crate) other_failing: u64,
     /// Runs stopped asleep or as repeats (not schedules).
     pub(crate) stopped_runs: u64,
+    /// The report of one shard.
+    pub(crate) shard: bool,
 }
 
 /// The first line of an exhaustive check's human summary.
@@ -254,7 +257,12 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     } else {
         String::new()
     };
-    if r.complete && r.failing == 0 {
+    if r.shard && r.complete && r.schedules == 0 {
+        format!(
+            "{name}: no schedule to explore in this shard (its share of the search is empty, \
+             or holds only runs equivalent to schedules of other shards), in {ms:.1} ms\n"
+        )
+    } else if r.complete && r.failing == 0 {
         format!(
             "{name}: proved: {schedules}, {outcomes}, all pass (every schedule of this \
              scenario in the model), in {ms:.1} ms ({per_s:.0}/s)\n"

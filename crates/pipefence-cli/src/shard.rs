@@ -265,7 +265,8 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                     })
                     .collect(),
                 other_failing: m.other_failing,
-                stopped_runs: m.repeated_runs,
+                stopped_runs: m.repeated_runs + m.sleep_blocked,
+                shard: false,
             };
             (
                 super::exhaustive::summary(&view),

@@ -503,6 +503,20 @@ fn x6_merged_exhaustive_shards_are_the_unsharded_check_for_1_2_3_and_7_shards() 
         &[("TEST_SHARD_INDEX", "1"), ("TEST_TOTAL_SHARDS", "2")],
     );
     assert_eq!(json(&out)["shard"]["index"], 1, "{}", stderr(&out));
+    // More shards than units: some have nothing to explore, and say so (not "proved").
+    let out = pipefence(&[
+        "check",
+        EXHAUSTIVE_CASES[0][0],
+        "--exhaustive",
+        "--shard",
+        "998/1000",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("no schedule to explore in this shard"),
+        "{}",
+        stdout(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
