@@ -15,13 +15,7 @@ if [[ $# -lt 2 ]]; then
 fi
 old=$1 new=$2 schedules=${3:-200}
 cd "$(dirname "$0")/.."
-strip() { python3 -c 'import json,sys
-def f(o):
-    if isinstance(o, dict): return {k: f(v) for k, v in o.items() if k != "elapsed_ns"}
-    if isinstance(o, list): return [f(x) for x in o]
-    return o
-try: print(json.dumps(f(json.load(sys.stdin)), sort_keys=True, indent=1))
-except Exception as e: print("not json:", e)'; }
+strip() { python3 scripts/strip-elapsed.py; }
 # The summary without its timing, and with the replay hints' program (which names where each
 # binary is) as PROGRAM.
 timeless() { sed -E 's/ in [0-9.]+ (ms|s|µs)( \([0-9.]+\/s\))?/ in _/; s/[0-9.]+ k?\/s/_\/s/g; s/`[^`]* run /`PROGRAM run /g'; }

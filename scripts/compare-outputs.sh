@@ -23,13 +23,7 @@ seeds=("$@")
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-strip() { python3 -c 'import json,sys
-def f(o):
-    if isinstance(o, dict): return {k: f(v) for k, v in o.items() if k != "elapsed_ns"}
-    if isinstance(o, list): return [f(x) for x in o]
-    return o
-try: print(json.dumps(f(json.load(sys.stdin)), sort_keys=True, indent=1))
-except Exception as e: print("not json:", e)'; }
+strip() { python3 scripts/strip-elapsed.py; }
 # Same bytes, or neither side wrote the file.
 same_file() { [[ ! -e $1 && ! -e $2 ]] || cmp -s "$1" "$2"; }
 same=0 differ=0

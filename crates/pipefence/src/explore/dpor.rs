@@ -308,15 +308,7 @@ pub(super) fn search_reduced<T>(
     let mut tries: Vec<u32> = Vec::new();
     let mut hist = History::default();
     let mut next: Option<(usize, u32)> = None;
-    let mut result = Enumeration {
-        complete: false,
-        bound: None,
-        schedules: 0,
-        repeated_runs: 0,
-        max_depth: 0,
-        sleep_blocked: 0,
-        reduced: true,
-    };
+    let mut result = Enumeration::empty(true);
     loop {
         let (script, value) = match (root.take(), next) {
             (Some(r), _) => (r.script, r.value),

@@ -88,6 +88,21 @@ pub struct Enumeration {
     pub reduced: bool,
 }
 
+impl Enumeration {
+    /// Nothing explored yet (not complete, no bound).
+    pub(super) fn empty(reduced: bool) -> Self {
+        Enumeration {
+            complete: false,
+            bound: None,
+            schedules: 0,
+            repeated_runs: 0,
+            max_depth: 0,
+            sleep_blocked: 0,
+            reduced,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Node {
     point: ChoicePoint,
@@ -223,15 +238,7 @@ pub(super) fn search_plain<T>(
     let mut run_points: Vec<ChoicePoint> = Vec::new();
     let mut tries: Vec<u32> = Vec::new();
     let mut next: Option<(usize, u32)> = None;
-    let mut result = Enumeration {
-        complete: false,
-        bound: None,
-        schedules: 0,
-        repeated_runs: 0,
-        max_depth: 0,
-        sleep_blocked: 0,
-        reduced: false,
-    };
+    let mut result = Enumeration::empty(false);
     let mut preemption_cut = false;
     loop {
         let (script, value) = match (root.take(), next) {

@@ -122,13 +122,8 @@ pub fn enumerate_parallel<T: Send>(
                 clock_matters = true;
                 if !visit(Seen::Restart) {
                     return Enumeration {
-                        complete: false,
                         bound: Some(Bound::Stopped),
-                        schedules: 0,
-                        repeated_runs: 0,
-                        max_depth: 0,
-                        sleep_blocked: 0,
-                        reduced,
+                        ..Enumeration::empty(reduced)
                     };
                 }
             }
@@ -364,15 +359,7 @@ fn attempt<T: Send>(
     visit: &mut impl FnMut(Seen<'_, T>) -> bool,
 ) -> Attempt {
     let jobs = par.jobs.max(1);
-    let mut total = Enumeration {
-        complete: false,
-        bound: None,
-        schedules: 0,
-        repeated_runs: 0,
-        max_depth: 0,
-        sleep_blocked: 0,
-        reduced,
-    };
+    let mut total = Enumeration::empty(reduced);
     let stopped = |mut e: Enumeration| {
         e.bound = Some(Bound::Stopped);
         Attempt::Done(e)
