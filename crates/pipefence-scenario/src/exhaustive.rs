@@ -1,6 +1,7 @@
 //! `pipefence check --exhaustive`: every schedule of a scenario on the deterministic driver
-//! (`pipefence::explore::enumerate`: a stateless depth-first search, with partial-order
-//! reduction or without), with honest bounds: the report is `complete` only when every
+//! (`pipefence::explore::enumerate_parallel`: stateless depth-first searches of the units the
+//! search is cut into, with partial-order reduction or without, on `parallel.jobs` threads and
+//! with the same report whatever their number), with honest bounds: the report is `complete` only when every
 //! schedule (or class of equivalent schedules) was explored (`docs/exploration.md`). Failing
 //! schedules are grouped by outcome as `check` groups them, each with the schedule string that
 //! replays it (`pipefence run FILE --schedule STRING`) and, unless turned off, shrunk to its
