@@ -128,6 +128,17 @@ impl Node {
     }
 }
 
+/// Replaces `point` by a newer run's record of it, keeping the alternatives earlier runs found
+/// blocked there.
+pub(super) fn refresh_point(point: &mut ChoicePoint, newer: &ChoicePoint) {
+    let known = std::mem::replace(point, newer.clone()).disabled;
+    for a in known {
+        if !point.disabled.contains(&a) {
+            point.disabled.push(a);
+        }
+    }
+}
+
 /// The tries that replay a run up to the choice point whose first try is `start`, then take
 /// `alt` there.
 pub(super) fn branch_prefix(tries: &[u32], start: usize, alt: u32) -> Vec<u32> {
@@ -275,15 +286,8 @@ pub(super) fn search_plain<T>(
                     }
                     usize::MAX
                 } else {
-                    // Keep what earlier runs found blocked at `d` (a repeated run's
-                    // alternative is not replayed).
-                    let known = std::mem::take(&mut path[d].point.disabled);
-                    path[d].point = points[d].clone();
-                    for a in known {
-                        if !path[d].point.disabled.contains(&a) {
-                            path[d].point.disabled.push(a);
-                        }
-                    }
+                    // A repeated run's alternative is not replayed: keep what it found.
+                    refresh_point(&mut path[d].point, &points[d]);
                     d + 1
                 }
             }

@@ -18,10 +18,11 @@
 
 use super::dpor::{branch_script, note_slept, run_record, search_reduced, ClockMatters};
 use super::exhaustive::{
-    assert_replayed, branch_prefix_replaying, search_plain, Bound, Enumeration, ExhaustiveOptions,
-    Root, Run,
+    assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
+    ExhaustiveOptions, Root, Run,
 };
-use crate::choice::{ChoicePoint, Script};
+use crate::choice::{ActorKey, ChoicePoint, Script};
+use crate::footprint::Footprint;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -146,14 +147,16 @@ fn unit_points(script: &Script, reduced: bool) -> Vec<ChoicePoint> {
 fn others(p: &ChoicePoint, reduced: bool) -> u32 {
     (0..p.alternatives)
         .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a))
-        .filter(|&a| {
-            !(reduced
-                && p.scheduling
-                && p.actors
-                    .get(a as usize)
-                    .is_some_and(|k| p.sleep.iter().any(|(s, _)| s == k)))
-        })
+        .filter(|&a| !(reduced && asleep(p, &p.sleep, a)))
         .count() as u32
+}
+
+/// Whether alternative `alt` of scheduling point `p` is performed by an actor of `sleep`.
+fn asleep(p: &ChoicePoint, sleep: &[(ActorKey, Footprint)], alt: u32) -> bool {
+    p.scheduling
+        && p.actors
+            .get(alt as usize)
+            .is_some_and(|k| sleep.iter().any(|(s, _)| s == k))
 }
 
 /// How large the subtree of a unit frozen at `frozen` looks (Knuth's estimate along its first
@@ -234,7 +237,11 @@ fn expand<T>(
     body: &(impl Fn(&Arc<Script>) -> T + Sync),
     cancel: &(impl Fn() -> bool + Sync),
 ) -> Result<Vec<Unit<T>>, Halt> {
-    let points = unit_points(&u.script, reduced);
+    let (points, mut latest_events) = if reduced {
+        run_record(&u.script, clock_matters).map_err(|_| Halt::Clock)?
+    } else {
+        (u.script.points(), Vec::new())
+    };
     // Points with nothing else to explore need no units of their own. (With a preemption
     // bound, one whose alternatives the bound cuts is expanded, to say so.)
     let Some(f) = (u.frozen..points.len()).find(|&i| others(&points[i], reduced) > 0) else {
@@ -244,13 +251,6 @@ fn expand<T>(
     let sleep_here = point.sleep.clone();
     let mut latest_tries = u.script.tries();
     let mut latest_points = points.clone();
-    let mut latest_events = if reduced {
-        run_record(&u.script, clock_matters)
-            .map(|(_, e)| e)
-            .map_err(|_| Halt::Clock)?
-    } else {
-        Vec::new()
-    };
     let before = if reduced {
         0
     } else {
@@ -266,12 +266,7 @@ fn expand<T>(
             continue;
         }
         if reduced {
-            if point.scheduling
-                && point
-                    .actors
-                    .get(alt as usize)
-                    .is_some_and(|a| sleep_here.iter().any(|(k, _)| k == a))
-            {
+            if asleep(&point, &sleep_here, alt) {
                 continue;
             }
         } else if let Some(k) = opts.preemption_bound {
@@ -308,14 +303,7 @@ fn expand<T>(
             out.last_mut().expect("the first unit is there").repeated += 1;
             continue;
         }
-        // Keep what earlier runs found blocked here.
-        let known = std::mem::take(&mut point.disabled);
-        point = new_points[f].clone();
-        for a in known {
-            if !point.disabled.contains(&a) {
-                point.disabled.push(a);
-            }
-        }
+        refresh_point(&mut point, &new_points[f]);
         latest_tries = script.tries();
         latest_events = new_events;
         out.push(Unit {
