@@ -568,7 +568,7 @@ fn ctrl_c_prints_what_ran_and_exits_130() {
     // program that does not replay its prefix (it once panicked).
     let (code, out, err) = interrupt(&[
         "check",
-        "examples/ring-buffer.kdl",
+        "tests/scenarios/top-of-pipe-flag.kdl",
         "--exhaustive",
         "-j",
         "2",

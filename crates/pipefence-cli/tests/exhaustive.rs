@@ -99,7 +99,9 @@ fn x3_a_small_fixed_scenario_is_proved() {
 
 #[test]
 fn x2_run_schedule_replays_an_exhaustive_failure_byte_identically() {
-    let file = "tests/scenarios/write-write.kdl";
+    // Sixteen groups of each of two queues race on one buffer: far more classes of schedules
+    // than the bound.
+    let file = "tests/scenarios/top-of-pipe-flag.kdl";
     let out = pipefence(&[
         "check",
         file,
@@ -194,7 +196,7 @@ fn x1_exhaustive_failures_print_each_problem_once() {
     assert!(text.contains("in 40 of 40 failing schedules"), "{text}");
     assert!(text.contains("failing outcomes:\n"), "{text}");
     assert!(
-        text.contains("problem 1") && text.contains("--schedule v1:"),
+        text.contains("problem 1") && text.contains("--schedule v3:"),
         "{text}"
     );
 }
@@ -216,7 +218,8 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
     assert_eq!(run.status.code(), Some(1), "the shrunk schedule fails");
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(
-        text.contains("shrunk to 0 preemptions (the fewest possible"),
+        text.contains("0 preemptions, the fewest possible")
+            || text.contains("shrunk to 0 preemptions (the fewest possible"),
         "{text}"
     );
 

@@ -16,7 +16,7 @@
 //!
 //! It names only `footprint` (what an action touched) and `types` (where a command is).
 
-use crate::footprint::{Footprint, Kind, Obj};
+use crate::footprint::Footprint;
 use crate::types::Site;
 use std::sync::{Mutex, MutexGuard};
 
@@ -348,11 +348,26 @@ impl Script {
 
     /// Parses a schedule string ([`Script::schedule_string`]) into a script replaying it.
     pub fn from_schedule_string(s: &str) -> Result<Self, String> {
-        if let Some(rest) = s.strip_prefix("v2:") {
+        if let Some(rest) = s.strip_prefix(REDUCED_VERSION) {
             // A reducing exploration's schedule: its alternatives are listed as it lists them.
-            return decode(&format!("v1:{rest}")).map(|t| Script::reducing(t, None, Vec::new()));
+            return decode(rest).map(|t| Script::reducing(t, None, Vec::new()));
         }
-        decode(s).map(Script::new)
+        if let Some(rest) = s.strip_prefix(PLAIN_VERSION) {
+            return decode(rest).map(Script::new);
+        }
+        for old in ["v1:", "v2:"] {
+            if s.starts_with(old) {
+                return Err(format!(
+                    "schedule string `{s}` is of an earlier pipefence (`{old}`): its choice points \
+                     are not this build's (`{PLAIN_VERSION}` and `{REDUCED_VERSION}`); run `check \
+                     --exhaustive` again for a current one"
+                ));
+            }
+        }
+        Err(format!(
+            "schedule string `{s}`: expected it to start with `{PLAIN_VERSION}` or \
+             `{REDUCED_VERSION}`"
+        ))
     }
 
     fn lock(&self) -> MutexGuard<'_, ScriptState> {
@@ -382,12 +397,12 @@ impl Script {
     /// varints); [`Script::from_schedule_string`] replays it.
     pub fn schedule_string(&self) -> String {
         let st = self.lock();
-        let s = encode(&st.tries);
-        if st.reducing {
-            format!("v2:{}", &s[3..])
+        let version = if st.reducing {
+            REDUCED_VERSION
         } else {
-            s
-        }
+            PLAIN_VERSION
+        };
+        format!("{version}{}", encode(&st.tries))
     }
 
     /// The run asked to stop ([`Script::exploring`]).
@@ -559,19 +574,20 @@ fn wake_sleepers(st: &mut ScriptState, e: usize) {
     st.sleep.retain(|(k, f)| *k != actor && !f.conflicts(&fp));
 }
 
-/// The footprint a sleep set keeps for an actor's next action, from what it touched when it
-/// ran: a dispatch group's may also finish its dispatch (when the groups left before it
-/// complete), which touches its queue.
-pub fn sleep_footprint(actor: ActorKey, fp: &Footprint) -> Footprint {
-    match actor {
-        ActorKey::Group(q, _, _) => {
-            let mut v = fp.accesses().to_vec();
-            v.push((Obj::Queue(q), Kind::Write));
-            Footprint::new(v)
-        }
-        _ => fp.clone(),
-    }
+/// The footprint a sleep set keeps for an actor's next action: what it touched when it ran
+/// (a dispatch group's is the same whether or not it is the group that finishes its
+/// dispatch: `footprint.rs`).
+pub fn sleep_footprint(_actor: ActorKey, fp: &Footprint) -> Footprint {
+    fp.clone()
 }
+
+/// The prefix of a schedule string of the plain listing. It changes when the choice points do
+/// (`v1:` listed engine stages that turned out blocked as alternatives).
+pub const PLAIN_VERSION: &str = "v3:";
+
+/// The prefix of a schedule string of a reducing exploration's listing (each dispatch group and
+/// each dirty line its own alternative; `v2:` listed blocked engine stages).
+pub const REDUCED_VERSION: &str = "v4:";
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -587,8 +603,8 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     }
 }
 
-/// `v1:` + base64url (no padding) of varints: a try `k` is `k + 1`; a run of `n` zero tries
-/// is `0, n`.
+/// Base64url (no padding) of varints: a try `k` is `k + 1`; a run of `n` zero tries is `0, n`
+/// (a schedule string is this after its version prefix).
 pub(crate) fn encode(tries: &[u32]) -> String {
     let mut bytes = Vec::new();
     let mut i = 0;
@@ -603,7 +619,7 @@ pub(crate) fn encode(tries: &[u32]) -> String {
             i += 1;
         }
     }
-    let mut s = String::from("v1:");
+    let mut s = String::new();
     for chunk in bytes.chunks(3) {
         let n = chunk.len();
         let w = chunk
@@ -617,11 +633,8 @@ pub(crate) fn encode(tries: &[u32]) -> String {
     s
 }
 
-/// The tries of a schedule string ([`encode`]).
-pub(crate) fn decode(s: &str) -> Result<Vec<u32>, String> {
-    let body = s
-        .strip_prefix("v1:")
-        .ok_or_else(|| format!("schedule string `{s}`: expected it to start with `v1:`"))?;
+/// The tries of the body of a schedule string ([`encode`]).
+pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut bytes = Vec::new();
@@ -687,11 +700,22 @@ mod tests {
             vec![u32::MAX, 0, u32::MAX],
         ] {
             let s = encode(&tries);
-            assert!(s.starts_with("v1:"));
             assert_eq!(decode(&s).unwrap(), tries, "{s}");
+            let script = Script::new(tries.clone());
+            script.lock().tries = tries.clone();
+            let full = script.schedule_string();
+            assert!(full.starts_with(PLAIN_VERSION), "{full}");
+            assert_eq!(
+                Script::from_schedule_string(&full).unwrap().lock().prefix,
+                tries
+            );
         }
-        assert!(decode("v2:AA").is_err());
-        assert!(decode("v1:!").is_err());
+        assert!(decode("!").is_err());
+        for old in ["v1:AA", "v2:AA"] {
+            let e = Script::from_schedule_string(old).unwrap_err();
+            assert!(e.contains("earlier pipefence"), "{e}");
+        }
+        assert!(Script::from_schedule_string("v9:AA").is_err());
     }
 
     #[test]

@@ -23,10 +23,39 @@ pub enum Obj {
     Mem(u64, u64),
     /// A fence (by its id on the device): its value, waiters and events.
     Fence(u64),
-    /// A queue's engine state: its FIFO, retire queue, current command and completed list.
+    /// A queue's engine state as a whole: every PFP step, ME step and retirement of a queue
+    /// writes it when the device tracks hazards (the hazard model's per-queue clocks are
+    /// shared by the stages).
     Queue(u32),
-    /// One dispatch (queue, index): its launch, read by each of its groups.
+    /// A queue's submission, by sequence number: the host's submit and the PFP's take of it
+    /// write it.
+    Sub(u32, u64),
+    /// A slot of a queue's FIFO (packet index modulo the FIFO's depth): the PFP's push of a
+    /// packet and the ME's pop of it write it (a push into a full FIFO waits for the pop of the
+    /// packet `depth` before it, which wrote the same slot).
+    Fifo(u32, u64),
+    /// Whether a queue's PFP is held by a `flush-pipeline` (C8): the PFP's parse of the flush
+    /// and the ME's completion of it write it; every PFP step that runs reads it.
+    FlushHold(u32),
+    /// Whether a queue's work has drained (Q7): every ME step, retirement and dispatch group of
+    /// the queue updates it; the PFP's take of an `execute` reads it.
+    Busy(u32),
+    /// A slot of a queue's retire queue, by the index of what was pushed: the ME's push and
+    /// the retirement of it write it.
+    RetireSlot(u32, u64),
+    /// One dispatch (queue, index): its launch writes it; each of its groups updates it (the
+    /// count of groups left; groups commute).
     Dispatch(u32, u64),
+    /// Dispatches `[lo, hi)` of a queue: whether all of them finished (an ME flush, a
+    /// retirement, read). Overlaps each [`Obj::Dispatch`] in the range.
+    Dispatches(u32, u64, u64),
+    /// A queue's counts of submissions made and completed (whether it is idle): a submit and
+    /// the retirement of a submission's end update it; `Queue::is_idle` reads it.
+    Idle(u32),
+    /// A ticket's latch (a queue wait's, by queue and submission; a host wait's, by host and
+    /// wait): its registration and the signal that crosses its value update it; the PFP or the
+    /// host that tests it reads it.
+    Ticket(u32, u64),
     /// One line of a queue's strict-mode cache (by the line's address).
     Line(u32, u64),
     /// Every line of a queue's strict-mode cache at once (an invalidation or write-back of all).
@@ -52,6 +81,11 @@ pub enum Kind {
     Update,
     /// Any other access.
     Write,
+    /// A read by an action that could not run before the writes and updates it conflicts with
+    /// (a wait that passes only once they happened: a host's wait for every queue to be idle,
+    /// a join). It conflicts as a read does, but a race it is the later side of is never
+    /// reversed ([`Footprint::races`]).
+    Await,
 }
 
 /// One access.
@@ -99,12 +133,53 @@ impl Footprint {
         }
         false
     }
+
+    /// Whether an action with this footprint and a later one with `later`'s could run in the
+    /// other order from the state before the first: they conflict on an object that does not
+    /// order its accesses by itself ([`forced`]), and not only through a read of the later one
+    /// that waits for the first ([`Kind::Await`]). A conflict that is not such a race is
+    /// still a dependence (it orders the two), but no schedule reverses it.
+    pub fn races(&self, later: &Footprint) -> bool {
+        for &(o1, k1) in &self.accesses {
+            if forced(o1) {
+                continue;
+            }
+            for &(o2, k2) in &later.accesses {
+                if k2 != Kind::Await
+                    && !forced(o2)
+                    && kinds_conflict(k1, k2)
+                    && objects_overlap(o1, o2)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
 }
 
 fn kinds_conflict(a: Kind, b: Kind) -> bool {
-    !matches!(
-        (a, b),
-        (Kind::Read, Kind::Read) | (Kind::Update, Kind::Update)
+    use Kind::{Await, Read, Update};
+    !matches!((a, b), (Read | Await, Read | Await) | (Update, Update))
+}
+
+/// Whether every two conflicting accesses to `o` by different actors happen in one order in
+/// every schedule, the later waiting for the earlier (the queue's own plumbing: a submission
+/// is taken after it was made, a packet popped after it was pushed and its FIFO slot pushed
+/// again after it was popped, a retirement after its push, groups after their launch, a flush
+/// or a retirement after the dispatches it waits for, the PFP after a flush it is held by, an
+/// `execute` taken after the work before it drained, a ticket read after it was set).
+pub fn forced(o: Obj) -> bool {
+    matches!(
+        o,
+        Obj::Sub(..)
+            | Obj::Fifo(..)
+            | Obj::FlushHold(_)
+            | Obj::Busy(_)
+            | Obj::RetireSlot(..)
+            | Obj::Dispatch(..)
+            | Obj::Dispatches(..)
+            | Obj::Ticket(..)
     )
 }
 
@@ -113,6 +188,11 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
         (Obj::All, _) | (_, Obj::All) => true,
         (Obj::Mem(s1, e1), Obj::Mem(s2, e2)) => s1 < e2 && s2 < e1,
         (Obj::Line(q1, _), Obj::Cache(q2)) | (Obj::Cache(q1), Obj::Line(q2, _)) => q1 == q2,
+        (Obj::Dispatch(q1, d), Obj::Dispatches(q2, lo, hi))
+        | (Obj::Dispatches(q2, lo, hi), Obj::Dispatch(q1, d)) => q1 == q2 && lo <= d && d < hi,
+        (Obj::Dispatches(q1, lo1, hi1), Obj::Dispatches(q2, lo2, hi2)) => {
+            q1 == q2 && lo1 < hi2 && lo2 < hi1
+        }
         _ => a == b,
     }
 }
@@ -191,6 +271,24 @@ mod tests {
         assert!(!line.conflicts(&fp(&[(Obj::Line(1, 128), Kind::Write)])));
         assert!(!line.conflicts(&fp(&[(Obj::Cache(2), Kind::Write)])));
         assert!(fp(&[(Obj::All, Kind::Read)]).conflicts(&line));
+        // Groups of a dispatch commute; a read of whether dispatches finished conflicts with
+        // the groups of those in its range only.
+        let group = fp(&[(Obj::Dispatch(1, 3), Kind::Update)]);
+        assert!(!group.conflicts(&group));
+        assert!(group.conflicts(&fp(&[(Obj::Dispatches(1, 0, 4), Kind::Read)])));
+        assert!(!group.conflicts(&fp(&[(Obj::Dispatches(1, 0, 3), Kind::Read)])));
+        assert!(!group.conflicts(&fp(&[(Obj::Dispatches(2, 0, 4), Kind::Read)])));
+        assert!(group.conflicts(&fp(&[(Obj::Dispatch(1, 3), Kind::Write)])));
+        // The queue's plumbing orders its accesses: a conflict, never a race.
+        let read = fp(&[(Obj::Dispatches(1, 0, 4), Kind::Read)]);
+        assert!(group.conflicts(&read) && !group.races(&read));
+        // A wait that passes after a write conflicts with it and does not race it.
+        let idle = |k| fp(&[(Obj::Idle(1), k)]);
+        assert!(idle(Kind::Update).conflicts(&idle(Kind::Await)));
+        assert!(!idle(Kind::Update).races(&idle(Kind::Await)));
+        assert!(idle(Kind::Update).races(&idle(Kind::Read)));
+        assert!(!idle(Kind::Await).conflicts(&idle(Kind::Read)));
+        assert!(w.races(&r) && r.races(&w));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::command::QueueKind;
 use crate::driver::Cond;
 use crate::engine::{Submission, SYSTEM_TIMESTAMP_FREQUENCY};
 use crate::error::{Error, Object, Result, Waited};
+use crate::footprint::Kind;
 use crate::runtime::QueueShared;
 use crate::sync::shim::lock;
 use crate::sync::{Ticket, WaitOutcome};
@@ -110,6 +111,10 @@ impl Queue {
         let seq = {
             let mut e = lock(&self.shared.engine);
             let seq = e.submitted();
+            // The PFP's take of this submission writes it too (`footprint.rs`).
+            let q = self.shared.id;
+            crate::footprint::record(crate::footprint::Obj::Sub(q, seq), Kind::Write);
+            crate::footprint::record(crate::footprint::Obj::Idle(q), Kind::Update);
             dev.with_model(|m| {
                 // Host actions release everything their thread did before them (D5).
                 m.host_submit(self.shared.id, seq);
@@ -241,8 +246,17 @@ impl Queue {
             },
             || {
                 let core = fence.core();
+                // The ticket is named by the submission it belongs to (`footprint.rs`): the
+                // host holds its turn until the submit, so no other submission comes between.
+                let seq = lock(&self.shared.engine).submitted();
+                let key = (self.shared.id, seq);
                 Submission::Wait {
-                    ticket: Ticket::issue(core.clone(), value, self.shared.waker.clone()),
+                    ticket: Ticket::issue(
+                        core.clone(),
+                        value,
+                        self.shared.waker.clone(),
+                        Some(key),
+                    ),
                     fence: core,
                     fence_id: fence.id(),
                     value,
@@ -273,6 +287,7 @@ impl Queue {
     pub fn is_idle(&self) -> bool {
         let dev = &self.shared.device;
         dev.yield_point();
+        crate::footprint::record(crate::footprint::Obj::Idle(self.shared.id), Kind::Read);
         dev.is_removed() || lock(&self.shared.engine).is_idle()
     }
 

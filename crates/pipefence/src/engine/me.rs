@@ -13,6 +13,10 @@ impl Engine {
         let Some(packet) = self.fifo.pop_front() else {
             return Step::Idle;
         };
+        self.note(
+            Obj::Fifo(self.queue_id, self.fifo_slot(self.popped)),
+            Kind::Write,
+        );
         let index = self.popped;
         self.popped += 1;
         hook!(self, ctx, |m| {
@@ -25,7 +29,7 @@ impl Engine {
                 hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, true);
                 });
-                self.retire.push_back(Retire {
+                self.push_retire(Retire {
                     after: self.next_dispatch,
                     site,
                     op: RetireOp::Signal { fence, value },
@@ -38,7 +42,7 @@ impl Engine {
                 Step::Progressed
             }
             PacketOp::SubmissionEnd => {
-                self.retire.push_back(Retire {
+                self.push_retire(Retire {
                     after: self.next_dispatch,
                     site,
                     op: RetireOp::SubmissionEnd,
@@ -53,6 +57,23 @@ impl Engine {
                 indirect_groups,
                 list,
             } => self.me_command(ctx, site, cmd, indirect_groups, list.as_ref()),
+        }
+    }
+
+    /// Whether [`me_step`](Self::me_step) would progress (or fault) now, without doing it:
+    /// `false` exactly when it would return `Blocked` or `Idle` (an ME that pops a packet
+    /// progresses, even if it then blocks on it).
+    pub(super) fn me_can_progress(&mut self, ctx: &EngineCtx<'_>) -> bool {
+        match &self.me_op {
+            None => !self.fifo.is_empty(),
+            Some(MeOp::Copy { .. }) => true,
+            Some(MeOp::Flush { .. }) => self.inflight.is_empty() && self.launches.is_empty(),
+            Some(MeOp::Wait { site, cond }) => {
+                let (site, cond) = (*site, cond.clone());
+                let name = self.me_site.as_ref().map_or("wait-value32", |(_, n)| *n);
+                // A fault is progress: the step faults.
+                !matches!(self.check_wait(ctx, &site, name, &cond), Ok(false))
+            }
         }
     }
 
@@ -112,6 +133,12 @@ impl Engine {
                 hook!(self, ctx, |m| {
                     m.flush_done(self.queue_id, flush);
                 });
+                // Every dispatch launched so far finished; the PFP goes on.
+                self.note(
+                    Obj::Dispatches(self.queue_id, 0, self.next_dispatch),
+                    Kind::Read,
+                );
+                self.note(Obj::FlushHold(self.queue_id), Kind::Write);
                 self.flush_hold = false;
                 self.complete(site, "flush-pipeline");
                 Step::Progressed
@@ -366,7 +393,7 @@ impl Engine {
                 hook!(self, ctx, |m| {
                     m.retire_pushed(self.queue_id, flush.contains(Flush::L2_WRITEBACK));
                 });
-                self.retire.push_back(Retire {
+                self.push_retire(Retire {
                     after: self.next_dispatch,
                     site,
                     op: RetireOp::Write {
@@ -407,7 +434,7 @@ impl Engine {
                             hook!(self, ctx, |m| {
                                 m.retire_pushed(self.queue_id, false);
                             });
-                            self.retire.push_back(Retire {
+                            self.push_retire(Retire {
                                 after: self.next_dispatch,
                                 site,
                                 op: RetireOp::Write {

@@ -52,6 +52,7 @@ use crate::command::{
     WriteSource,
 };
 use crate::core::DeviceCore;
+use crate::footprint::{Kind, Obj};
 use crate::memory::BufferCore;
 use crate::sync::{FenceCore, Ticket, Writer};
 use rustc_hash::FxHasher;
@@ -408,6 +409,9 @@ pub(crate) struct Engine {
     /// Packets pushed into the FIFO and popped from it so far (hazard clocks follow them).
     pushed: u64,
     popped: u64,
+    /// Entries pushed into the retire queue and retired so far (footprints name its slots).
+    retire_pushed: u64,
+    retire_popped: u64,
     /// The device has a hazard model (the hooks run), and it is in strict mode.
     pub(crate) tracked: bool,
     pub(crate) strict: bool,
@@ -450,6 +454,8 @@ impl Engine {
             trace: None,
             pushed: 0,
             popped: 0,
+            retire_pushed: 0,
+            retire_popped: 0,
             tracked: false,
             strict: false,
         }
@@ -602,6 +608,25 @@ impl Engine {
         }
     }
 
+    /// Whether [`step`](Self::step) of `stage` would progress (or fault) now: `false` exactly
+    /// when it would return `Blocked` or `Idle`. It changes nothing another stage, a host or a
+    /// driver can see (it may fill the PFP's prefetch cache), so a scripted schedule lists
+    /// only the stages that can run (`driver/deterministic`), and a blocked stage is never a
+    /// choice.
+    pub(crate) fn can_progress(&mut self, stage: Stage, ctx: &EngineCtx<'_>) -> bool {
+        match stage {
+            Stage::Pfp => self.kind.has_pfp() && self.pfp_can_progress(ctx),
+            Stage::Me => {
+                if !self.kind.has_pfp() && self.fifo.is_empty() && self.me_op.is_none() {
+                    // A Copy engine's ME fetches for itself (D1): it progresses when the fetch
+                    // does.
+                    return self.pfp_can_progress(ctx);
+                }
+                self.me_can_progress(ctx)
+            }
+        }
+    }
+
     /// Steps the PFP while it progresses (what [`step`](Self::step) does, once per step): whether
     /// it progressed, and the step that ended the run (never `Progressed`). The threaded
     /// driver's eager fetch: one trace and stage test per run, not per packet.
@@ -746,8 +771,34 @@ impl Engine {
     }
 
     fn push_packet(&mut self, site: Site, op: PacketOp) {
+        self.note(
+            Obj::Fifo(self.queue_id, self.fifo_slot(self.pushed)),
+            Kind::Write,
+        );
         self.pushed += 1;
         self.fifo.push_back(Packet { site, op });
+    }
+
+    /// The FIFO slot of packet `n` (`footprint.rs`).
+    fn fifo_slot(&self, n: u64) -> u64 {
+        n % self.fifo_depth as u64
+    }
+
+    /// Puts `r` at the end of the retire queue.
+    fn push_retire(&mut self, r: Retire) {
+        self.note(
+            Obj::RetireSlot(self.queue_id, self.retire_pushed),
+            Kind::Write,
+        );
+        self.retire_pushed += 1;
+        self.retire.push_back(r);
+    }
+
+    /// Records an access for a reducing exploration (`footprint.rs`: the engine's own state
+    /// that its stages and other actors share).
+    #[inline]
+    fn note(&self, obj: Obj, kind: Kind) {
+        crate::footprint::record(obj, kind);
     }
 
     fn drained(&self) -> bool {

@@ -14,10 +14,63 @@ impl Engine {
         if self.flush_hold {
             return Step::Blocked(WaitCondition::FlushHold);
         }
+        self.note(Obj::FlushHold(self.queue_id), Kind::Read);
         if self.cursor.is_none() {
             return self.pfp_next_submission(ctx);
         }
         self.pfp_fetch(ctx)
+    }
+
+    /// Whether [`pfp_step`](Self::pfp_step) would progress (or fault) now, without doing it:
+    /// `false` exactly when it would return `Blocked` or `Idle`. It may refill the prefetch
+    /// cache and move the cursor past finished lists (as the step would), nothing else.
+    pub(super) fn pfp_can_progress(&mut self, ctx: &EngineCtx<'_>) -> bool {
+        if self.fifo.len() >= self.fifo_depth || self.flush_hold {
+            return false;
+        }
+        let Some(cur) = self.cursor.as_mut() else {
+            return match self.ring.front() {
+                None => false,
+                Some((_, Submission::Wait { ticket, .. })) => ticket.is_satisfied(),
+                Some((_, Submission::Signal { .. })) => true,
+                Some((_, Submission::Execute(_))) => self.drained(),
+            };
+        };
+        while cur.list < cur.lists.len() && cur.word >= cur.lists[cur.list].words {
+            cur.list += 1;
+            cur.word = 0;
+            cur.command = 0;
+            cur.cache.clear();
+            cur.cache_start = 0;
+        }
+        if cur.list >= cur.lists.len() {
+            return true;
+        }
+        let li = cur.list;
+        let site = Site {
+            submission: cur.submission,
+            list: Some(cur.lists[li].id),
+            command: Some(cur.command),
+        };
+        match fetch_decode(cur, li) {
+            Ok((
+                cmd @ Command::WaitValue {
+                    address,
+                    cond: vc,
+                    engine: WaitEngine::Pfp,
+                },
+                _,
+            )) => {
+                if vc.never_satisfiable() {
+                    return true;
+                }
+                let cond = WaitCondition::Memory { address, cond: vc };
+                // A fault (an unmapped address) is progress: the step faults.
+                !matches!(self.check_wait(ctx, &site, cmd.name(), &cond), Ok(false))
+            }
+            // Any other command, or a malformed packet (a fault), progresses.
+            _ => true,
+        }
     }
 
     fn pfp_next_submission(&mut self, ctx: &EngineCtx<'_>) -> Step {
@@ -61,6 +114,7 @@ impl Engine {
                     m.queue_wait_acquire(self.queue_id, release, self.pushed);
                 });
                 self.pfp_blocked = None;
+                self.note(Obj::Sub(self.queue_id, seq), Kind::Write);
                 self.ring.pop_front();
                 // The wait completes its submission once everything before it has.
                 self.push_packet(site, PacketOp::SubmissionEnd);
@@ -71,6 +125,7 @@ impl Engine {
                 else {
                     return Step::Idle;
                 };
+                self.note(Obj::Sub(self.queue_id, seq), Kind::Write);
                 hook!(self, ctx, |m| {
                     m.submission_start(self.queue_id, seq, self.pushed);
                 });
@@ -85,6 +140,8 @@ impl Engine {
                 let Some((_, Submission::Execute(lists))) = self.ring.pop_front() else {
                     return Step::Idle;
                 };
+                self.note(Obj::Busy(self.queue_id), Kind::Read);
+                self.note(Obj::Sub(self.queue_id, seq), Kind::Write);
                 hook!(self, ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);
@@ -224,7 +281,10 @@ impl Engine {
                     Err(f) => return self.fault(Stage::Pfp, f),
                 }
             }
-            Command::FlushPipeline { .. } => self.flush_hold = true,
+            Command::FlushPipeline { .. } => {
+                self.note(Obj::FlushHold(self.queue_id), Kind::Write);
+                self.flush_hold = true;
+            }
             _ => {}
         }
         self.pfp_blocked = None;

@@ -27,6 +27,13 @@ impl Engine {
         let Some(r) = self.retire.pop_front() else {
             return Step::Idle;
         };
+        // Every dispatch launched before it finished (`retire_ready`).
+        self.note(Obj::Dispatches(self.queue_id, 0, r.after), Kind::Read);
+        self.note(
+            Obj::RetireSlot(self.queue_id, self.retire_popped),
+            Kind::Write,
+        );
+        self.retire_popped += 1;
         match r.op {
             RetireOp::Write {
                 address,
@@ -75,6 +82,7 @@ impl Engine {
     }
 
     fn finish_submission(&mut self, seq: u64) {
+        self.note(Obj::Idle(self.queue_id), Kind::Update);
         self.completed_submissions = seq + 1;
         if let Some(p) = &self.progress {
             p.signal(self.completed_submissions, Writer::Never, 0);

@@ -112,7 +112,15 @@ fn mask(f: &Footprint) -> u64 {
             Obj::Line(q, _) | Obj::Cache(q) => bit(0x1000_0000_0000 | u64::from(q)),
             Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
             Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
-            Obj::Dispatch(q, i) => bit(0x4000_0000_0000 ^ (u64::from(q) << 40) ^ i),
+            Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
+            Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
+            Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
+            Obj::Busy(q) => bit(0x3400_0000_0000 | u64::from(q)),
+            Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
+            Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
+            Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
+            // One bit per queue for a dispatch and a range of them (they overlap).
+            Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
             Obj::Clock => bit(0x5000_0000_0000),
             Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
             Obj::Device => bit(0x7000_0000_0000),
@@ -430,6 +438,11 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
         let all = racing.clone();
         racing.retain(|&i| !all.iter().any(|&k| k > i && h.preds[k].contains(i)));
         for i in racing {
+            // A dependence that no schedule reverses (the queue's plumbing, a wait): nothing
+            // to explore.
+            if !h.events[i].footprint.races(&h.events[j].footprint) {
+                continue;
+            }
             let pi = h.events[i].point;
             if pi < frozen {
                 continue;
@@ -445,6 +458,13 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
             let mut initials: Vec<ActorKey> = Vec::new();
             let j_initial = !v.iter().any(|&k| h.preds[j].contains(k));
             if j_initial {
+                if !node.point.actors.contains(&h.events[j].actor) {
+                    // Not reversible: j's actor could not run at i's point (the listing has
+                    // only the actors that can run), and nothing between them that j depends
+                    // on enabled it, so i did (whatever enables an action is dependent with
+                    // it): j cannot come first.
+                    continue;
+                }
                 initials.push(h.events[j].actor);
             }
             for (x, &k) in v.iter().enumerate() {

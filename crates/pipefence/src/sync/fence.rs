@@ -254,7 +254,17 @@ impl FenceCore {
     }
 
     fn register_inner(&self, target: u64, notify: Arc<dyn Notify>, once: bool) -> Registration {
-        self.note(Kind::Write);
+        // A latch's registration (`Notify::latch_key`) touches only its latch while it waits:
+        // a signal that raises the value across its target sets the latch whether it comes
+        // before the registration (which then fires at once) or after (which fires it), and a
+        // signal below the target leaves it pending either way. When the target is already
+        // reached it reads what the last signal wrote (the crossing it is told of).
+        let latch = notify.latch_key();
+        if let Some((a, b)) = latch {
+            footprint::record(Obj::Ticket(a, b), Kind::Update);
+        } else {
+            self.note(Kind::Write);
+        }
         let crossing = {
             let mut s = lock(&self.state);
             #[cfg(loom)]
@@ -271,6 +281,9 @@ impl FenceCore {
                 s.next_key += 1;
                 s.waiters.insert(target, key, notify);
                 return Registration::Pending(key);
+            }
+            if latch.is_some() {
+                self.note(Kind::Read);
             }
             s.current_crossing()
         };

@@ -48,7 +48,7 @@ fn spawn_engine(ticket: Arc<Ticket>, waker: Arc<EngineWaker>) -> thread::JoinHan
 fn queue_wait_signal_lower_recheck_park() -> Arc<Ticket> {
     let f = Arc::new(FenceCore::new(0));
     let waker = Arc::new(EngineWaker::default());
-    let ticket = Ticket::issue(f.clone(), 1, waker.clone());
+    let ticket = Ticket::issue(f.clone(), 1, waker.clone(), None);
     let engine = spawn_engine(ticket.clone(), waker);
     f.signal(1, Writer::Never, 0);
     f.signal(0, Writer::Never, 0);
@@ -83,7 +83,7 @@ fn q3_submission_behind_held_wait_vs_signal_vs_park() {
     model(|| {
         let f = Arc::new(FenceCore::new(0));
         let waker = Arc::new(EngineWaker::default());
-        let ticket = Ticket::issue(f.clone(), 1, waker.clone());
+        let ticket = Ticket::issue(f.clone(), 1, waker.clone(), None);
         let queued = Arc::new(Mutex::new(0u32));
         let engine = {
             let (ticket, waker, queued) = (ticket.clone(), waker.clone(), queued.clone());
@@ -129,7 +129,7 @@ fn f5_ticket_issue_vs_pulse() {
             f2.signal(0, Writer::Never, 0);
         });
         let waker = Arc::new(EngineWaker::default());
-        let ticket = Ticket::issue(f.clone(), 2, waker.clone());
+        let ticket = Ticket::issue(f.clone(), 2, waker.clone(), None);
         t.join().unwrap();
         assert_eq!(f.completed_value(), 0);
         if ticket.is_satisfied() {
@@ -145,7 +145,7 @@ fn f11_release_vs_parked_queue_wait() {
     model(|| {
         let f = Arc::new(FenceCore::new(0));
         let waker = Arc::new(EngineWaker::default());
-        let ticket = Ticket::issue(f.clone(), u64::MAX, waker.clone());
+        let ticket = Ticket::issue(f.clone(), u64::MAX, waker.clone(), None);
         let engine = spawn_engine(ticket.clone(), waker);
         f.release();
         engine.join().unwrap();

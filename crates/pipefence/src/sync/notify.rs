@@ -18,6 +18,13 @@ pub(crate) trait Notify: Send + Sync {
         let _ = crossing;
         self.notify();
     }
+
+    /// A latch that a crossing sets for good, named for a reducing exploration
+    /// (`footprint.rs`, [`crate::footprint::Obj::Ticket`]): its registration commutes with a
+    /// signal that raises the value. `None` (the default): the registration writes the fence.
+    fn latch_key(&self) -> Option<(u32, u64)> {
+        None
+    }
 }
 
 /// An opaque release token a fence signal carries (the hazard model's release clock, D5): a

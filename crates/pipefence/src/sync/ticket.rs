@@ -33,6 +33,9 @@ pub(crate) struct Ticket {
     by: Mutex<Option<Crossing>>,
     /// The engine to wake once satisfied.
     waker: Arc<dyn Notify>,
+    /// Its name in footprints (`footprint.rs`): the queue and submission of a queue wait, the
+    /// host and wait of a host's.
+    key: Option<(u32, u64)>,
 }
 
 impl std::fmt::Debug for Ticket {
@@ -48,13 +51,20 @@ impl std::fmt::Debug for Ticket {
 impl Ticket {
     /// A ticket for `fence >= target`, registered on the fence now: from this moment the first
     /// crossing satisfies it. `waker` is notified once, when it is satisfied.
-    pub(crate) fn issue(fence: Arc<FenceCore>, target: u64, waker: Arc<dyn Notify>) -> Arc<Self> {
+    /// `key` names it in footprints (`footprint.rs`); `None`: tests of it read the fence.
+    pub(crate) fn issue(
+        fence: Arc<FenceCore>,
+        target: u64,
+        waker: Arc<dyn Notify>,
+        key: Option<(u32, u64)>,
+    ) -> Arc<Self> {
         let t = Arc::new(Ticket {
             fence: fence.clone(),
             target,
             satisfied: AtomicBool::new(false),
             by: Mutex::new(None),
             waker,
+            key,
         });
         let _ = fence.register(target, t.clone());
         t
@@ -67,13 +77,22 @@ impl Ticket {
         if BREAK_TICKET_LATCH.with(|b| b.get()) {
             return self.fence.completed_value() >= self.target;
         }
-        self.fence.note(crate::footprint::Kind::Read);
+        self.note(crate::footprint::Kind::Read);
         self.satisfied.load(Ordering::Acquire)
+    }
+
+    /// Records an access to the latch (`footprint.rs`): the ticket's own object, or the fence
+    /// for a ticket without a key.
+    fn note(&self, kind: crate::footprint::Kind) {
+        match self.key {
+            Some((a, b)) => crate::footprint::record(crate::footprint::Obj::Ticket(a, b), kind),
+            None => self.fence.note(kind),
+        }
     }
 
     /// What satisfied it (`None` while pending, or when a removal did).
     pub(crate) fn satisfied_by(&self) -> Option<Crossing> {
-        self.fence.note(crate::footprint::Kind::Read);
+        self.note(crate::footprint::Kind::Read);
         if !self.satisfied.load(Ordering::Acquire) {
             return None;
         }
@@ -81,6 +100,9 @@ impl Ticket {
     }
 
     fn satisfy(&self, by: Option<&Crossing>) {
+        // Setting the latch commutes with setting it again (its registration and the signal
+        // that crosses it, in either order, leave it set by that signal).
+        self.note(crate::footprint::Kind::Update);
         if self.satisfied.load(Ordering::Acquire) {
             return;
         }
@@ -99,5 +121,9 @@ impl Notify for Ticket {
 
     fn crossed(&self, crossing: &Crossing) {
         self.satisfy(Some(crossing));
+    }
+
+    fn latch_key(&self) -> Option<(u32, u64)> {
+        self.key
     }
 }

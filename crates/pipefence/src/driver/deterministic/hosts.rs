@@ -22,6 +22,8 @@ pub(super) struct Host {
     /// Where it is in its own program, as it said at its last scheduling point
     /// (`host::set_current_position`).
     pub(super) position: Option<u32>,
+    /// Blocking waits it made so far (its tickets' names in footprints).
+    pub(super) waits: u64,
 }
 
 impl Host {
@@ -32,6 +34,7 @@ impl Host {
             wake: Wake::Ok,
             cv: Arc::new(Condvar::new()),
             position: None,
+            waits: 0,
         }
     }
 }
@@ -96,14 +99,21 @@ pub(super) enum HostWait {
 
 impl HostWait {
     /// The wait for `cond`, its fence conditions latched as tickets now (`waker` is told when
-    /// one is satisfied).
-    pub(super) fn latch(cond: Cond, waker: Arc<dyn Notify>) -> HostWait {
-        let issue = |f: Arc<FenceCore>, v: u64| Ticket::issue(f, v, waker.clone());
+    /// one is satisfied). The tickets are named by host `host` and its wait number `wait`
+    /// (`footprint.rs`).
+    pub(super) fn latch(cond: Cond, waker: Arc<dyn Notify>, host: usize, wait: u64) -> HostWait {
+        let key = |i: usize| Some((HOST_TICKET | host as u32, (wait << 20) | i as u64));
+        let issue =
+            |f: Arc<FenceCore>, v: u64, i: usize| Ticket::issue(f, v, waker.clone(), key(i));
         match cond {
-            Cond::Fence(f, v) => HostWait::Tickets(vec![issue(f, v)], false),
-            Cond::Multi(fs, any) => {
-                HostWait::Tickets(fs.into_iter().map(|(f, v)| issue(f, v)).collect(), any)
-            }
+            Cond::Fence(f, v) => HostWait::Tickets(vec![issue(f, v, 0)], false),
+            Cond::Multi(fs, any) => HostWait::Tickets(
+                fs.into_iter()
+                    .enumerate()
+                    .map(|(i, (f, v))| issue(f, v, i))
+                    .collect(),
+                any,
+            ),
             Cond::Memory {
                 buffer,
                 offset,
@@ -125,6 +135,10 @@ impl HostWait {
         matches!(self, HostWait::HostDone(_) | HostWait::Settled)
     }
 }
+
+/// The first half of a host ticket's name: this bit and the host (queue waits' tickets have
+/// the queue's id there).
+const HOST_TICKET: u32 = 1 << 31;
 
 impl State {
     /// Sets host `h`'s state, keeping the count of finished hosts and the candidates.

@@ -339,14 +339,9 @@ impl Scheduler {
         }
         st.hosts[me].position = crate::host_names::current_position();
         let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
-        if reducing {
-            // The host's action since it was picked ends here.
-            let fp = crate::footprint::take();
-            if let Some(s) = st.script.clone() {
-                s.host_reached(me as u32, fp);
-            }
-        }
         let done = matches!(y, HostStep::Done);
+        // A blocking wait latches its tickets here, in the host's action that ends here (a
+        // crossing from now on satisfies them, F5).
         let state = match y {
             HostStep::Yield => HostState::Ready,
             HostStep::Block(c) => {
@@ -354,11 +349,20 @@ impl Scheduler {
                     host: me,
                     woken: self.woken.clone(),
                 });
-                HostState::Blocked(HostWait::latch(c, waker))
+                let wait = st.hosts[me].waits;
+                st.hosts[me].waits += 1;
+                HostState::Blocked(HostWait::latch(c, waker, me, wait))
             }
             HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
             HostStep::Done => HostState::Done,
         };
+        if reducing {
+            // The host's action since it was picked ends here.
+            let fp = crate::footprint::take();
+            if let Some(s) = st.script.clone() {
+                s.host_reached(me as u32, fp);
+            }
+        }
         st.set_host_state(me, state);
         st.hosts[me].wake = Wake::Ok;
         loop {

@@ -87,9 +87,12 @@ impl Scheduler {
         let removed = dev.is_removed();
         let mut stages = Vec::new();
         let mut any_work = false;
+        // A scripted run lists only the stages that can run: a blocked stage is never a choice
+        // (its try is made here, which changes nothing but what a report of a hang shows).
+        let scripted = st.script.is_some();
         if !removed {
             for (i, q) in queues.iter().enumerate() {
-                let e = lock(&q.engine);
+                let mut e = lock(&q.engine);
                 if e.is_idle() {
                     continue;
                 }
@@ -101,10 +104,15 @@ impl Scheduler {
                     wake: Wake::Ok,
                     queue: i,
                 };
-                if q.kind.has_pfp() && !st.disabled.contains(&Actor::Pfp(id)) {
+                if q.kind.has_pfp()
+                    && !st.disabled.contains(&Actor::Pfp(id))
+                    && (!scripted || runnable(dev, &mut e, Stage::Pfp, &mut st.trace))
+                {
                     stages.push(entry(Actor::Pfp(id), None));
                 }
-                if !st.disabled.contains(&Actor::Me(id)) {
+                if !st.disabled.contains(&Actor::Me(id))
+                    && (!scripted || runnable(dev, &mut e, Stage::Me, &mut st.trace))
+                {
                     let ready = if e.copy_pending().is_some() {
                         st.copy_ready.get(&id).copied()
                     } else {
@@ -320,7 +328,13 @@ impl Scheduler {
                                 let _ = buffer.load32(*offset & !3);
                             }
                             HostState::Blocked(HostWait::HostDone(j)) => {
-                                extra.push((Obj::Host(*j as u32), Kind::Read));
+                                extra.push((Obj::Host(*j as u32), Kind::Await));
+                            }
+                            // Every queue is idle: each one's last retirement came first.
+                            HostState::Blocked(HostWait::Idle) if wake == Wake::Ok => {
+                                for q in &listing.queues {
+                                    extra.push((Obj::Idle(q.id), Kind::Await));
+                                }
                             }
                             HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
                             _ => {}
@@ -340,7 +354,7 @@ impl Scheduler {
                     };
                     let q = listing.queues[listing.entries[pos].queue].clone();
                     let ctx = EngineCtx::new(dev);
-                    let (step, launches, copy, moved) = {
+                    let (step, launches, copy, moved, q_tracked) = {
                         let mut e = lock(&q.engine);
                         let before = e.packets_moved();
                         let step = e.step(stage, &ctx);
@@ -348,7 +362,7 @@ impl Scheduler {
                             st.trace.extend(t.drain());
                         }
                         let moved = e.packets_moved() != before;
-                        (step, e.take_launches(), e.copy_pending(), moved)
+                        (step, e.take_launches(), e.copy_pending(), moved, e.tracked)
                     };
                     // The try only looked: the listing less this stage is the next one.
                     let mut keep = false;
@@ -372,6 +386,12 @@ impl Scheduler {
                             }
                         }
                         Step::Blocked(_) | Step::Idle => {
+                            // A scripted run lists only stages that can run (`runnable`).
+                            debug_assert!(
+                                st.script.is_none(),
+                                "deterministic driver: {actor:?} was listed as able to run, \
+                                 but its step found it blocked"
+                            );
                             st.disabled.insert(actor);
                             st.failed_tries += 1;
                             keep = !moved && launches.is_empty();
@@ -422,7 +442,17 @@ impl Scheduler {
                         if keep {
                             footprint::take();
                         } else {
-                            let mut extra = vec![(Obj::Queue(id), Kind::Write)];
+                            // What the stage touched of its queue's state the engine
+                            // recorded (`footprint.rs`); an ME step changes what the queue
+                            // has left to do. With a hazard model, the stages share its
+                            // per-queue clocks.
+                            let mut extra = Vec::new();
+                            if stage == Stage::Me {
+                                extra.push((Obj::Busy(id), Kind::Update));
+                            }
+                            if q_tracked {
+                                extra.push((Obj::Queue(id), Kind::Write));
+                            }
                             for (index, _) in &launched {
                                 extra.push((Obj::Dispatch(id, *index), Kind::Write));
                             }
@@ -439,6 +469,7 @@ impl Scheduler {
                     return Pick::Progressed;
                 }
                 Actor::Retire(id) => {
+                    let mut q_tracked = false;
                     if let Some(q) = listing.queue(id) {
                         let ctx = EngineCtx::new(dev);
                         let step = {
@@ -447,6 +478,7 @@ impl Scheduler {
                             if let Some(t) = e.trace.as_mut() {
                                 st.trace.extend(t.drain());
                             }
+                            q_tracked = e.tracked;
                             step
                         };
                         if let Step::Faulted(f) = step {
@@ -456,7 +488,10 @@ impl Scheduler {
                         st.disabled.clear();
                     }
                     if reducing {
-                        let extra = vec![(Obj::Queue(id), Kind::Write)];
+                        let mut extra = vec![(Obj::Busy(id), Kind::Update)];
+                        if q_tracked {
+                            extra.push((Obj::Queue(id), Kind::Write));
+                        }
                         self.reduced_event(st, ActorKey::Retire(id), extra);
                     }
                     return Pick::Progressed;
@@ -545,7 +580,10 @@ impl Scheduler {
                 state.groups.take(slot, &mut |n| rng.below(n))?
             }
         };
-        footprint::record(Obj::Dispatch(queue, index), Kind::Read);
+        // Groups count their dispatch down (they commute) and change what their queue has left
+        // to do; the launch wrote the dispatch, so they follow it.
+        footprint::record(Obj::Dispatch(queue, index), Kind::Update);
+        footprint::record(Obj::Busy(queue), Kind::Update);
         let g = GroupRun {
             kernel,
             queue,
@@ -594,10 +632,9 @@ impl Scheduler {
                     let n = g.groups.end - g.groups.start;
                     q.groups_completed
                         .fetch_add(u64::from(n), Ordering::Relaxed);
-                    if lock(&q.engine).groups_done(g.index, n) {
-                        // The dispatch finished: its queue's state changed.
-                        footprint::record(Obj::Queue(g.queue), Kind::Write);
-                    }
+                    // Whether the dispatch finished is read through its `Dispatch` object
+                    // by those who wait for it (an ME flush, a retirement).
+                    lock(&q.engine).groups_done(g.index, n);
                 }
             }
             Err(failure) => {
@@ -715,6 +752,35 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Whether `stage` of engine `e` can run now ([`crate::engine::Engine::can_progress`]). When it
+/// cannot, its step is tried (it changes nothing but the stage's own blocked state, which
+/// reports and traces show, as a failed try does), and that it changed nothing is checked.
+fn runnable(
+    dev: &DeviceShared,
+    e: &mut crate::engine::Engine,
+    stage: Stage,
+    trace: &mut Vec<crate::trace::TraceEvent>,
+) -> bool {
+    let ctx = EngineCtx::new(dev);
+    if e.can_progress(stage, &ctx) {
+        return true;
+    }
+    let before = e.packets_moved();
+    let step = e.step(stage, &ctx);
+    if let Some(t) = e.trace.as_mut() {
+        trace.extend(t.drain());
+    }
+    assert!(
+        matches!(step, Step::Blocked(_) | Step::Idle)
+            && e.packets_moved() == before
+            && !e.has_launches(),
+        "deterministic driver: the {stage:?} of queue {} was found unable to run, but its step \
+         did something ({step:?})",
+        e.queue_id
+    );
+    false
 }
 
 /// What [`Scheduler::choose`] picked.
