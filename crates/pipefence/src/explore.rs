@@ -90,6 +90,7 @@ mod exhaustive;
 mod dpor;
 mod parallel;
 mod shrink;
+mod speculate;
 pub use crate::choice::{ActorKey, Narrated, Where};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 pub use parallel::{enumerate_parallel, Parallel, Seen, TARGET_UNITS};

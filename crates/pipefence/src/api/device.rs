@@ -294,6 +294,8 @@ impl Device {
     /// The device clock in nanoseconds (virtual on the deterministic driver, where it starts at
     /// 1 s; real time since creation plus 1 s otherwise).
     pub fn clock_ns(&self) -> u64 {
+        // The host sees the time: it is part of what the program computes (`footprint.rs`).
+        crate::footprint::record(crate::footprint::Obj::Clock, crate::footprint::Kind::Write);
         self.shared.now_ns()
     }
 

@@ -307,6 +307,8 @@ impl Queue {
     pub fn clock_calibration(&self) -> Result<(u64, u64)> {
         let dev = &self.shared.device;
         dev.check_live(|| format!("queue `{}`: clock_calibration", self.shared.name))?;
+        // The host sees the time: it is part of what the program computes (`footprint.rs`).
+        crate::footprint::record(crate::footprint::Obj::Clock, Kind::Write);
         let now = dev.now_ns();
         Ok((
             ticks(now, dev.desc.timestamp_frequency),

@@ -64,6 +64,13 @@ impl Node {
     fn asleep(&self, actor: ActorKey) -> bool {
         self.point.sleep.iter().any(|(k, _)| *k == actor)
     }
+
+    /// Whether alternative `alt` is still to explore here: not explored, and not of an actor
+    /// asleep here.
+    fn pending(&self, alt: u32) -> bool {
+        let asleep = self.point.scheduling && self.actor_of(alt).is_some_and(|a| self.asleep(a));
+        !self.done.contains(&alt) && !asleep
+    }
 }
 
 /// A set of event indices.
@@ -239,17 +246,70 @@ pub(super) fn run_record(
     Ok((points, events))
 }
 
-/// The script that branches a reducing run (`tries`) at its choice point `point` (index
-/// `d`) to alternative `alt`, with the sleep set of that sibling: the point's own, and the
-/// actors of the alternatives explored there before (`slept`). Choices within an action
-/// start with no sleep set.
-pub(super) fn branch_script(
+/// What a reducing run's script is made of: the prefix of tries it follows, the try from
+/// which it keeps `sleep` (and stops if that try finds its alternative disabled), and that
+/// sleep set. Two runs of equal specs are the same run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Spec {
+    prefix: Vec<u32>,
+    at: Option<usize>,
+    sleep: Vec<(ActorKey, Footprint)>,
+}
+
+impl Spec {
+    /// The first run of a search: canonical choices from the start, nothing asleep.
+    pub(super) fn first() -> Self {
+        Spec {
+            prefix: Vec::new(),
+            at: None,
+            sleep: Vec::new(),
+        }
+    }
+
+    /// The script to run.
+    pub(super) fn script(&self) -> Script {
+        Script::reducing(self.prefix.clone(), self.at, self.sleep.clone())
+    }
+}
+
+/// Where a reduced search gets its runs: it runs them, or takes runs made ahead of time
+/// (`explore/speculate.rs`). Either way a spec's run is the same.
+pub(super) trait Runs<T> {
+    /// The run of `spec`'s script: the script after the run, and the body's value.
+    fn run(&mut self, spec: Spec) -> (Arc<Script>, T);
+
+    /// The run the search asks for next (`specs[0]`), then runs it is likely to ask for
+    /// later, the likeliest first (it may ask for others, or not for these).
+    fn ahead(&mut self, _specs: Vec<Spec>) {}
+
+    /// Whether [`Runs::ahead`] is of any use (the search skips working the specs out).
+    fn wants_ahead(&self) -> bool {
+        false
+    }
+}
+
+/// Runs each spec on the calling thread with `body`.
+pub(super) struct Direct<B>(pub(super) B);
+
+impl<T, B: FnMut(&Arc<Script>) -> T> Runs<T> for Direct<B> {
+    fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
+        let script = Arc::new(spec.script());
+        let value = (self.0)(&script);
+        (script, value)
+    }
+}
+
+/// The spec that branches a reducing run (`tries`) at its choice point `point` (index `d`)
+/// to alternative `alt`, with the sleep set of that sibling: the point's own, and the actors
+/// of the alternatives explored there before (`slept`). Choices within an action start with
+/// no sleep set.
+pub(super) fn branch_spec(
     tries: &[u32],
     point: &ChoicePoint,
     sleep_here: &[(ActorKey, Footprint)],
     slept: &[(ActorKey, Footprint)],
     alt: u32,
-) -> Script {
+) -> Spec {
     let start = point.first_try;
     let prefix = branch_prefix(tries, start, alt);
     let sleep = if point.scheduling {
@@ -259,7 +319,11 @@ pub(super) fn branch_script(
     } else {
         Vec::new()
     };
-    Script::reducing(prefix, Some(start), sleep)
+    Spec {
+        prefix,
+        at: Some(start),
+        sleep,
+    }
 }
 
 /// Adds to `slept` the actor that took alternative `taken` at scheduling point `point`
@@ -288,12 +352,13 @@ pub(super) fn note_slept(
 /// [`super::exhaustive::enumerate`], also told of the runs stopped early.
 pub(super) fn enumerate_reduced<T>(
     opts: &ExhaustiveOptions,
-    mut body: impl FnMut(&Arc<Script>) -> T,
+    body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Enumeration {
     let mut clock_matters = false;
+    let mut runs = Direct(body);
     loop {
-        match search_reduced(opts, None, clock_matters, &mut body, &mut visit) {
+        match search_reduced(opts, None, clock_matters, &mut runs, &mut visit) {
             Ok(e) => return e,
             Err(ClockMatters) => clock_matters = true,
         }
@@ -307,7 +372,7 @@ pub(super) fn search_reduced<T>(
     opts: &ExhaustiveOptions,
     root: Option<Root<T>>,
     clock_matters: bool,
-    mut body: impl FnMut(&Arc<Script>) -> T,
+    runs: &mut impl Runs<T>,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Result<Enumeration, ClockMatters> {
     let frozen = root.as_ref().map_or(0, |r| r.frozen);
@@ -320,17 +385,13 @@ pub(super) fn search_reduced<T>(
     loop {
         let (script, value) = match (root.take(), next) {
             (Some(r), _) => (r.script, r.value),
-            (None, next) => {
-                let script = Arc::new(match next {
-                    None => Script::reducing(Vec::new(), None, Vec::new()),
-                    Some((d, alt)) => {
-                        let n = &path[d];
-                        branch_script(&tries, &n.point, &n.point.sleep, &n.slept, alt)
-                    }
-                });
-                let value = body(&script);
-                (script, value)
-            }
+            (None, next) => runs.run(match next {
+                None => Spec::first(),
+                Some((d, alt)) => {
+                    let n = &path[d];
+                    branch_spec(&tries, &n.point, &n.point.sleep, &n.slept, alt)
+                }
+            }),
         };
         let (points, events) = run_record(&script, clock_matters)?;
         let from = match next {
@@ -368,6 +429,7 @@ pub(super) fn search_reduced<T>(
             result.max_depth = result.max_depth.max(points.len());
             let first_new = hist.update(events, from.saturating_sub(1));
             add_backtracks(&hist, first_new, frozen, &mut path);
+            add_disabled(&hist, frozen, !script.sleep_blocked(), &mut path);
             let run = if script.sleep_blocked() {
                 result.sleep_blocked += 1;
                 Run::SleepBlocked
@@ -383,13 +445,7 @@ pub(super) fn search_reduced<T>(
         next = None;
         'search: for d in (frozen..path.len()).rev() {
             let n = &path[d];
-            for &alt in &n.backtrack {
-                if n.done.contains(&alt) {
-                    continue;
-                }
-                if n.point.scheduling && n.actor_of(alt).is_some_and(|a| n.asleep(a)) {
-                    continue;
-                }
+            if let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) {
                 next = Some((d, alt));
                 break 'search;
             }
@@ -401,6 +457,13 @@ pub(super) fn search_reduced<T>(
         // The alternative explored at `d` until now sleeps in its siblings.
         let n = &mut path[d];
         note_slept(&mut n.slept, &n.point, d, &hist.events);
+        if runs.wants_ahead() {
+            let (d, alt) = next.unwrap_or((d, 0));
+            let n = &path[d];
+            let mut specs = vec![branch_spec(&tries, &n.point, &n.point.sleep, &n.slept, alt)];
+            specs.extend(ahead_specs(&path, &tries, &hist.events, frozen, d));
+            runs.ahead(specs);
+        }
         // Runs stopped as repeats or asleep count against the bound too, so that a search
         // whose runs mostly end asleep still ends.
         let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
@@ -409,6 +472,80 @@ pub(super) fn search_reduced<T>(
             return Ok(result);
         }
     }
+}
+
+/// Makes sure some schedule runs, before the action that disabled it, each actor that could
+/// run at a scheduling point, could not at the next, and did not run again in the run: a race
+/// needs both actions in one run, and an action that never runs again races with nothing
+/// there. Two kinds of action disable others: a removal of the device (a fault, an endless
+/// kernel: it writes everything) disables every engine stage, group and write-back; a write
+/// can disable a wait that could pass (an ME's or PFP's memory-value wait, a host's poll).
+/// Nothing else disables an actor (tickets latch, dispatches only finish, a FIFO only fills
+/// by its own PFP) but the write-back of a line that a release, an atomic or a CP write made
+/// clean, which is the same state as that write-back and then the action. `ended`: the run
+/// went to its end (the actors that could run at its last point and did not were disabled by
+/// its last action).
+fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
+    let mut last: std::collections::HashMap<ActorKey, usize> = std::collections::HashMap::new();
+    let mut removal = std::collections::HashSet::new();
+    for e in &h.events {
+        last.insert(e.actor, e.point);
+        if e.footprint.accesses().contains(&(Obj::All, Kind::Write)) {
+            removal.insert(e.point);
+        }
+    }
+    let sched: Vec<usize> = (frozen..path.len())
+        .filter(|&k| path[k].point.scheduling)
+        .collect();
+    for (i, &k) in sched.iter().enumerate() {
+        let later: Vec<ActorKey> = match sched.get(i + 1) {
+            Some(&k2) => path[k2].point.actors.clone(),
+            None if ended => Vec::new(),
+            None => continue,
+        };
+        let n = &mut path[k];
+        let Some(taken) = n.point.taken else { continue };
+        let ran = n.actor_of(taken);
+        let removed = removal.contains(&k);
+        for alt in 0..n.point.alternatives {
+            let Some(p) = n.actor_of(alt) else { continue };
+            let waits = matches!(p, ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_));
+            if !(removed || waits)
+                || Some(p) == ran
+                || later.contains(&p)
+                || last.get(&p).is_some_and(|&l| l > k)
+                || n.asleep(p)
+                || n.done.contains(&alt)
+            {
+                continue;
+            }
+            n.backtrack.insert(alt);
+        }
+    }
+}
+
+/// The runs the search will ask for after the subtree of its next branch (at point `next`),
+/// as far as they are known now: at each shallower point that has an alternative left, the
+/// first of them, deepest first. Each is the run the search will make when it gets there,
+/// unless the subtree adds an alternative before it at that point.
+fn ahead_specs(
+    path: &[Node],
+    tries: &[u32],
+    events: &[Event],
+    frozen: usize,
+    next: usize,
+) -> Vec<Spec> {
+    let mut out = Vec::new();
+    for d in (frozen..next).rev() {
+        let n = &path[d];
+        let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) else {
+            continue;
+        };
+        let mut slept = n.slept.clone();
+        note_slept(&mut slept, &n.point, d, events);
+        out.push(branch_spec(tries, &n.point, &n.point.sleep, &slept, alt));
+    }
+    out
 }
 
 /// For each race whose later event is new (index `>= first_new`), makes sure some schedule

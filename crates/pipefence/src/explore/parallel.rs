@@ -16,7 +16,7 @@
 //! `I/N` explores the `I`-th of `N` contiguous blocks of units: the shards in index order
 //! explore the units in order, so merging their reports finds the failures in the same order.
 
-use super::dpor::{branch_script, note_slept, run_record, search_reduced, ClockMatters};
+use super::dpor::{branch_spec, note_slept, run_record, search_reduced, ClockMatters, Direct};
 use super::exhaustive::{
     assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
     ExhaustiveOptions, Root, Run,
@@ -107,6 +107,10 @@ pub fn enumerate_parallel<T: Send>(
     mut visit: impl FnMut(Seen<'_, T>) -> bool,
 ) -> Enumeration {
     let reduced = opts.reduction && opts.preemption_bound.is_none();
+    if reduced && par.shard.is_none() {
+        // The sequential search itself, its runs made ahead on the other threads.
+        return super::speculate::enumerate_speculative(opts, par.jobs, &body, &cancel, &mut visit);
+    }
     let mut clock_matters = false;
     loop {
         match attempt(
@@ -280,7 +284,7 @@ fn expand<T>(
         }
         let script = if reduced {
             note_slept(&mut slept, &point, f, &latest_events);
-            branch_script(&latest_tries, &point, &sleep_here, &slept, alt)
+            branch_spec(&latest_tries, &point, &sleep_here, &slept, alt).script()
         } else {
             let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
             Script::exploring(prefix, at)
@@ -456,7 +460,7 @@ fn attempt<T: Send>(
             alive
         };
         let end = if reduced {
-            search_reduced(opts, Some(root), clock_matters, body, send)
+            search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
         } else {
             Ok(search_plain(opts, Some(root), body, send))
         };

@@ -92,9 +92,21 @@ impl VirtualClock {
 }
 
 impl Clock for VirtualClock {
+    /// The time. Most readings are bookkeeping (when a write or a signal happened, for reports
+    /// and traces): only those that decide what the program computes note a read of the clock
+    /// for a reducing exploration (`footprint.rs`): the ready time of a launch, a copy or a
+    /// sleep ([`VirtualClock::ready_after`]), a timestamp.
     fn now_ns(&self) -> u64 {
-        crate::footprint::record(crate::footprint::Obj::Clock, crate::footprint::Kind::Read);
         self.ns.load(Ordering::Relaxed)
+    }
+}
+
+impl VirtualClock {
+    /// The time `ns` from now: when a launched group, a copy or a sleep is ready. It depends
+    /// on the time now, which a reducing exploration notes as a read of the clock.
+    pub(crate) fn ready_after(&self, ns: u64) -> u64 {
+        crate::footprint::record(crate::footprint::Obj::Clock, crate::footprint::Kind::Read);
+        self.now_ns().saturating_add(ns)
     }
 }
 
@@ -353,7 +365,7 @@ impl Scheduler {
                 st.hosts[me].waits += 1;
                 HostState::Blocked(HostWait::latch(c, waker, me, wait))
             }
-            HostStep::Sleep(ns) => HostState::Sleeping(self.clock.now_ns().saturating_add(ns)),
+            HostStep::Sleep(ns) => HostState::Sleeping(self.clock.ready_after(ns)),
             HostStep::Done => HostState::Done,
         };
         if reducing {

@@ -90,6 +90,7 @@ impl Scheduler {
         // A scripted run lists only the stages that can run: a blocked stage is never a choice
         // (its try is made here, which changes nothing but what a report of a hang shows).
         let scripted = st.script.is_some();
+        let strict = dev.strict();
         if !removed {
             for (i, q) in queues.iter().enumerate() {
                 let mut e = lock(&q.engine);
@@ -104,8 +105,10 @@ impl Scheduler {
                     wake: Wake::Ok,
                     queue: i,
                 };
+                // A strict scripted run has run its PFP steps before listing (`eager_pfps`).
                 if q.kind.has_pfp()
                     && !st.disabled.contains(&Actor::Pfp(id))
+                    && !(scripted && strict)
                     && (!scripted || runnable(dev, &mut e, Stage::Pfp, &mut st.trace))
                 {
                     stages.push(entry(Actor::Pfp(id), None));
@@ -201,6 +204,9 @@ impl Scheduler {
             // A scripted run that only repeats one already explored stops.
             if !dev.is_removed() && st.script.as_ref().is_some_and(|s| s.aborted()) {
                 dev.remove(RemovalReason::Requested);
+            }
+            if st.script.is_some() && dev.strict() && !dev.is_removed() {
+                self.eager_pfps(dev, st);
             }
             // A failed try changed nothing but the disabled stages: the listing it left is the
             // one listing again would give. When it has nothing left, list again (a hang is
@@ -375,8 +381,7 @@ impl Scheduler {
                                     Some(bytes) if !st.copy_ready.contains_key(&id) => {
                                         let cost =
                                             bytes.div_ceil(1024).saturating_mul(COPY_NS_PER_KIB);
-                                        st.copy_ready
-                                            .insert(id, self.clock.now_ns().saturating_add(cost));
+                                        st.copy_ready.insert(id, self.clock.ready_after(cost));
                                     }
                                     Some(_) => {}
                                     None => {
@@ -418,7 +423,7 @@ impl Scheduler {
                             st.endless.push(Endless {
                                 serial,
                                 queue: id,
-                                ready: self.clock.now_ns().saturating_add(watchdog),
+                                ready: self.clock.ready_after(watchdog),
                                 fault: Fault::EndlessKernel {
                                     site: l.site,
                                     op: l.op,
@@ -433,7 +438,7 @@ impl Scheduler {
                             l.index,
                             l.kernel.clone(),
                             l.groups,
-                            self.clock.now_ns().saturating_add(cost),
+                            self.clock.ready_after(cost),
                             l.site,
                             l.op,
                         ));
@@ -525,6 +530,65 @@ impl Scheduler {
                         self.reduced_event(st, ActorKey::Endless(serial), extra);
                     }
                     return Pick::Progressed;
+                }
+            }
+        }
+    }
+
+    /// Strict mode, scripted: D5's maximal run-ahead as part of the action before. Every PFP
+    /// step that can run, runs now, queue by queue in id order, until none can: a PFP step
+    /// goes first whenever one can run, so each follows at once the action that let it run
+    /// (the seeded strategies choose among the PFP steps that can run; their order does not
+    /// change what they read, since only PFP steps run meanwhile). A reducing exploration adds
+    /// what they touched to that action's footprint ([`Script::extend_last`]).
+    fn eager_pfps(&self, dev: &DeviceShared, st: &mut State) {
+        let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
+        if reducing {
+            footprint::start();
+        }
+        let mut ran = false;
+        for q in dev.live_queues() {
+            if !q.kind.has_pfp() {
+                continue;
+            }
+            loop {
+                if dev.is_removed() {
+                    break;
+                }
+                let ctx = EngineCtx::new(dev);
+                let mut e = lock(&q.engine);
+                // A PFP that cannot run is tried as a listing tries it (its blocked state).
+                if e.is_idle() || !runnable(dev, &mut e, Stage::Pfp, &mut st.trace) {
+                    break;
+                }
+                let step = e.step(Stage::Pfp, &ctx);
+                if let Some(t) = e.trace.as_mut() {
+                    st.trace.extend(t.drain());
+                }
+                if e.tracked {
+                    footprint::record(Obj::Queue(q.id), Kind::Write);
+                }
+                drop(e);
+                st.steps += 1;
+                ran = true;
+                match step {
+                    Step::Progressed => st.disabled.clear(),
+                    Step::Faulted(f) => {
+                        let reason = f.removal_reason();
+                        dev.remove_with_fault(reason, Some((q.id, f)));
+                    }
+                    Step::Blocked(_) | Step::Idle => {
+                        debug_assert!(false, "a PFP step found able to run did nothing");
+                        break;
+                    }
+                }
+            }
+        }
+        if reducing {
+            let fp = footprint::take();
+            if ran {
+                if let Some(s) = st.script.as_ref() {
+                    s.extend_last(fp);
                 }
             }
         }
