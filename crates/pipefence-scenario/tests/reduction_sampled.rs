@@ -39,9 +39,35 @@ fn scenario_files() -> Vec<PathBuf> {
     files
 }
 
+/// The scenarios (file name, strict) whose reduced search does not complete within the cap
+/// (`docs/exploration.md`, "Known limits"): racy broken variants whose outcomes really are
+/// that many, and strict-mode scenarios whose early write-backs of lines that are written
+/// again multiply the classes. Each is still run with a small cap, which must stop it (a
+/// scenario that starts completing is taken off the list).
+const BOUNDED: &[(&str, bool)] = &[
+    ("top-of-pipe-flag.kdl", false),
+    ("top-of-pipe-flag.kdl", true),
+    ("missing-writeback.kdl", true),
+    ("ring-buffer.kdl", true),
+    ("write-write.kdl", true),
+    ("write-write-fixed.kdl", true),
+    ("write-write-queues.kdl", true),
+];
+
+/// The cap of the searches on the `BOUNDED` list.
+const BOUNDED_CAP: u64 = 500;
+
 fn exhaustive_outcomes(
     sc: &pipefence_scenario::plan::Scenario,
     strict: bool,
+) -> (bool, u64, BTreeSet<String>) {
+    exhaustive_outcomes_capped(sc, strict, 20_000)
+}
+
+fn exhaustive_outcomes_capped(
+    sc: &pipefence_scenario::plan::Scenario,
+    strict: bool,
+    cap: u64,
 ) -> (bool, u64, BTreeSet<String>) {
     let mut outcomes = BTreeSet::new();
     let r = check_exhaustive_each(
@@ -49,7 +75,7 @@ fn exhaustive_outcomes(
         &ExhaustiveCheckOptions {
             strict,
             bounds: ExhaustiveOptions {
-                max_schedules: 20_000,
+                max_schedules: cap,
                 preemption_bound: None,
                 reduction: true,
             },
@@ -75,7 +101,18 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_every_scenario() 
         let text = std::fs::read_to_string(&path).unwrap();
         let name = path.display().to_string();
         let sc = pipefence_scenario::parse(&name, &text).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
         for strict in [false, true] {
+            if BOUNDED.contains(&(file.as_str(), strict)) {
+                let (complete, schedules, _) = exhaustive_outcomes_capped(&sc, strict, BOUNDED_CAP);
+                eprintln!("{name} strict={strict}: bounded, {schedules} schedules");
+                if complete {
+                    failures.push(format!(
+                        "{name} (strict {strict}): completes now; take it off BOUNDED"
+                    ));
+                }
+                continue;
+            }
             let (complete, schedules, exhaustive) = exhaustive_outcomes(&sc, strict);
             let mut sampled = BTreeSet::new();
             check_each(
@@ -115,4 +152,544 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_every_scenario() 
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated scenarios, bigger than the plain search can enumerate: the reduced search must find
+// every outcome that sampled seeds find.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use std::fmt::Write as _;
+
+/// Generated cases (`PROPTEST_CASES` overrides); each costs its sampled seeds and its search.
+const GEN_CASES: u32 = 12;
+/// Seeds sampled per generated case (`REDUCTION_SAMPLED_GEN_SEEDS` overrides).
+const GEN_SEEDS: u64 = 150;
+/// Schedules the reduced search may explore before a case is skipped.
+const GEN_CAP: u64 = 3_000;
+
+#[derive(Debug, Clone, Copy)]
+enum GWord {
+    A,
+    B,
+    Wide,
+}
+
+impl GWord {
+    fn addr(self) -> &'static str {
+        match self {
+            GWord::A => "\"m+0\"",
+            GWord::B => "\"m+4\"",
+            GWord::Wide => "\"m+8\"",
+        }
+    }
+    fn bits(self) -> u32 {
+        match self {
+            GWord::Wide => 64,
+            _ => 32,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum GCmd {
+    Wait {
+        word: GWord,
+        pfp: bool,
+        equal: bool,
+        reference: u8,
+    },
+    Write {
+        word: GWord,
+        top: bool,
+        writeback: bool,
+        value: u8,
+        timestamp: bool,
+    },
+    /// `dispatch fill` of `groups` groups from block `at` of `d` (4 blocks: past them, a fault).
+    Fill {
+        at: u8,
+        groups: u8,
+        value: u8,
+    },
+    /// `dispatch add` from block `src` of `d` to block `dst` of `e`.
+    Add {
+        src: u8,
+        dst: u8,
+        groups: u8,
+    },
+    /// `dispatch sum` of block `src` of `d` into `m+16`.
+    Sum {
+        src: u8,
+        groups: u8,
+    },
+    /// `dispatch-indirect fill` into `e` with its group count at `m+4`.
+    Indirect {
+        value: u8,
+    },
+    /// `copy` of 64 bytes from `d` to `e`.
+    Copy {
+        src: u8,
+        dst: u8,
+    },
+    Flush {
+        writeback: bool,
+    },
+    Label,
+}
+
+#[derive(Debug, Clone)]
+enum GItem {
+    Signal { fence: u8, value: u8 },
+    Wait { fence: u8, value: u8 },
+    Cmd(GCmd),
+}
+
+#[derive(Debug, Clone)]
+enum GHost {
+    Wait { fence: u8, value: u8 },
+    Write { word: GWord, value: u8 },
+    Signal { fence: u8, value: u8 },
+    Poll { word: GWord, reference: u8 },
+    Sleep,
+}
+
+#[derive(Debug, Clone)]
+struct GCase {
+    strict: bool,
+    fifo_depth: u32,
+    queues: Vec<Vec<GItem>>,
+    hosts: Vec<Vec<GHost>>,
+    /// The main program waits for idle (else for nothing: the runner drains at the end).
+    wait_idle: bool,
+}
+
+fn gfence() -> impl Strategy<Value = u8> {
+    prop_oneof![3 => Just(0u8), 1 => Just(1u8)]
+}
+
+fn gword() -> impl Strategy<Value = GWord> {
+    prop_oneof![3 => Just(GWord::A), 1 => Just(GWord::B), 1 => Just(GWord::Wide)]
+}
+
+fn gcmd() -> impl Strategy<Value = GCmd> {
+    prop_oneof![
+        3 => (gword(), any::<bool>(), any::<bool>(), 1u8..=2).prop_map(|(word, pfp, equal, reference)| {
+            GCmd::Wait { word, pfp, equal: equal && !pfp, reference }
+        }),
+        3 => (gword(), any::<bool>(), any::<bool>(), 1u8..=2, prop::bool::weighted(0.15)).prop_map(
+            |(word, top, writeback, value, timestamp)| GCmd::Write {
+                word,
+                top,
+                writeback: writeback && !top,
+                value,
+                timestamp: timestamp && matches!(word, GWord::Wide),
+            }
+        ),
+        3 => (0u8..=3, 1u8..=6, 1u8..=3).prop_map(|(at, groups, value)| GCmd::Fill { at, groups, value }),
+        1 => (0u8..=3, 0u8..=3, 1u8..=3).prop_map(|(src, dst, groups)| GCmd::Add { src, dst, groups }),
+        1 => (0u8..=3, 1u8..=4).prop_map(|(src, groups)| GCmd::Sum { src, groups }),
+        1 => (1u8..=3).prop_map(|value| GCmd::Indirect { value }),
+        1 => (0u8..=3, 0u8..=3).prop_map(|(src, dst)| GCmd::Copy { src, dst }),
+        1 => any::<bool>().prop_map(|writeback| GCmd::Flush { writeback }),
+        1 => Just(GCmd::Label),
+    ]
+}
+
+fn gitem() -> impl Strategy<Value = GItem> {
+    prop_oneof![
+        2 => (gfence(), 1u8..=3).prop_map(|(fence, value)| GItem::Signal { fence, value }),
+        2 => (gfence(), 1u8..=2).prop_map(|(fence, value)| GItem::Wait { fence, value }),
+        6 => gcmd().prop_map(GItem::Cmd),
+    ]
+}
+
+fn ghost() -> impl Strategy<Value = GHost> {
+    prop_oneof![
+        2 => (gfence(), 1u8..=2).prop_map(|(fence, value)| GHost::Wait { fence, value }),
+        2 => (gword(), 0u8..=2).prop_map(|(word, value)| GHost::Write { word, value }),
+        2 => (gfence(), 0u8..=3).prop_map(|(fence, value)| GHost::Signal { fence, value }),
+        1 => (gword(), 1u8..=2).prop_map(|(word, reference)| GHost::Poll { word, reference }),
+        1 => Just(GHost::Sleep),
+    ]
+}
+
+fn gcase() -> impl Strategy<Value = GCase> {
+    (
+        any::<bool>(),
+        prop_oneof![1 => Just(1u32), 1 => Just(2), 2 => Just(16)],
+        prop::collection::vec(prop::collection::vec(gitem(), 1..=4), 1..=3),
+        prop::collection::vec(prop::collection::vec(ghost(), 1..=3), 0..=2),
+        any::<bool>(),
+    )
+        .prop_map(|(strict, fifo_depth, queues, hosts, wait_idle)| GCase {
+            strict,
+            fifo_depth,
+            queues,
+            hosts,
+            wait_idle,
+        })
+}
+
+fn fence_of(f: u8) -> &'static str {
+    if f == 0 {
+        "f"
+    } else {
+        "g"
+    }
+}
+
+fn render_gcmd(out: &mut String, c: &GCmd) {
+    let _ = match c {
+        GCmd::Wait {
+            word,
+            pfp,
+            equal,
+            reference,
+        } => writeln!(
+            out,
+            "    wait-value{} {} cmp={} reference={reference} engine={}",
+            word.bits(),
+            word.addr(),
+            if *equal { "equal" } else { "greater-equal" },
+            if *pfp { "pfp" } else { "me" }
+        ),
+        GCmd::Write {
+            word,
+            top,
+            writeback,
+            value,
+            timestamp,
+        } => writeln!(
+            out,
+            "    write-value{}-{} {}{}{}",
+            word.bits(),
+            if *top { "top" } else { "bop" },
+            word.addr(),
+            if *timestamp {
+                " source=gpu-timestamp".to_string()
+            } else {
+                format!(" value={value}")
+            },
+            if *writeback {
+                " flush=l2-writeback"
+            } else {
+                ""
+            }
+        ),
+        GCmd::Fill { at, groups, value } => writeln!(
+            out,
+            "    dispatch fill dst=\"d+{}\" groups={groups} value={value}",
+            u32::from(*at) * 256
+        ),
+        GCmd::Add { src, dst, groups } => writeln!(
+            out,
+            "    dispatch add dst=\"e+{}\" src=\"d+{}\" groups={groups} value=1",
+            u32::from(*dst) * 256,
+            u32::from(*src) * 256
+        ),
+        GCmd::Sum { src, groups } => writeln!(
+            out,
+            "    dispatch sum dst=\"m+16\" src=\"d+{}\" groups={groups}",
+            u32::from(*src) * 256
+        ),
+        GCmd::Indirect { value } => writeln!(
+            out,
+            "    dispatch-indirect fill args=\"m+4\" dst=e value={value}"
+        ),
+        GCmd::Copy { src, dst } => writeln!(
+            out,
+            "    copy dst=\"e+{}\" src=\"d+{}\" bytes=64",
+            u32::from(*dst) * 256 + 64,
+            u32::from(*src) * 256
+        ),
+        GCmd::Flush { writeback } => writeln!(
+            out,
+            "    flush-pipeline{}",
+            if *writeback {
+                " flush=l2-writeback"
+            } else {
+                ""
+            }
+        ),
+        GCmd::Label => writeln!(out, "    marker \"m\""),
+    };
+}
+
+fn render_ghost(out: &mut String, name: &str, steps: &[GHost]) {
+    let _ = writeln!(out, "host {name} {{");
+    for s in steps {
+        let _ = match s {
+            GHost::Wait { fence, value } => {
+                writeln!(
+                    out,
+                    "    cpu-wait {} {value} timeout-ms=1000",
+                    fence_of(*fence)
+                )
+            }
+            GHost::Write { word, value } => writeln!(
+                out,
+                "    cpu-write {} value={value}{}",
+                word.addr(),
+                if word.bits() == 64 { " width=64" } else { "" }
+            ),
+            GHost::Signal { fence, value } => {
+                writeln!(out, "    cpu-signal {} {value}", fence_of(*fence))
+            }
+            GHost::Poll { word, reference } => writeln!(
+                out,
+                "    cpu-poll {} cmp=greater-equal reference={reference}{} timeout-ms=1000",
+                word.addr(),
+                if word.bits() == 64 { " width=64" } else { "" }
+            ),
+            GHost::Sleep => writeln!(out, "    sleep ms=1"),
+        };
+    }
+    out.push_str("}\n");
+}
+
+fn render_gcase(c: &GCase) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "device tdr-ms=500 fifo-depth={}", c.fifo_depth);
+    out.push_str("buffer m size=64 heap=shared\n");
+    // `d` has 4 blocks of 256 bytes; a fill from block 3 of more than one group faults.
+    out.push_str("buffer d size=1024 heap=shared init=1\n");
+    out.push_str("buffer e size=1024 heap=readback\n");
+    out.push_str("fence f\nfence g\n");
+    let mut actions = String::new();
+    for (q, items) in c.queues.iter().enumerate() {
+        let _ = writeln!(out, "queue q{q} kind=compute");
+        let mut open = false;
+        let mut lists = 0;
+        for it in items {
+            match it {
+                GItem::Cmd(cmd) => {
+                    if !open {
+                        let _ = writeln!(out, "list q{q}l{lists} kind=compute {{");
+                        let _ = writeln!(actions, "execute q{q} q{q}l{lists}");
+                        open = true;
+                        lists += 1;
+                    }
+                    render_gcmd(&mut out, cmd);
+                }
+                GItem::Signal { fence, value } | GItem::Wait { fence, value } => {
+                    if open {
+                        out.push_str("}\n");
+                        open = false;
+                    }
+                    let verb = if matches!(it, GItem::Signal { .. }) {
+                        "signal"
+                    } else {
+                        "wait"
+                    };
+                    let _ = writeln!(actions, "{verb} q{q} {} {value}", fence_of(*fence));
+                }
+            }
+        }
+        if open {
+            out.push_str("}\n");
+        }
+    }
+    for (h, steps) in c.hosts.iter().enumerate() {
+        render_ghost(&mut out, &format!("h{h}"), steps);
+    }
+    out.push_str(&actions);
+    if c.wait_idle {
+        out.push_str("wait-idle timeout-ms=1000\n");
+    }
+    // Memory as failed expectations that name what they found (the final memory joins the
+    // outcome's signature): each word of `m`, and one word of each line of `d` and `e`.
+    for off in (0..24).step_by(4) {
+        let _ = writeln!(out, "expect \"m+{off}\" cmp=never reference=0");
+    }
+    for buf in ["d", "e"] {
+        for off in (0..1024).step_by(64) {
+            let _ = writeln!(out, "expect \"{buf}+{off}\" cmp=never reference=0");
+        }
+    }
+    out
+}
+
+#[test]
+fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenarios() {
+    let mut config = Config::with_cases(GEN_CASES);
+    if let Some(n) = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.cases = n;
+    }
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(0x5eed_5a3d);
+    }
+    config.failure_persistence = None;
+    let seeds = std::env::var("REDUCTION_SAMPLED_GEN_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(GEN_SEEDS);
+    let verbose = std::env::var_os("REDUCTION_SOUNDNESS_VERBOSE").is_some();
+    let stats = std::cell::RefCell::new((0u32, 0u32));
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&gcase(), |c| {
+        let text = render_gcase(&c);
+        let sc = pipefence_scenario::parse("generated.kdl", &text)
+            .map_err(|e| TestCaseError::fail(format!("does not parse: {e:?}\n{text}")))?;
+        let mut exhaustive = BTreeSet::new();
+        let r = check_exhaustive_each(
+            &sc,
+            &ExhaustiveCheckOptions {
+                strict: c.strict,
+                bounds: ExhaustiveOptions {
+                    max_schedules: GEN_CAP,
+                    preemption_bound: None,
+                    reduction: true,
+                },
+                shrink: None,
+                parallel: Parallel {
+                    jobs: 2,
+                    shard: None,
+                },
+            },
+            |_| {},
+            |_, o| {
+                exhaustive.insert(signature(&mut o.clone()));
+            },
+        );
+        if !r.complete {
+            stats.borrow_mut().1 += 1;
+            if verbose {
+                eprintln!("skipped: over {GEN_CAP} schedules");
+            }
+            return Ok(());
+        }
+        let mut sampled = BTreeSet::new();
+        check_each(
+            &sc,
+            &CheckOptions {
+                schedules: seeds,
+                seed: 0,
+                strict: c.strict,
+            },
+            |_| {},
+            |_, o| {
+                sampled.insert(signature(&mut o.clone()));
+            },
+        );
+        stats.borrow_mut().0 += 1;
+        if verbose {
+            eprintln!(
+                "compared: {} schedules, {} outcomes, {} sampled, strict {}",
+                r.schedules,
+                exhaustive.len(),
+                sampled.len(),
+                c.strict
+            );
+        }
+        let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
+        if !missed.is_empty() {
+            if let Some(dir) = std::env::var_os("REDUCTION_SAMPLED_DUMP") {
+                let _ = std::fs::write(
+                    std::path::Path::new(&dir).join(format!("case-strict-{}.kdl", c.strict)),
+                    &text,
+                );
+            }
+            return Err(TestCaseError::fail(format!(
+                "strict {}: {} sampled outcomes the reduced search ({} schedules) did not \
+                 find, the first:\n{}\n--- scenario ---\n{text}",
+                c.strict,
+                missed.len(),
+                r.schedules,
+                missed[0]
+            )));
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (compared, skipped) = *stats.borrow();
+    eprintln!("{compared} generated cases compared, {skipped} skipped (over {GEN_CAP} schedules)");
+    assert!(
+        compared * 2 >= compared + skipped,
+        "too few cases small enough to compare"
+    );
+}
+
+/// The reduced strict search finds every outcome that `seeds` sampled seeds find in `text`.
+fn assert_finds_sampled_outcomes(text: &str, seeds: u64) {
+    let sc = pipefence_scenario::parse("regression.kdl", text).unwrap();
+    let (complete, schedules, exhaustive) = exhaustive_outcomes(&sc, true);
+    assert!(complete, "the reduced search did not complete ({schedules} schedules)");
+    let mut sampled = BTreeSet::new();
+    check_each(
+        &sc,
+        &CheckOptions {
+            schedules: seeds,
+            seed: 0,
+            strict: true,
+        },
+        |_| {},
+        |_, o| {
+            sampled.insert(signature(&mut o.clone()));
+        },
+    );
+    let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
+    assert!(
+        missed.is_empty(),
+        "{} sampled outcomes the reduced search ({schedules} schedules) did not find, the \
+         first:\n{}",
+        missed.len(),
+        missed[0]
+    );
+}
+
+/// A host reads memory (the expectations) right after a submission that the queue's PFP
+/// takes at once: in the first run the queue's later write follows that take, but it need
+/// not follow the read (the retirement of the bottom-of-pipe write can come first).
+#[test]
+fn d4_regression_strict_host_read_races_with_a_write_behind_a_later_submission() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=16
+buffer m size=64 heap=shared
+fence f
+queue q0 kind=compute
+list l kind=compute {
+    write-value32-bop "m+0" value=1
+}
+signal q0 f 1
+execute q0 l
+signal q0 f 1
+expect "m+0" cmp=never reference=0
+"#,
+        150,
+    );
+}
+
+/// Strict mode's PFP runs ahead at once, so it passes a memory-value wait the moment the value
+/// holds; it hangs only when it comes to the wait after one host wrote 1 and another 0: its
+/// read on arrival is an action that those writes race with.
+#[test]
+fn d4_regression_strict_pfp_arriving_at_a_wait_races_with_host_writes() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+queue q0 kind=compute
+list l kind=compute {
+    wait-value32 "m+0" cmp=greater-equal reference=1 engine=pfp
+}
+queue q1 kind=compute
+host h0 {
+    cpu-write "m+0" value=1
+}
+host h1 {
+    cpu-write "m+0" value=0
+}
+execute q0 l
+signal q1 f 1
+expect "m+0" cmp=never reference=0
+"#,
+        300,
+    );
 }

@@ -327,22 +327,6 @@ impl Script {
         }
     }
 
-    /// What ran as part of the last action recorded (strict mode's PFP steps, which follow at
-    /// once the action that let them run) touched `footprint` too.
-    pub(crate) fn extend_last(&self, footprint: Footprint) {
-        let mut st = self.lock();
-        if !st.reducing || footprint.accesses().is_empty() {
-            return;
-        }
-        let Some(e) = st.events.len().checked_sub(1) else {
-            return;
-        };
-        let mut all: Vec<_> = st.events[e].footprint.accesses().to_vec();
-        all.extend_from_slice(footprint.accesses());
-        st.events[e].footprint = Footprint::new(all);
-        wake_sleepers(&mut st, e);
-    }
-
     /// Host `host` reached its next scheduling point: its action touched `footprint` too.
     pub(crate) fn host_reached(&self, host: u32, footprint: Footprint) {
         let mut st = self.lock();

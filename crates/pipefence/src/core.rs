@@ -163,6 +163,7 @@ impl DeviceCore {
 
     /// Records a host write of `address` (for reports).
     pub(crate) fn record_host_write(&self, address: u64) {
+        crate::footprint::record_writers(address, address + 1);
         let w = HostWrite {
             writer: Writer::Host {
                 host: crate::host_names::current_id(),

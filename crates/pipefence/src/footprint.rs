@@ -21,12 +21,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub enum Obj {
     /// Memory bytes `[start, end)` by GPU virtual address.
     Mem(u64, u64),
+    /// The records of who last wrote the 8-byte words of `[start, end)` (a removal report
+    /// names the newest writer of the word a queue waits on): a CP or host write of a word and
+    /// the launch of a dispatch or copy over a range write them, in the order they happen.
+    Writers(u64, u64),
     /// A fence (by its id on the device): its value, waiters and events.
     Fence(u64),
-    /// A queue's engine state as a whole: every PFP step, ME step and retirement of a queue
-    /// writes it when the device tracks hazards (the hazard model's per-queue clocks are
-    /// shared by the stages).
+    /// The hazard model's clocks of a queue that its ME and its retirements share (each
+    /// retirement ticks the ME's epoch): every ME step and retirement writes it when the
+    /// device tracks hazards, and so does a PFP's take of an `execute` (a Q7 boundary joins
+    /// the finished tasks into them).
     Queue(u32),
+    /// The hazard model's state of a queue that its PFP and its ME share (what the PFP
+    /// acquired ahead of the ME, its reads of indirect arguments and their races): every PFP
+    /// and ME step writes it when the device tracks hazards.
+    Parser(u32),
     /// A queue's submission, by sequence number: the host's submit and the PFP's take of it
     /// write it.
     Sub(u32, u64),
@@ -56,10 +65,19 @@ pub enum Obj {
     /// wait): its registration and the signal that crosses its value update it; the PFP or the
     /// host that tests it reads it.
     Ticket(u32, u64),
+    /// The targets `[lo, hi]` of a fence that a signal took back below (it lowered the value
+    /// from `hi` to `lo - 1`): a latch registered for such a target reads it (`lo == hi`), as
+    /// whether the value had reached its target when it registered depends on the order.
+    FenceDown(u64, u64, u64),
     /// One line of a queue's strict-mode cache (by the line's address).
     Line(u32, u64),
-    /// Every line of a queue's strict-mode cache at once (an invalidation or write-back of all).
+    /// A queue's strict-mode read cache as a whole (an invalidation): it overlaps every
+    /// [`Obj::Line`] of the queue.
     Cache(u32),
+    /// A queue's strict-mode dirty words as a whole (a release's write-back of its tasks'
+    /// words, making them visible to its own CP): it overlaps every [`Obj::Line`] of the
+    /// queue, not its read cache ([`Obj::Cache`]).
+    Dirty(u32),
     /// The virtual clock.
     Clock,
     /// A host thread (its state: running, finished).
@@ -140,21 +158,19 @@ impl Footprint {
     /// that waits for the first ([`Kind::Await`]). A conflict that is not such a race is
     /// still a dependence (it orders the two), but no schedule reverses it.
     pub fn races(&self, later: &Footprint) -> bool {
+        let mut race = false;
         for &(o1, k1) in &self.accesses {
-            if forced(o1) {
-                continue;
-            }
             for &(o2, k2) in &later.accesses {
-                if k2 != Kind::Await
-                    && !forced(o2)
-                    && kinds_conflict(k1, k2)
-                    && objects_overlap(o1, o2)
-                {
-                    return true;
+                if kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
+                    if forced(o1) || forced(o2) || k2 == Kind::Await {
+                        // One conflict that orders them in every schedule orders them.
+                        return false;
+                    }
+                    race = true;
                 }
             }
         }
-        false
+        race
     }
 }
 
@@ -186,12 +202,18 @@ pub fn forced(o: Obj) -> bool {
 fn objects_overlap(a: Obj, b: Obj) -> bool {
     match (a, b) {
         (Obj::All, _) | (_, Obj::All) => true,
-        (Obj::Mem(s1, e1), Obj::Mem(s2, e2)) => s1 < e2 && s2 < e1,
-        (Obj::Line(q1, _), Obj::Cache(q2)) | (Obj::Cache(q1), Obj::Line(q2, _)) => q1 == q2,
+        (Obj::Mem(s1, e1), Obj::Mem(s2, e2)) | (Obj::Writers(s1, e1), Obj::Writers(s2, e2)) => {
+            s1 < e2 && s2 < e1
+        }
+        (Obj::Line(q1, _), Obj::Cache(q2) | Obj::Dirty(q2))
+        | (Obj::Cache(q1) | Obj::Dirty(q1), Obj::Line(q2, _)) => q1 == q2,
         (Obj::Dispatch(q1, d), Obj::Dispatches(q2, lo, hi))
         | (Obj::Dispatches(q2, lo, hi), Obj::Dispatch(q1, d)) => q1 == q2 && lo <= d && d < hi,
         (Obj::Dispatches(q1, lo1, hi1), Obj::Dispatches(q2, lo2, hi2)) => {
             q1 == q2 && lo1 < hi2 && lo2 < hi1
+        }
+        (Obj::FenceDown(f1, lo1, hi1), Obj::FenceDown(f2, lo2, hi2)) => {
+            f1 == f2 && lo1 <= hi2 && lo2 <= hi1
         }
         _ => a == b,
     }
@@ -240,6 +262,17 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     });
 }
 
+/// Records a new last-writer record of the 8-byte words `[start, end)` cover.
+#[inline]
+pub(crate) fn record_writers(start: u64, end: u64) {
+    if ACTIVE.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let s = start & !7;
+    let e = end.max(start.saturating_add(1)).saturating_add(7) & !7;
+    record(Obj::Writers(s, e), Kind::Write);
+}
+
 /// Records an access to `len` bytes of memory from `address`.
 #[inline]
 pub(crate) fn record_mem(address: u64, len: u64, kind: Kind) {
@@ -270,6 +303,10 @@ mod tests {
         assert!(line.conflicts(&fp(&[(Obj::Cache(1), Kind::Read)])));
         assert!(!line.conflicts(&fp(&[(Obj::Line(1, 128), Kind::Write)])));
         assert!(!line.conflicts(&fp(&[(Obj::Cache(2), Kind::Write)])));
+        assert!(line.conflicts(&fp(&[(Obj::Dirty(1), Kind::Write)])));
+        assert!(
+            !fp(&[(Obj::Dirty(1), Kind::Write)]).conflicts(&fp(&[(Obj::Cache(1), Kind::Write)]))
+        );
         assert!(fp(&[(Obj::All, Kind::Read)]).conflicts(&line));
         // Groups of a dispatch commute; a read of whether dispatches finished conflicts with
         // the groups of those in its range only.

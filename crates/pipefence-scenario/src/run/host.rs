@@ -119,8 +119,10 @@ fn act(ctx: &Ctx, me: usize, host: &str, a: &Action) -> Result<(), String> {
             Err(e) => return removed_ok(e),
         },
         ActionKind::CpuSignal { fence, value } => {
-            lock(&ctx.host_signals).insert(*fence, (host.to_string(), line));
+            // Noted after the call: the call is a scheduling point, and another host may
+            // signal the fence between it and the signal itself.
             ctx.fences[*fence].signal(*value).or_else(removed_ok)?;
+            lock(&ctx.host_signals).insert(*fence, (host.to_string(), line));
         }
         ActionKind::CpuWait {
             fence,
@@ -153,13 +155,14 @@ fn act(ctx: &Ctx, me: usize, host: &str, a: &Action) -> Result<(), String> {
         }
         ActionKind::CpuWrite { addr, width, value } => {
             let b = &ctx.buffers[addr.buffer];
-            lock(&ctx.host_writes)
-                .insert((addr.buffer, addr.offset & !7), (host.to_string(), line));
             let r = match width {
                 Width::W32 => b.write_u32(addr.offset, *value as u32),
                 Width::W64 => b.write_u64(addr.offset, *value),
             };
             r.map_err(|e| e.to_string())?;
+            // Noted after the write, as a signal is.
+            lock(&ctx.host_writes)
+                .insert((addr.buffer, addr.offset & !7), (host.to_string(), line));
         }
         ActionKind::CpuPoll {
             addr,

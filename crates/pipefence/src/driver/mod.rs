@@ -108,4 +108,10 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     /// has run longer than the watchdog timeout or whose cost exceeds it. The deterministic
     /// driver has none to give (its endless kernels are actions of their own, D6).
     fn endless_group(&self, dev: &DeviceShared) -> Option<(u32, Fault)>;
+
+    /// The device is being removed and its report is about to be built from the engines'
+    /// states (no engine lock is held). The deterministic driver tries each stage that cannot
+    /// run, so that what the report says a stuck queue waits for does not depend on whether the
+    /// schedule happened to try it since it blocked.
+    fn before_report(&self, _dev: &DeviceShared) {}
 }

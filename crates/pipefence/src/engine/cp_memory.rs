@@ -117,6 +117,7 @@ impl Engine {
         }
         ctx.device.watches.notify_word(address);
         let seq = ctx.device.next_write_seq();
+        crate::footprint::record_writers(address, address + width.bytes());
         self.writes.insert(
             address & !7,
             WriteRecord {

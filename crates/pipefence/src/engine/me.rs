@@ -299,6 +299,7 @@ impl Engine {
         site: &Site,
         op: &'static str,
     ) {
+        crate::footprint::record_writers(start, end);
         if self.ranges.len() >= RANGE_RECORDS {
             self.ranges.pop_front();
         }

@@ -556,6 +556,17 @@ impl Engine {
             .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
     }
 
+    /// Whether the PFP was found blocked at its current wait (a queue wait or a memory-value
+    /// wait).
+    pub(crate) fn pfp_waiting(&self) -> bool {
+        self.pfp_blocked.is_some()
+    }
+
+    /// Whether the PFP was found blocked at a memory-value wait.
+    pub(crate) fn pfp_waiting_on_memory(&self) -> bool {
+        matches!(self.pfp_blocked, Some((_, _, WaitCondition::Memory { .. })))
+    }
+
     /// Whether the next submission is a queue wait whose ticket is satisfied (F5).
     pub(crate) fn front_ticket_satisfied(&self) -> bool {
         matches!(self.ring.front(), Some((_, Submission::Wait { ticket, .. })) if ticket.is_satisfied())

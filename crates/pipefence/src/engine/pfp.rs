@@ -142,6 +142,10 @@ impl Engine {
                 };
                 self.note(Obj::Busy(self.queue_id), Kind::Read);
                 self.note(Obj::Sub(self.queue_id, seq), Kind::Write);
+                if self.tracked {
+                    // The Q7 boundary joins the finished tasks into the ME's clocks.
+                    self.note(Obj::Queue(self.queue_id), Kind::Write);
+                }
                 hook!(self, ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.
                     m.q7_boundary(self.queue_id);

@@ -108,7 +108,7 @@ fn mask(f: &Footprint) -> u64 {
     for &(o, _) in f.accesses() {
         m |= match o {
             Obj::All => u64::MAX,
-            Obj::Mem(s, e) => {
+            Obj::Mem(s, e) | Obj::Writers(s, e) => {
                 let (a, b) = (s / 64, e.saturating_sub(1) / 64);
                 if b - a > 16 {
                     u64::MAX
@@ -116,9 +116,10 @@ fn mask(f: &Footprint) -> u64 {
                     (a..=b).fold(0, |m, l| m | bit(l))
                 }
             }
-            Obj::Line(q, _) | Obj::Cache(q) => bit(0x1000_0000_0000 | u64::from(q)),
+            Obj::Line(q, _) | Obj::Cache(q) | Obj::Dirty(q) => bit(0x1000_0000_0000 | u64::from(q)),
             Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
             Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
+            Obj::Parser(q) => bit(0x3800_0000_0000 | u64::from(q)),
             Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
             Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
             Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
@@ -126,6 +127,7 @@ fn mask(f: &Footprint) -> u64 {
             Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
             Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
             Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
+            Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
             // One bit per queue for a dispatch and a range of them (they overlap).
             Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
             Obj::Clock => bit(0x5000_0000_0000),
@@ -339,12 +341,22 @@ pub(super) fn note_slept(
         return;
     }
     let Some(taken) = point.taken else { return };
-    let ev = events.iter().find(|e| e.point == d);
-    if let (Some(&actor), Some(ev)) = (point.actors.get(taken as usize), ev) {
-        if !ev.chose_within && !slept.iter().any(|(k, _)| *k == actor) {
-            let fp = sleep_footprint(actor, &ev.footprint);
-            slept.push((actor, fp));
+    let Some(&actor) = point.actors.get(taken as usize) else {
+        return;
+    };
+    // The action, and the PFP steps that followed it at once in strict mode (recorded at its
+    // point): asleep, the actor stands for all of them.
+    let here: Vec<&Event> = events.iter().filter(|e| e.point == d).collect();
+    let Some(ev) = here.iter().find(|e| e.actor == actor) else {
+        return;
+    };
+    if !ev.chose_within && !slept.iter().any(|(k, _)| *k == actor) {
+        let mut all: Vec<_> = Vec::new();
+        for e in &here {
+            all.extend_from_slice(e.footprint.accesses());
         }
+        let fp = sleep_footprint(actor, &Footprint::new(all));
+        slept.push((actor, fp));
     }
 }
 
@@ -477,20 +489,20 @@ pub(super) fn search_reduced<T>(
 /// Makes sure some schedule runs, before the action that disabled it, each actor that could
 /// run at a scheduling point, could not at the next, and did not run again in the run: a race
 /// needs both actions in one run, and an action that never runs again races with nothing
-/// there. Two kinds of action disable others: a removal of the device (a fault, an endless
-/// kernel: it writes everything) disables every engine stage, group and write-back; a write
-/// can disable a wait that could pass (an ME's or PFP's memory-value wait, a host's poll).
-/// Nothing else disables an actor (tickets latch, dispatches only finish, a FIFO only fills
-/// by its own PFP) but the write-back of a line that a release, an atomic or a CP write made
-/// clean, which is the same state as that write-back and then the action. `ended`: the run
-/// went to its end (the actors that could run at its last point and did not were disabled by
-/// its last action).
+/// there. What disables an actor: a removal of the device (a fault, an endless kernel, a
+/// requested removal) disables every engine stage, group and write-back; a write can disable
+/// a wait that could pass (an ME's or PFP's memory-value wait, a host's poll). Nothing else
+/// does: tickets latch, dispatches only finish, a FIFO only fills by its own PFP, and an
+/// action that makes a dirty line clean (a release, an atomic, a CP write) does it as that
+/// line's write-back (strict mode records it as an action of the line's write-back actor,
+/// `hazard/strict.rs`). `ended`: the run went to its end (the actors that could run at its
+/// last point and did not were disabled by its last action).
 fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
     let mut last: std::collections::HashMap<ActorKey, usize> = std::collections::HashMap::new();
     let mut removal = std::collections::HashSet::new();
     for e in &h.events {
         last.insert(e.actor, e.point);
-        if e.footprint.accesses().contains(&(Obj::All, Kind::Write)) {
+        if e.footprint.accesses().contains(&(Obj::Device, Kind::Write)) {
             removal.insert(e.point);
         }
     }
@@ -509,8 +521,11 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
         let removed = removal.contains(&k);
         for alt in 0..n.point.alternatives {
             let Some(p) = n.actor_of(alt) else { continue };
-            let waits = matches!(p, ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_));
-            if !(removed || waits)
+            let needed = match p {
+                ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_) => true,
+                _ => removed,
+            };
+            if !needed
                 || Some(p) == ran
                 || later.contains(&p)
                 || last.get(&p).is_some_and(|&l| l > k)
@@ -571,15 +586,21 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
                     && h.dependent(i, j)
             })
             .collect();
-        // Only the races not implied by another: i happens before no other racing event.
+        // Only the dependences some schedule reverses: not the queue's plumbing or a wait
+        // (`Footprint::races`: one conflict that orders the two in every schedule orders
+        // them), nor two parts of one step (an action and the PFP steps or write-backs it
+        // brought about).
+        racing.retain(|&i| {
+            h.events[i].point != h.events[j].point
+                && h.events[i].footprint.races(&h.events[j].footprint)
+        });
+        // Only the races not implied by another: i happens before no other racing event (the
+        // reversal of that one's race comes first; a dependence that no schedule reverses
+        // implies nothing, or a chain through it would hide i's race for good: a host's read
+        // before a submission that the queue's later write follows in this run but need not).
         let all = racing.clone();
         racing.retain(|&i| !all.iter().any(|&k| k > i && h.preds[k].contains(i)));
         for i in racing {
-            // A dependence that no schedule reverses (the queue's plumbing, a wait): nothing
-            // to explore.
-            if !h.events[i].footprint.races(&h.events[j].footprint) {
-                continue;
-            }
             let pi = h.events[i].point;
             if pi < frozen {
                 continue;

@@ -71,7 +71,9 @@ impl EngineVis {
         l.words[((addr % LINE) / 4) as usize].as_ref()
     }
 
-    fn write_back_words(&mut self, addr: u64, n: u64) {
+    /// Writes back the dirty words of `n` words from `addr`; returns the lines made clean.
+    fn write_back_words(&mut self, addr: u64, n: u64) -> Vec<u64> {
+        let mut clean = Vec::new();
         for i in 0..n {
             let a = addr + i * 4;
             let line = a & !(LINE - 1);
@@ -79,9 +81,11 @@ impl EngineVis {
                 l.write_back(((a % LINE) / 4) as usize);
                 if l.is_empty() {
                     self.dirty.remove(&line);
+                    clean.push(line);
                 }
             }
         }
+        clean
     }
 }
 
@@ -115,6 +119,25 @@ impl Visibility {
         self.engines.entry(q).or_default()
     }
 
+    /// An action other than its early write-back made engine `q`'s dirty `line` clean (it
+    /// wrote it back, or overwrote its dirty words): a reducing exploration records that as an
+    /// action of the line's write-back actor, at the same point. Without it, a write-back that
+    /// the action disabled would race with nothing (`explore/dpor.rs`): the reads of the line
+    /// before the action could never be explored with the write-back before them.
+    fn cleaned(script: &Option<Arc<crate::choice::Script>>, q: u32, line: u64) {
+        let Some(s) = script.as_ref().filter(|s| s.is_reducing()) else {
+            return;
+        };
+        s.event(
+            crate::choice::ActorKey::Writeback(q, line),
+            crate::footprint::Footprint::new(vec![
+                (Obj::Line(q, line), Kind::Write),
+                (Obj::Mem(line, line + LINE), Kind::Write),
+                (Obj::Device, Kind::Read),
+            ]),
+        );
+    }
+
     /// Whether engine `q` has words not written back.
     pub(crate) fn has_dirty(&self, q: u32) -> bool {
         self.engines.get(&q).is_some_and(|e| !e.dirty.is_empty())
@@ -128,7 +151,7 @@ impl Visibility {
 
     /// Makes engine `q`'s dirty words visible to its own PFP and ME.
     pub(crate) fn mark_cp_visible(&mut self, q: u32) {
-        record(Obj::Cache(q), Kind::Write);
+        record(Obj::Dirty(q), Kind::Write);
         for l in self.e(q).dirty.values_mut() {
             for d in l.words.iter_mut().flatten() {
                 d.cp_visible = true;
@@ -139,9 +162,11 @@ impl Visibility {
     /// Writes back engine `q`'s words written by dispatches below `disp` and copies below
     /// `copy` (a release).
     pub(crate) fn write_back_tasks(&mut self, q: u32, disp: u32, copy: u32) {
-        record(Obj::Cache(q), Kind::Write);
+        record(Obj::Dirty(q), Kind::Write);
+        let script = self.script.clone();
         let e = self.e(q);
-        e.dirty.retain(|_, l| {
+        let mut clean = Vec::new();
+        e.dirty.retain(|&line, l| {
             for i in 0..LINE_WORDS {
                 let covered = match l.words[i].map(|d| d.task) {
                     Some((true, t)) => t < copy,
@@ -152,17 +177,30 @@ impl Visibility {
                     l.write_back(i);
                 }
             }
+            if l.is_empty() {
+                clean.push(line);
+            }
             !l.is_empty()
         });
+        clean.sort_unstable();
+        for line in clean {
+            Self::cleaned(&script, q, line);
+        }
     }
 
     /// Writes back every engine's dirty words (`wait_idle`).
     pub(crate) fn write_back_all(&mut self) {
         record(Obj::All, Kind::Write);
-        for e in self.engines.values_mut() {
-            for (_, l) in e.dirty.drain() {
+        let mut clean = Vec::new();
+        for (&q, e) in self.engines.iter_mut() {
+            for (line, l) in e.dirty.drain() {
                 l.write_back_all();
+                clean.push((q, line));
             }
+        }
+        clean.sort_unstable();
+        for (q, line) in clean {
+            Self::cleaned(&self.script, q, line);
         }
     }
 
@@ -220,6 +258,7 @@ impl Visibility {
     /// A CP value write by engine `q` lands in memory: its own dirty copy is dropped, so a
     /// later write-back cannot move the word backwards.
     pub(crate) fn cp_write(&mut self, q: u32, address: u64, width: Width) {
+        let script = self.script.clone();
         let e = self.e(q);
         for i in 0..width.bytes() / 4 {
             let a = (address & !3) + i * 4;
@@ -229,6 +268,7 @@ impl Visibility {
                 l.words[((a % LINE) / 4) as usize] = None;
                 if l.is_empty() {
                     e.dirty.remove(&line);
+                    Self::cleaned(&script, q, line);
                 }
             }
         }
@@ -458,7 +498,9 @@ impl Visibility {
         op: impl FnOnce(&BufferCore, u64) -> R,
     ) -> Option<R> {
         record(Obj::Line(q, address & !(LINE - 1)), kind);
-        self.e(q).write_back_words(address, width.bytes() / 4);
+        for line in self.e(q).write_back_words(address, width.bytes() / 4) {
+            Self::cleaned(&self.script, q, line);
+        }
         let (b, off) = dev.memory.resolve(address, width.bytes())?;
         let r = op(&b, off);
         // The engine's cached copy of the line follows its own atomic.

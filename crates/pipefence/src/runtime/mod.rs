@@ -125,8 +125,11 @@ impl DeviceShared {
         if self.is_removed() {
             return false;
         }
-        // Removal touches everything (footprint.rs).
+        // Removal touches everything (footprint.rs); the device's own write marks it as a
+        // removal (explore/dpor.rs: it disables every engine action).
         crate::footprint::record(crate::footprint::Obj::All, crate::footprint::Kind::Write);
+        crate::footprint::record(crate::footprint::Obj::Device, crate::footprint::Kind::Write);
+        self.driver.before_report(self);
         let report = Arc::new(build_report(self, reason, fault.as_ref()));
         if self.trace_sink().is_some() {
             let now = self.now_ns();

@@ -160,10 +160,13 @@ impl FenceCore {
     /// Records an access for a reducing exploration (`footprint.rs`).
     #[inline]
     pub(crate) fn note(&self, kind: Kind) {
-        footprint::record(
-            Obj::Fence(self.id.load(std::sync::atomic::Ordering::Relaxed)),
-            kind,
-        );
+        footprint::record(Obj::Fence(self.footprint_id()), kind);
+    }
+
+    /// The fence's id in footprints.
+    #[inline]
+    fn footprint_id(&self) -> u64 {
+        self.id.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The fence's name.
@@ -221,6 +224,14 @@ impl FenceCore {
             if s.released {
                 return true;
             }
+            if value < s.value {
+                // A latch registered for a target it takes back below fires at once if it
+                // registers before this signal, waits if after (`register_inner`).
+                footprint::record(
+                    Obj::FenceDown(self.footprint_id(), value + 1, s.value),
+                    Kind::Write,
+                );
+            }
             s.value = value;
             s.last_writer = writer;
             s.last_write_ns = now_ns;
@@ -262,6 +273,10 @@ impl FenceCore {
         let latch = notify.latch_key();
         if let Some((a, b)) = latch {
             footprint::record(Obj::Ticket(a, b), Kind::Update);
+            footprint::record(
+                Obj::FenceDown(self.footprint_id(), target, target),
+                Kind::Read,
+            );
         } else {
             self.note(Kind::Write);
         }

@@ -525,4 +525,20 @@ impl Backend for Scheduler {
     fn endless_group(&self, _dev: &DeviceShared) -> Option<(u32, Fault)> {
         None
     }
+
+    fn before_report(&self, dev: &DeviceShared) {
+        let ctx = EngineCtx::new(dev);
+        for q in dev.live_queues() {
+            let mut e = lock(&q.engine);
+            if e.is_idle() {
+                continue;
+            }
+            for stage in [Stage::Pfp, Stage::Me] {
+                if !e.can_progress(stage, &ctx) {
+                    // Changes nothing but the stage's own blocked state (`Engine::step`).
+                    let _ = e.step(stage, &ctx);
+                }
+            }
+        }
+    }
 }

@@ -456,7 +456,12 @@ impl Scheduler {
                                 extra.push((Obj::Busy(id), Kind::Update));
                             }
                             if q_tracked {
-                                extra.push((Obj::Queue(id), Kind::Write));
+                                // The ME shares the hazard model's queue clocks with the
+                                // retirements, and what the PFP acquired with the PFP.
+                                if stage == Stage::Me {
+                                    extra.push((Obj::Queue(id), Kind::Write));
+                                }
+                                extra.push((Obj::Parser(id), Kind::Write));
                             }
                             for (index, _) in &launched {
                                 extra.push((Obj::Dispatch(id, *index), Kind::Write));
@@ -535,18 +540,15 @@ impl Scheduler {
         }
     }
 
-    /// Strict mode, scripted: D5's maximal run-ahead as part of the action before. Every PFP
+    /// Strict mode, scripted: D5's maximal run-ahead right after the action before. Every PFP
     /// step that can run, runs now, queue by queue in id order, until none can: a PFP step
     /// goes first whenever one can run, so each follows at once the action that let it run
     /// (the seeded strategies choose among the PFP steps that can run; their order does not
-    /// change what they read, since only PFP steps run meanwhile). A reducing exploration adds
-    /// what they touched to that action's footprint ([`Script::extend_last`]).
+    /// change what they read, since only PFP steps run meanwhile). A reducing exploration
+    /// records each as an action of the PFP at the scheduling point of the action before
+    /// (what it depends on orders it; a reversal goes before that action).
     fn eager_pfps(&self, dev: &DeviceShared, st: &mut State) {
         let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
-        if reducing {
-            footprint::start();
-        }
-        let mut ran = false;
         for q in dev.live_queues() {
             if !q.kind.has_pfp() {
                 continue;
@@ -557,20 +559,38 @@ impl Scheduler {
                 }
                 let ctx = EngineCtx::new(dev);
                 let mut e = lock(&q.engine);
-                // A PFP that cannot run is tried as a listing tries it (its blocked state).
-                if e.is_idle() || !runnable(dev, &mut e, Stage::Pfp, &mut st.trace) {
+                if e.is_idle() {
                     break;
+                }
+                // A PFP that cannot run is tried as a listing tries it (its blocked state).
+                let waiting = e.pfp_waiting();
+                if reducing {
+                    footprint::start();
+                }
+                if !runnable(dev, &mut e, Stage::Pfp, &mut st.trace) {
+                    // It has just come to a memory-value wait that does not hold: that read is
+                    // an action of the PFP (a write before it would have let it pass at once,
+                    // so the write races with it), recorded with the action that brought the
+                    // PFP there. A later try of the same wait reads again, but it only passes
+                    // as an action of its own.
+                    if reducing && !waiting && e.pfp_waiting_on_memory() {
+                        drop(e);
+                        self.reduced_event(st, ActorKey::Pfp(q.id), Vec::new());
+                    } else if reducing {
+                        footprint::take();
+                    }
+                    break;
+                }
+                if reducing {
+                    footprint::start();
                 }
                 let step = e.step(Stage::Pfp, &ctx);
                 if let Some(t) = e.trace.as_mut() {
                     st.trace.extend(t.drain());
                 }
-                if e.tracked {
-                    footprint::record(Obj::Queue(q.id), Kind::Write);
-                }
+                let tracked = e.tracked;
                 drop(e);
                 st.steps += 1;
-                ran = true;
                 match step {
                     Step::Progressed => st.disabled.clear(),
                     Step::Faulted(f) => {
@@ -579,16 +599,14 @@ impl Scheduler {
                     }
                     Step::Blocked(_) | Step::Idle => {
                         debug_assert!(false, "a PFP step found able to run did nothing");
-                        break;
                     }
                 }
-            }
-        }
-        if reducing {
-            let fp = footprint::take();
-            if ran {
-                if let Some(s) = st.script.as_ref() {
-                    s.extend_last(fp);
+                if reducing {
+                    let mut extra = Vec::new();
+                    if tracked {
+                        extra.push((Obj::Parser(q.id), Kind::Write));
+                    }
+                    self.reduced_event(st, ActorKey::Pfp(q.id), extra);
                 }
             }
         }
