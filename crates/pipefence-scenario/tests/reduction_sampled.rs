@@ -620,7 +620,10 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
 fn assert_finds_sampled_outcomes(text: &str, seeds: u64) {
     let sc = pipefence_scenario::parse("regression.kdl", text).unwrap();
     let (complete, schedules, exhaustive) = exhaustive_outcomes(&sc, true);
-    assert!(complete, "the reduced search did not complete ({schedules} schedules)");
+    assert!(
+        complete,
+        "the reduced search did not complete ({schedules} schedules)"
+    );
     let mut sampled = BTreeSet::new();
     check_each(
         &sc,
