@@ -8,9 +8,12 @@
 //! sampled outcome the reduced search does not find is a schedule it wrongly took for
 //! equivalent to one it explored (a dependence the footprints miss).
 
-use pipefence::explore::{ExhaustiveOptions, Parallel};
+mod common;
+
+use common::{
+    fence, fence_name, render_items, render_wait, render_write, search, word, Found, Word,
+};
 use pipefence_scenario::check::{check_each, signature, CheckOptions};
-use pipefence_scenario::exhaustive::{check_exhaustive_each, ExhaustiveCheckOptions};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -54,43 +57,32 @@ const BOUNDED: &[(&str, bool)] = &[
     ("write-write-queues.kdl", true),
 ];
 
+/// The cap of the reduced searches that must complete.
+const CAP: u64 = 20_000;
+
 /// The cap of the searches on the `BOUNDED` list.
 const BOUNDED_CAP: u64 = 500;
 
-fn exhaustive_outcomes(
+/// The outcome signatures that `seeds` sampled seeds (from 0) of `sc` give.
+fn sampled_outcomes(
     sc: &pipefence_scenario::plan::Scenario,
     strict: bool,
-) -> (bool, u64, BTreeSet<String>) {
-    exhaustive_outcomes_capped(sc, strict, 20_000)
-}
-
-fn exhaustive_outcomes_capped(
-    sc: &pipefence_scenario::plan::Scenario,
-    strict: bool,
-    cap: u64,
-) -> (bool, u64, BTreeSet<String>) {
-    let mut outcomes = BTreeSet::new();
-    let r = check_exhaustive_each(
+    seeds: u64,
+) -> BTreeSet<String> {
+    let mut sampled = BTreeSet::new();
+    check_each(
         sc,
-        &ExhaustiveCheckOptions {
+        &CheckOptions {
+            schedules: seeds,
+            seed: 0,
             strict,
-            bounds: ExhaustiveOptions {
-                max_schedules: cap,
-                preemption_bound: None,
-                reduction: true,
-            },
-            shrink: None,
-            parallel: Parallel {
-                jobs: 2,
-                shard: None,
-            },
         },
         |_| {},
         |_, o| {
-            outcomes.insert(signature(&mut o.clone()));
+            sampled.insert(signature(&mut o.clone()));
         },
     );
-    (r.complete, r.schedules, outcomes)
+    sampled
 }
 
 #[test]
@@ -105,7 +97,11 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_every_scenario() 
         let file = path.file_name().unwrap().to_string_lossy().to_string();
         for strict in [false, true] {
             if BOUNDED.contains(&(file.as_str(), strict)) {
-                let (complete, schedules, _) = exhaustive_outcomes_capped(&sc, strict, BOUNDED_CAP);
+                let Found {
+                    complete,
+                    schedules,
+                    ..
+                } = search(&sc, strict, true, BOUNDED_CAP);
                 eprintln!("{name} strict={strict}: bounded, {schedules} schedules");
                 if complete {
                     failures.push(format!(
@@ -114,20 +110,12 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_every_scenario() 
                 }
                 continue;
             }
-            let (complete, schedules, exhaustive) = exhaustive_outcomes(&sc, strict);
-            let mut sampled = BTreeSet::new();
-            check_each(
-                &sc,
-                &CheckOptions {
-                    schedules: n,
-                    seed: 0,
-                    strict,
-                },
-                |_| {},
-                |_, o| {
-                    sampled.insert(signature(&mut o.clone()));
-                },
-            );
+            let Found {
+                complete,
+                schedules,
+                outcomes: exhaustive,
+            } = search(&sc, strict, true, CAP);
+            let sampled = sampled_outcomes(&sc, strict, n);
             let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
             eprintln!(
                 "{name} strict={strict}: exhaustive complete={complete} {schedules} schedules \
@@ -170,39 +158,16 @@ const GEN_SEEDS: u64 = 150;
 /// Schedules the reduced search may explore before a case is skipped.
 const GEN_CAP: u64 = 3_000;
 
-#[derive(Debug, Clone, Copy)]
-enum GWord {
-    A,
-    B,
-    Wide,
-}
-
-impl GWord {
-    fn addr(self) -> &'static str {
-        match self {
-            GWord::A => "\"m+0\"",
-            GWord::B => "\"m+4\"",
-            GWord::Wide => "\"m+8\"",
-        }
-    }
-    fn bits(self) -> u32 {
-        match self {
-            GWord::Wide => 64,
-            _ => 32,
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 enum GCmd {
     Wait {
-        word: GWord,
+        word: Word,
         pfp: bool,
         equal: bool,
         reference: u8,
     },
     Write {
-        word: GWord,
+        word: Word,
         top: bool,
         writeback: bool,
         value: u8,
@@ -240,19 +205,14 @@ enum GCmd {
     Label,
 }
 
-#[derive(Debug, Clone)]
-enum GItem {
-    Signal { fence: u8, value: u8 },
-    Wait { fence: u8, value: u8 },
-    Cmd(GCmd),
-}
+type GItem = common::Item<GCmd>;
 
 #[derive(Debug, Clone)]
 enum GHost {
     Wait { fence: u8, value: u8 },
-    Write { word: GWord, value: u8 },
+    Write { word: Word, value: u8 },
     Signal { fence: u8, value: u8 },
-    Poll { word: GWord, reference: u8 },
+    Poll { word: Word, reference: u8 },
     Sleep,
 }
 
@@ -266,26 +226,18 @@ struct GCase {
     wait_idle: bool,
 }
 
-fn gfence() -> impl Strategy<Value = u8> {
-    prop_oneof![3 => Just(0u8), 1 => Just(1u8)]
-}
-
-fn gword() -> impl Strategy<Value = GWord> {
-    prop_oneof![3 => Just(GWord::A), 1 => Just(GWord::B), 1 => Just(GWord::Wide)]
-}
-
 fn gcmd() -> impl Strategy<Value = GCmd> {
     prop_oneof![
-        3 => (gword(), any::<bool>(), any::<bool>(), 1u8..=2).prop_map(|(word, pfp, equal, reference)| {
+        3 => (word(), any::<bool>(), any::<bool>(), 1u8..=2).prop_map(|(word, pfp, equal, reference)| {
             GCmd::Wait { word, pfp, equal: equal && !pfp, reference }
         }),
-        3 => (gword(), any::<bool>(), any::<bool>(), 1u8..=2, prop::bool::weighted(0.15)).prop_map(
+        3 => (word(), any::<bool>(), any::<bool>(), 1u8..=2, prop::bool::weighted(0.15)).prop_map(
             |(word, top, writeback, value, timestamp)| GCmd::Write {
                 word,
                 top,
                 writeback: writeback && !top,
                 value,
-                timestamp: timestamp && matches!(word, GWord::Wide),
+                timestamp: timestamp && matches!(word, Word::Wide),
             }
         ),
         3 => (0u8..=3, 1u8..=6, 1u8..=3).prop_map(|(at, groups, value)| GCmd::Fill { at, groups, value }),
@@ -300,18 +252,18 @@ fn gcmd() -> impl Strategy<Value = GCmd> {
 
 fn gitem() -> impl Strategy<Value = GItem> {
     prop_oneof![
-        2 => (gfence(), 1u8..=3).prop_map(|(fence, value)| GItem::Signal { fence, value }),
-        2 => (gfence(), 1u8..=2).prop_map(|(fence, value)| GItem::Wait { fence, value }),
+        2 => (fence(), 1u8..=3).prop_map(|(fence, value)| GItem::Signal { fence, value }),
+        2 => (fence(), 1u8..=2).prop_map(|(fence, value)| GItem::Wait { fence, value }),
         6 => gcmd().prop_map(GItem::Cmd),
     ]
 }
 
 fn ghost() -> impl Strategy<Value = GHost> {
     prop_oneof![
-        2 => (gfence(), 1u8..=2).prop_map(|(fence, value)| GHost::Wait { fence, value }),
-        2 => (gword(), 0u8..=2).prop_map(|(word, value)| GHost::Write { word, value }),
-        2 => (gfence(), 0u8..=3).prop_map(|(fence, value)| GHost::Signal { fence, value }),
-        1 => (gword(), 1u8..=2).prop_map(|(word, reference)| GHost::Poll { word, reference }),
+        2 => (fence(), 1u8..=2).prop_map(|(fence, value)| GHost::Wait { fence, value }),
+        2 => (word(), 0u8..=2).prop_map(|(word, value)| GHost::Write { word, value }),
+        2 => (fence(), 0u8..=3).prop_map(|(fence, value)| GHost::Signal { fence, value }),
+        1 => (word(), 1u8..=2).prop_map(|(word, reference)| GHost::Poll { word, reference }),
         1 => Just(GHost::Sleep),
     ]
 }
@@ -333,14 +285,6 @@ fn gcase() -> impl Strategy<Value = GCase> {
         })
 }
 
-fn fence_of(f: u8) -> &'static str {
-    if f == 0 {
-        "f"
-    } else {
-        "g"
-    }
-}
-
 fn render_gcmd(out: &mut String, c: &GCmd) {
     let _ = match c {
         GCmd::Wait {
@@ -348,37 +292,25 @@ fn render_gcmd(out: &mut String, c: &GCmd) {
             pfp,
             equal,
             reference,
-        } => writeln!(
-            out,
-            "    wait-value{} {} cmp={} reference={reference} engine={}",
-            word.bits(),
-            word.addr(),
-            if *equal { "equal" } else { "greater-equal" },
-            if *pfp { "pfp" } else { "me" }
-        ),
+        } => {
+            render_wait(out, *word, *pfp, *equal, *reference);
+            Ok(())
+        }
         GCmd::Write {
             word,
             top,
             writeback,
             value,
             timestamp,
-        } => writeln!(
-            out,
-            "    write-value{}-{} {}{}{}",
-            word.bits(),
-            if *top { "top" } else { "bop" },
-            word.addr(),
-            if *timestamp {
-                " source=gpu-timestamp".to_string()
+        } => {
+            let source = if *timestamp {
+                "source=gpu-timestamp".to_string()
             } else {
-                format!(" value={value}")
-            },
-            if *writeback {
-                " flush=l2-writeback"
-            } else {
-                ""
-            }
-        ),
+                format!("value={value}")
+            };
+            render_write(out, *word, *top, *writeback, &source);
+            Ok(())
+        }
         GCmd::Fill { at, groups, value } => writeln!(
             out,
             "    dispatch fill dst=\"d+{}\" groups={groups} value={value}",
@@ -426,23 +358,23 @@ fn render_ghost(out: &mut String, name: &str, steps: &[GHost]) {
                 writeln!(
                     out,
                     "    cpu-wait {} {value} timeout-ms=1000",
-                    fence_of(*fence)
+                    fence_name(*fence)
                 )
             }
             GHost::Write { word, value } => writeln!(
                 out,
                 "    cpu-write {} value={value}{}",
                 word.addr(),
-                if word.bits() == 64 { " width=64" } else { "" }
+                word.host_width()
             ),
             GHost::Signal { fence, value } => {
-                writeln!(out, "    cpu-signal {} {value}", fence_of(*fence))
+                writeln!(out, "    cpu-signal {} {value}", fence_name(*fence))
             }
             GHost::Poll { word, reference } => writeln!(
                 out,
                 "    cpu-poll {} cmp=greater-equal reference={reference}{} timeout-ms=1000",
                 word.addr(),
-                if word.bits() == 64 { " width=64" } else { "" }
+                word.host_width()
             ),
             GHost::Sleep => writeln!(out, "    sleep ms=1"),
         };
@@ -461,36 +393,7 @@ fn render_gcase(c: &GCase) -> String {
     let mut actions = String::new();
     for (q, items) in c.queues.iter().enumerate() {
         let _ = writeln!(out, "queue q{q} kind=compute");
-        let mut open = false;
-        let mut lists = 0;
-        for it in items {
-            match it {
-                GItem::Cmd(cmd) => {
-                    if !open {
-                        let _ = writeln!(out, "list q{q}l{lists} kind=compute {{");
-                        let _ = writeln!(actions, "execute q{q} q{q}l{lists}");
-                        open = true;
-                        lists += 1;
-                    }
-                    render_gcmd(&mut out, cmd);
-                }
-                GItem::Signal { fence, value } | GItem::Wait { fence, value } => {
-                    if open {
-                        out.push_str("}\n");
-                        open = false;
-                    }
-                    let verb = if matches!(it, GItem::Signal { .. }) {
-                        "signal"
-                    } else {
-                        "wait"
-                    };
-                    let _ = writeln!(actions, "{verb} q{q} {} {value}", fence_of(*fence));
-                }
-            }
-        }
-        if open {
-            out.push_str("}\n");
-        }
+        render_items(&mut out, &mut actions, q, items, render_gcmd);
     }
     for (h, steps) in c.hosts.iter().enumerate() {
         render_ghost(&mut out, &format!("h{h}"), steps);
@@ -540,27 +443,8 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
         let text = render_gcase(&c);
         let sc = pipefence_scenario::parse("generated.kdl", &text)
             .map_err(|e| TestCaseError::fail(format!("does not parse: {e:?}\n{text}")))?;
-        let mut exhaustive = BTreeSet::new();
-        let r = check_exhaustive_each(
-            &sc,
-            &ExhaustiveCheckOptions {
-                strict: c.strict,
-                bounds: ExhaustiveOptions {
-                    max_schedules: GEN_CAP,
-                    preemption_bound: None,
-                    reduction: true,
-                },
-                shrink: None,
-                parallel: Parallel {
-                    jobs: 2,
-                    shard: None,
-                },
-            },
-            |_| {},
-            |_, o| {
-                exhaustive.insert(signature(&mut o.clone()));
-            },
-        );
+        let r = search(&sc, c.strict, true, GEN_CAP);
+        let exhaustive = &r.outcomes;
         if !r.complete {
             stats.borrow_mut().1 += 1;
             if verbose {
@@ -568,19 +452,7 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
             }
             return Ok(());
         }
-        let mut sampled = BTreeSet::new();
-        check_each(
-            &sc,
-            &CheckOptions {
-                schedules: seeds,
-                seed: 0,
-                strict: c.strict,
-            },
-            |_| {},
-            |_, o| {
-                sampled.insert(signature(&mut o.clone()));
-            },
-        );
+        let sampled = sampled_outcomes(&sc, c.strict, seeds);
         stats.borrow_mut().0 += 1;
         if verbose {
             eprintln!(
@@ -591,7 +463,7 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
                 c.strict
             );
         }
-        let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
+        let missed: Vec<&String> = sampled.difference(exhaustive).collect();
         if !missed.is_empty() {
             if let Some(dir) = std::env::var_os("REDUCTION_SAMPLED_DUMP") {
                 let _ = std::fs::write(
@@ -624,24 +496,16 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
 /// The reduced strict search finds every outcome that `seeds` sampled seeds find in `text`.
 fn assert_finds_sampled_outcomes(text: &str, seeds: u64) {
     let sc = pipefence_scenario::parse("regression.kdl", text).unwrap();
-    let (complete, schedules, exhaustive) = exhaustive_outcomes(&sc, true);
+    let Found {
+        complete,
+        schedules,
+        outcomes: exhaustive,
+    } = search(&sc, true, true, CAP);
     assert!(
         complete,
         "the reduced search did not complete ({schedules} schedules)"
     );
-    let mut sampled = BTreeSet::new();
-    check_each(
-        &sc,
-        &CheckOptions {
-            schedules: seeds,
-            seed: 0,
-            strict: true,
-        },
-        |_| {},
-        |_, o| {
-            sampled.insert(signature(&mut o.clone()));
-        },
-    );
+    let sampled = sampled_outcomes(&sc, true, seeds);
     let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
     assert!(
         missed.is_empty(),

@@ -23,12 +23,11 @@
 //! build advised), with `REDUCTION_SOUNDNESS_VERBOSE=1` to print each case's counts and
 //! `REDUCTION_SOUNDNESS_SHOW=1` its scenario.
 
-use pipefence::explore::ExhaustiveOptions;
-use pipefence_scenario::check::signature;
-use pipefence_scenario::exhaustive::{check_exhaustive_each, ExhaustiveCheckOptions};
+mod common;
+
+use common::{fence, fence_name, render_items, render_wait, render_write, search, word, Word};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// Schedules the plain search may explore before a case is skipped
@@ -53,34 +52,6 @@ const CASES: u32 = 32;
 const M_BYTES: u64 = 768;
 /// Bytes of the buffer only dispatches touch.
 const D_BYTES: u64 = 256;
-
-/// A word that value writes and memory-value waits use.
-#[derive(Debug, Clone, Copy)]
-enum Word {
-    /// `m+0`, 32 bits.
-    A,
-    /// `m+4`, 32 bits.
-    B,
-    /// `m+8`, 64 bits.
-    Wide,
-}
-
-impl Word {
-    fn addr(self) -> &'static str {
-        match self {
-            Word::A => "\"m+0\"",
-            Word::B => "\"m+4\"",
-            Word::Wide => "\"m+8\"",
-        }
-    }
-
-    fn bits(self) -> u32 {
-        match self {
-            Word::Wide => 64,
-            _ => 32,
-        }
-    }
-}
 
 /// Where a dispatch's range starts (a group covers 256 bytes).
 #[derive(Debug, Clone, Copy)]
@@ -144,16 +115,8 @@ enum Cmd {
     Flush { writeback: bool },
 }
 
-/// One item of a queue's program, in submission order.
-#[derive(Debug, Clone)]
-enum Item {
-    /// `signal QUEUE FENCE VALUE`.
-    Signal { fence: u8, value: u8 },
-    /// `wait QUEUE FENCE VALUE`.
-    Wait { fence: u8, value: u8 },
-    /// A command, executed in a list with the commands next to it.
-    Cmd(Cmd),
-}
+/// One item of a queue's program.
+type Item = common::Item<Cmd>;
 
 /// What the optional host thread does.
 #[derive(Debug, Clone)]
@@ -181,26 +144,9 @@ struct Case {
     host: Option<(HostStep, bool)>,
 }
 
-fn fence_name(f: u8) -> &'static str {
-    if f == 0 {
-        "f"
-    } else {
-        "g"
-    }
-}
-
-/// A fence: `f` mostly, so that waits meet signals.
-fn fence() -> impl Strategy<Value = u8> {
-    prop_oneof![3 => Just(0u8), 1 => Just(1u8)]
-}
-
 /// A wait's reference or fence value: 1 mostly, so that waits are often satisfied.
 fn small() -> impl Strategy<Value = u8> {
     prop_oneof![3 => Just(1u8), 1 => Just(2u8)]
-}
-
-fn word() -> impl Strategy<Value = Word> {
-    prop_oneof![3 => Just(Word::A), 1 => Just(Word::B), 1 => Just(Word::Wide)]
 }
 
 fn range() -> impl Strategy<Value = Range> {
@@ -290,31 +236,19 @@ fn render_cmd(out: &mut String, c: &Cmd) {
             pfp,
             equal,
             reference,
-        } => writeln!(
-            out,
-            "    wait-value{} {} cmp={} reference={reference} engine={}",
-            word.bits(),
-            word.addr(),
-            if *equal { "equal" } else { "greater-equal" },
-            if *pfp { "pfp" } else { "me" },
-        ),
+        } => {
+            render_wait(out, *word, *pfp, *equal, *reference);
+            Ok(())
+        }
         Cmd::WriteValue {
             word,
             top,
             writeback,
             value,
-        } => writeln!(
-            out,
-            "    write-value{}-{} {} value={value}{}",
-            word.bits(),
-            if *top { "top" } else { "bop" },
-            word.addr(),
-            if *writeback {
-                " flush=l2-writeback"
-            } else {
-                ""
-            },
-        ),
+        } => {
+            render_write(out, *word, *top, *writeback, &format!("value={value}"));
+            Ok(())
+        }
         Cmd::Fill { dst, groups, value } => writeln!(
             out,
             "    dispatch fill dst={} groups={groups} value={value}",
@@ -349,7 +283,7 @@ fn render_host(out: &mut String, h: &HostStep) {
             out,
             "    cpu-write {} value={v}{}",
             word.addr(),
-            if word.bits() == 64 { " width=64" } else { "" }
+            word.host_width()
         );
     };
     out.push_str("host h {\n");
@@ -386,35 +320,7 @@ fn render(c: &Case) -> String {
     // The lists (one per run of consecutive commands) and the host actions that submit them.
     let mut actions = String::new();
     for (q, items) in c.queues.iter().enumerate() {
-        let mut list: Option<usize> = None;
-        let mut lists = 0;
-        for it in items {
-            match it {
-                Item::Cmd(cmd) => {
-                    if list.is_none() {
-                        let _ = writeln!(out, "list q{q}l{lists} kind=compute {{");
-                        let _ = writeln!(actions, "execute q{q} q{q}l{lists}");
-                        list = Some(lists);
-                        lists += 1;
-                    }
-                    render_cmd(&mut out, cmd);
-                }
-                Item::Signal { fence, value } | Item::Wait { fence, value } => {
-                    if list.take().is_some() {
-                        out.push_str("}\n");
-                    }
-                    let verb = if matches!(it, Item::Signal { .. }) {
-                        "signal"
-                    } else {
-                        "wait"
-                    };
-                    let _ = writeln!(actions, "{verb} q{q} {} {value}", fence_name(*fence));
-                }
-            }
-        }
-        if list.is_some() {
-            out.push_str("}\n");
-        }
+        render_items(&mut out, &mut actions, q, items, render_cmd);
     }
     if let Some((h, true)) = &c.host {
         render_host(&mut out, h);
@@ -445,48 +351,6 @@ fn render(c: &Case) -> String {
         }
     }
     out
-}
-
-/// What one search found.
-struct Found {
-    complete: bool,
-    schedules: u64,
-    outcomes: BTreeSet<String>,
-}
-
-fn search(
-    sc: &pipefence_scenario::plan::Scenario,
-    strict: bool,
-    reduction: bool,
-    cap: u64,
-) -> Found {
-    let mut outcomes = BTreeSet::new();
-    let r = check_exhaustive_each(
-        sc,
-        &ExhaustiveCheckOptions {
-            strict,
-            bounds: ExhaustiveOptions {
-                max_schedules: cap,
-                preemption_bound: None,
-                reduction,
-            },
-            shrink: None,
-            // On two threads: the search checked is the one `check --exhaustive` runs.
-            parallel: pipefence::explore::Parallel {
-                jobs: 2,
-                shard: None,
-            },
-        },
-        |_| {},
-        |_, o| {
-            outcomes.insert(signature(&mut o.clone()));
-        },
-    );
-    Found {
-        complete: r.complete,
-        schedules: r.schedules,
-        outcomes,
-    }
 }
 
 /// Whether a case was compared or skipped.
