@@ -556,15 +556,10 @@ impl Engine {
             .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
     }
 
-    /// Whether the PFP was found blocked at its current wait (a queue wait or a memory-value
-    /// wait).
-    pub(crate) fn pfp_waiting(&self) -> bool {
-        self.pfp_blocked.is_some()
-    }
-
-    /// Whether the PFP was found blocked at a memory-value wait.
-    pub(crate) fn pfp_waiting_on_memory(&self) -> bool {
-        matches!(self.pfp_blocked, Some((_, _, WaitCondition::Memory { .. })))
+    /// What the PFP was found blocked on at its current wait (a queue wait or a memory-value
+    /// wait), if it was.
+    pub(crate) fn pfp_blocked_on(&self) -> Option<&WaitCondition> {
+        self.pfp_blocked.as_ref().map(|(_, _, c)| c)
     }
 
     /// Whether the next submission is a queue wait whose ticket is satisfied (F5).

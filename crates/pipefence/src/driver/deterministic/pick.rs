@@ -561,7 +561,7 @@ impl Scheduler {
                     break;
                 }
                 // A PFP that cannot run is tried as a listing tries it (its blocked state).
-                let waiting = e.pfp_waiting();
+                let waiting = e.pfp_blocked_on().is_some();
                 if reducing {
                     footprint::start();
                 }
@@ -571,7 +571,11 @@ impl Scheduler {
                     // so the write races with it), recorded with the action that brought the
                     // PFP there. A later try of the same wait reads again, but it only passes
                     // as an action of its own.
-                    if reducing && !waiting && e.pfp_waiting_on_memory() {
+                    let on_memory = matches!(
+                        e.pfp_blocked_on(),
+                        Some(crate::engine::WaitCondition::Memory { .. })
+                    );
+                    if reducing && !waiting && on_memory {
                         drop(e);
                         self.reduced_event(st, ActorKey::Pfp(q.id), Vec::new());
                     } else if reducing {
