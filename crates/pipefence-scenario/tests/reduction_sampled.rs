@@ -55,6 +55,10 @@ const BOUNDED: &[(&str, bool)] = &[
     ("write-write.kdl", true),
     ("write-write-fixed.kdl", true),
     ("write-write-queues.kdl", true),
+    // The dispatch's early write-backs race with the host's read after its `cpu-wait`, which
+    // the release before the signal orders (a wait no schedule reverses implies nothing):
+    // proved in 4 schedules while those races were left to the release's.
+    ("pfp-indirect-fixed.kdl", true),
 ];
 
 /// The cap of the reduced searches that must complete.
@@ -86,7 +90,6 @@ fn sampled_outcomes(
 }
 
 #[test]
-#[ignore = "fails on this build: a sampled outcome the reduced search misses (docs/exploration.md Known limits)"]
 fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_every_scenario() {
     let n = seeds();
     let mut failures = Vec::new();
@@ -493,19 +496,19 @@ fn d4_reduced_exhaustive_finds_every_outcome_sampling_finds_in_generated_scenari
     );
 }
 
-/// The reduced strict search finds every outcome that `seeds` sampled seeds find in `text`.
-fn assert_finds_sampled_outcomes(text: &str, seeds: u64) {
+/// The reduced search finds every outcome that `seeds` sampled seeds find in `text`.
+fn assert_finds_sampled_outcomes(text: &str, strict: bool, seeds: u64) {
     let sc = pipefence_scenario::parse("regression.kdl", text).unwrap();
     let Found {
         complete,
         schedules,
         outcomes: exhaustive,
-    } = search(&sc, true, true, CAP);
+    } = search(&sc, strict, true, CAP);
     assert!(
         complete,
         "the reduced search did not complete ({schedules} schedules)"
     );
-    let sampled = sampled_outcomes(&sc, true, seeds);
+    let sampled = sampled_outcomes(&sc, strict, seeds);
     let missed: Vec<&String> = sampled.difference(&exhaustive).collect();
     assert!(
         missed.is_empty(),
@@ -534,6 +537,7 @@ execute q0 l
 signal q0 f 1
 expect "m+0" cmp=never reference=0
 "#,
+        true,
         150,
     );
 }
@@ -562,6 +566,31 @@ execute q0 l
 signal q1 f 1
 expect "m+0" cmp=never reference=0
 "#,
+        true,
+        300,
+    );
+}
+
+/// A removal (here the page fault of a fill's last group, past its buffer) touches
+/// everything, the queue's plumbing too, but orders nothing as the plumbing orders its own
+/// steps: it races with the other queue's steps (the fault can come before `q1` signals).
+#[test]
+fn d4_regression_a_removal_races_with_steps_of_the_queue_plumbing() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+buffer d size=1024 heap=shared init=1
+fence f
+queue q0 kind=compute
+list l kind=compute {
+    dispatch fill dst="d+256" groups=4 value=1
+}
+queue q1 kind=compute
+execute q0 l
+signal q1 f 1
+expect "m+0" cmp=never reference=0
+"#,
+        false,
         300,
     );
 }
