@@ -155,19 +155,21 @@ impl Footprint {
     /// Whether an action with this footprint and a later one with `later`'s could run in the
     /// other order from the state before the first: they conflict, and no conflict between
     /// them orders them in every schedule (both on a [`forced`] object, or a read of the later
-    /// one that waits for the first, [`Kind::Await`], unless the first touches everything). A
+    /// one that waits for the first, [`Kind::Await`]; neither when one is a removal). A
     /// conflict that is not such a race is still a dependence (it orders the two), but no
     /// schedule reverses it.
     pub fn races(&self, later: &Footprint) -> bool {
+        // A removal waits for nothing and nothing waits for it: what it reads of the plumbing
+        // (the tickets a report names) orders nothing.
+        let removal = |f: &Footprint| f.accesses.contains(&(Obj::Device, Kind::Write));
+        let orders = !removal(self) && !removal(later);
         let mut race = false;
         for &(o1, k1) in &self.accesses {
             for &(o2, k2) in &later.accesses {
                 if kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
                     // One conflict that orders them in every schedule orders them: both touch
-                    // the queue's plumbing, or the later awaits the earlier. What touches
-                    // everything (a removal) orders nothing so.
-                    let plumbing = forced(o1) && forced(o2);
-                    if plumbing || (k2 == Kind::Await && o1 != Obj::All) {
+                    // the queue's plumbing, or the later awaits the earlier.
+                    if orders && ((forced(o1) && forced(o2)) || k2 == Kind::Await) {
                         return false;
                     }
                     race = true;
