@@ -93,11 +93,14 @@ impl Model {
         h
     }
 
-    /// A host wait on fences was satisfied: it acquires their release clocks.
+    /// A host wait on fences was satisfied: it acquires their release clocks (what the signals
+    /// before it released: a read of each fence, for a reducing exploration, since a signal
+    /// just before the acquire is acquired and one just after is not).
     pub(crate) fn host_acquire_fences(&mut self, fences: &[&FenceCore]) {
         let (id, _) = self.host_clock();
         let mut acquired = Vc::default();
         for f in fences {
+            f.note(crate::footprint::Kind::Read);
             if let Some(c) = self.fences.get(&fence_key(f)) {
                 acquired.join(c);
             }

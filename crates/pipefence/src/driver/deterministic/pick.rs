@@ -370,6 +370,29 @@ impl Scheduler {
                         let moved = e.packets_moved() != before;
                         (step, e.take_launches(), e.copy_pending(), moved, e.tracked)
                     };
+                    // A PFP step that brings the PFP to a memory-value wait that does not hold
+                    // reads the word on arrival: a write before it would have let the PFP pass
+                    // (or, when the PFP is already past, could not stop it), so the writes
+                    // race with that read. It is recorded with this step (the try at the wait
+                    // that follows is not an action; strict mode's eager PFP steps record it
+                    // the same way).
+                    let mut arrival: Vec<crate::footprint::Access> = Vec::new();
+                    if reducing && stage == Stage::Pfp && matches!(step, Step::Progressed) {
+                        arrival = footprint::take().accesses().to_vec();
+                        footprint::start();
+                        let mut e = lock(&q.engine);
+                        let at_wait = !runnable(dev, &mut e, Stage::Pfp, &mut st.trace)
+                            && matches!(
+                                e.pfp_blocked_on(),
+                                Some(crate::engine::WaitCondition::Memory { .. })
+                            );
+                        drop(e);
+                        let test = footprint::take();
+                        if at_wait {
+                            arrival.extend_from_slice(test.accesses());
+                        }
+                        footprint::start();
+                    }
                     // The try only looked: the listing less this stage is the next one.
                     let mut keep = false;
                     match step {
@@ -464,6 +487,7 @@ impl Scheduler {
                             for (index, _) in &launched {
                                 extra.push((Obj::Dispatch(id, *index), Kind::Write));
                             }
+                            extra.append(&mut arrival);
                             let key = scripted::actor_key(actor);
                             self.reduced_event(st, key, extra);
                         }
