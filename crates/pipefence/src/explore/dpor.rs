@@ -593,14 +593,33 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
         racing.retain(|&i| {
             h.events[i].point != h.events[j].point
                 && h.events[i].footprint.races(&h.events[j].footprint)
+                && !pinned_after_step(h, i, j)
         });
-        // Only the races not implied by another: i happens before no other racing event (the
-        // reversal of that one's race comes first; a dependence that no schedule reverses
-        // implies nothing, or a chain through it would hide i's race for good: a host's read
-        // before a submission that the queue's later write follows in this run but need not).
+        // Who could start each race's reversal (None: no schedule reverses it).
+        let starts: Vec<Option<Vec<ActorKey>>> = racing
+            .iter()
+            .map(|&i| reversal_starts(h, i, j, path))
+            .collect();
+        // Only the races not implied by another: i happens before no other racing event that
+        // some schedule reverses (the reversal of that one's race comes first; a dependence
+        // that no schedule reverses implies nothing, or a chain through it would hide i's race
+        // for good: a host's read before a submission that the queue's later write follows in
+        // this run but need not).
         let all = racing.clone();
-        racing.retain(|&i| !all.iter().any(|&k| k > i && h.preds[k].contains(i)));
-        for i in racing {
+        for &i in &all {
+            split_writeback(h, i, j, frozen, path);
+        }
+        let mut kept = Vec::new();
+        for (x, &i) in all.iter().enumerate() {
+            let implied = all
+                .iter()
+                .zip(&starts)
+                .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i));
+            if let (false, Some(initials)) = (implied, &starts[x]) {
+                kept.push((i, initials.clone()));
+            }
+        }
+        for (i, initials) in kept {
             let pi = h.events[i].point;
             if pi < frozen {
                 continue;
@@ -610,27 +629,6 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
             };
             if !node.point.scheduling {
                 continue;
-            }
-            // v: the events after i that do not happen after it, then j.
-            let v: Vec<usize> = (i + 1..j).filter(|&k| !h.preds[k].contains(i)).collect();
-            let mut initials: Vec<ActorKey> = Vec::new();
-            let j_initial = !v.iter().any(|&k| h.preds[j].contains(k));
-            if j_initial {
-                if !node.point.actors.contains(&h.events[j].actor) {
-                    // Not reversible: j's actor could not run at i's point (the listing has
-                    // only the actors that can run), and nothing between them that j depends
-                    // on enabled it, so i did (whatever enables an action is dependent with
-                    // it): j cannot come first.
-                    continue;
-                }
-                initials.push(h.events[j].actor);
-            }
-            for (x, &k) in v.iter().enumerate() {
-                if !v[..x].iter().any(|&k2| h.preds[k].contains(k2))
-                    && !initials.contains(&h.events[k].actor)
-                {
-                    initials.push(h.events[k].actor);
-                }
             }
             let present = |node: &Node, a: ActorKey| {
                 node.backtrack
@@ -660,4 +658,127 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
             }
         }
     }
+}
+
+/// A race of `i`, a write-back that another actor's step did (a release, an atomic or a CP
+/// write that cleans a dirty line records it as an action of the line's write-back actor, at
+/// the step's point): reversing the race puts the later event before the whole step, but the
+/// line can also be written back on its own, early, at that point, so that the later event
+/// comes after this line's write-back and before the others'. No race of the run reverses
+/// into that schedule, so the line's early write-back is explored at the step's point (unless
+/// it sleeps there: then a sibling explored it). Only when the step orders `j` directly: when
+/// `j` follows the step through another event, it cannot come before the step's other parts
+/// (a run that reverses that chain first finds the race direct).
+fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [Node]) {
+    let e = &h.events[i];
+    if !matches!(e.actor, ActorKey::Writeback(..)) || e.point < frozen {
+        return;
+    }
+    let (first, last) = step_of(h, i, j);
+    let through = (last + 1..j)
+        .any(|k| h.preds[j].contains(k) && (first..=last).any(|s| h.preds[k].contains(s)));
+    if through || pinned_after_step(h, i, j) {
+        return;
+    }
+    let Some(node) = path.get_mut(e.point) else {
+        return;
+    };
+    if !node.point.scheduling {
+        return;
+    }
+    let Some(taken) = node.point.taken else {
+        return;
+    };
+    if node.actor_of(taken) == Some(e.actor) || node.asleep(e.actor) {
+        return;
+    }
+    let Some(alt) = (0..node.point.alternatives)
+        .find(|&alt| node.actor_of(alt) == Some(e.actor) && !node.point.disabled.contains(&alt))
+    else {
+        return;
+    };
+    if node.done.contains(&alt) || node.backtrack.contains(&alt) {
+        return;
+    }
+    node.backtrack.insert(alt);
+}
+
+/// Whether another part of `i`'s step (the events recorded at its point: an action with the
+/// PFP steps and write-backs it brought about) orders `j` in every schedule (a conflict that
+/// no schedule reverses, as a host's read after waiting for the step's signal): `j` cannot
+/// come before the step, so its race with `i` reverses in no schedule.
+fn pinned_after_step(h: &History, i: usize, j: usize) -> bool {
+    let (first, last) = step_of(h, i, j);
+    (first..=last).any(|s| {
+        s != i && h.dependent(s, j) && !h.events[s].footprint.races(&h.events[j].footprint)
+    })
+}
+
+/// The first and last events of `i`'s step (the events recorded at its point, which are
+/// consecutive), before `j`.
+fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
+    let p = h.events[i].point;
+    let first = (0..i)
+        .rev()
+        .take_while(|&x| h.events[x].point == p)
+        .last()
+        .unwrap_or(i);
+    let last = (i..j)
+        .take_while(|&x| h.events[x].point == p)
+        .last()
+        .unwrap_or(i);
+    (first, last)
+}
+
+/// The actors that can start the reversal of the race of `i` with the later `j` from the
+/// state before `i`'s step (with the actors that could run there, when `path` has its point),
+/// or `None` when
+/// no schedule reverses it. `i`'s step is the events recorded at its point (an action with
+/// the PFP steps and write-backs it brought about); it runs whole, so reversing the race puts
+/// `j` before the whole step. `v` is the events after the step that happen after none of its
+/// events; the initials are the first actions of `v`, then `j` (source-DPOR's). No schedule
+/// reverses the race when `j` follows the step anyway: `j` is an action of an actor of the
+/// step (its next action from that state is the step itself: the ME's next packet after the
+/// pop whose eager PFP step is `i`), another event of the step orders `j` in every schedule
+/// (a forced or await conflict), or `j` needs nothing of `v` and could not run there (the listing
+/// has only the actors that can run, and nothing between them that `j` depends on enabled
+/// it, so the step did). An actor of the step is never an initial (a host's next command after
+/// the submission whose PFP step is `i` comes after that step).
+fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Vec<ActorKey>> {
+    let actors = path
+        .get(h.events[i].point)
+        .map(|n| n.point.actors.as_slice());
+    let (first, last) = step_of(h, i, j);
+    let aj = h.events[j].actor;
+    if (first..=last).any(|x| h.events[x].actor == aj) || pinned_after_step(h, i, j) {
+        return None;
+    }
+    // Whether event k is the action chosen at its point (not a PFP step or write-back that
+    // it brought about).
+    let chosen = |k: usize| {
+        let e = &h.events[k];
+        path.get(e.point)
+            .is_none_or(|n| n.point.taken.and_then(|t| n.actor_of(t)) == Some(e.actor))
+    };
+    // j follows an action chosen after i's step that i conflicts with: that race (or the
+    // order that action always keeps with i) comes first.
+    if (last + 1..j).any(|k| chosen(k) && h.preds[j].contains(k) && h.dependent(i, k)) {
+        return None;
+    }
+    let after_step = |k: usize| (first..=last).any(|x| h.preds[k].contains(x));
+    let v: Vec<usize> = (last + 1..j).filter(|&k| !after_step(k)).collect();
+    let mut initials: Vec<ActorKey> = Vec::new();
+    if !v.iter().any(|&k| h.preds[j].contains(k)) {
+        if actors.is_some_and(|a| !a.contains(&aj)) {
+            return None;
+        }
+        initials.push(aj);
+    }
+    for (x, &k) in v.iter().enumerate() {
+        let a = h.events[k].actor;
+        if !v[..x].iter().any(|&k2| h.preds[k].contains(k2)) && !initials.contains(&a) {
+            initials.push(a);
+        }
+    }
+    Some(initials)
 }
