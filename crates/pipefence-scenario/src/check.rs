@@ -524,14 +524,32 @@ pub(crate) fn drop_passed_expectations(o: &mut Outcome) -> u64 {
 }
 
 /// What makes two outcomes the same: everything but timing (the elapsed time and the queue
-/// summaries are left out while it is serialized, then put back, so nothing is cloned).
+/// summaries are left out while it is serialized, then put back, so nothing is cloned) and
+/// the order in which hazards and host errors were reported (two actions that touch nothing
+/// in common can report theirs in either order: the same outcome).
 pub fn signature(o: &mut Outcome) -> String {
     let elapsed = std::mem::take(&mut o.elapsed_ns);
     let queues = std::mem::take(&mut o.queues);
-    let sig = serde_json::to_string(&*o).unwrap_or_default();
+    let sig = match serde_json::to_value(&*o) {
+        Ok(serde_json::Value::Object(mut m)) => {
+            unordered(&mut m);
+            serde_json::Value::Object(m).to_string()
+        }
+        _ => String::new(),
+    };
     o.elapsed_ns = elapsed;
     o.queues = queues;
     sig
+}
+
+/// Sorts the report-order lists of an outcome's JSON object (`hazards`, `host_errors`), for
+/// [`signature`] and the merged exhaustive shards' signature.
+pub(crate) fn unordered(m: &mut serde_json::Map<String, serde_json::Value>) {
+    for key in ["hazards", "host_errors"] {
+        if let Some(serde_json::Value::Array(a)) = m.get_mut(key) {
+            a.sort_by_cached_key(|v| v.to_string());
+        }
+    }
 }
 
 /// What failed in an outcome, in words (failed expectations, host errors, hazards, the

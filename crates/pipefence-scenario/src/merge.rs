@@ -861,12 +861,14 @@ impl ProblemMerge {
 }
 
 /// What makes two failing outcomes of an exhaustive check the same: the outcome object (as
-/// printed, expectations that passed already left out) without its timing.
+/// printed, expectations that passed already left out) without its timing, hazards and host
+/// errors in any order (as [`crate::check::signature`]).
 fn exhaustive_signature(f: &InExhaustiveFailure) -> String {
     match serde_json::from_str::<serde_json::Value>(f.outcome.get()) {
         Ok(serde_json::Value::Object(mut m)) => {
             m.remove("elapsed_ns");
             m.remove("queues");
+            crate::check::unordered(&mut m);
             serde_json::Value::Object(m).to_string()
         }
         _ => f.outcome.get().to_string(),
