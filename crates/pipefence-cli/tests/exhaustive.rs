@@ -34,7 +34,7 @@ fn stdout(out: &Output) -> String {
 fn x3_max_schedules_5_on_a_big_scenario_is_not_complete_and_says_so() {
     let args = [
         "check",
-        "examples/async-compute.kdl",
+        "examples/ring-buffer.kdl",
         "--exhaustive",
         "--max-schedules",
         "5",
