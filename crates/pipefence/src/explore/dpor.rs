@@ -589,7 +589,8 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
         // Only the dependences some schedule reverses: not the queue's plumbing or a wait
         // (`Footprint::races`: one conflict that orders the two in every schedule orders
         // them), nor two parts of one step (an action and the PFP steps or write-backs it
-        // brought about).
+        // brought about), nor a race whose later event another part of the first one's step
+        // orders in every schedule.
         racing.retain(|&i| {
             h.events[i].point != h.events[j].point
                 && h.events[i].footprint.races(&h.events[j].footprint)
@@ -605,20 +606,23 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
         // that no schedule reverses implies nothing, or a chain through it would hide i's race
         // for good: a host's read before a submission that the queue's later write follows in
         // this run but need not).
-        let all = racing.clone();
-        for &i in &all {
+        for &i in &racing {
             split_writeback(h, i, j, frozen, path);
         }
-        let mut kept = Vec::new();
-        for (x, &i) in all.iter().enumerate() {
-            let implied = all
-                .iter()
-                .zip(&starts)
-                .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i));
-            if let (false, Some(initials)) = (implied, &starts[x]) {
-                kept.push((i, initials.clone()));
-            }
-        }
+        let implied: Vec<bool> = racing
+            .iter()
+            .map(|&i| {
+                racing
+                    .iter()
+                    .zip(&starts)
+                    .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i))
+            })
+            .collect();
+        let kept = racing
+            .iter()
+            .zip(starts)
+            .zip(implied)
+            .filter_map(|((&i, s), implied)| s.filter(|_| !implied).map(|s| (i, s)));
         for (i, initials) in kept {
             let pi = h.events[i].point;
             if pi < frozen {
@@ -668,7 +672,8 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
 /// into that schedule, so the line's early write-back is explored at the step's point (unless
 /// it sleeps there: then a sibling explored it). Only when the step orders `j` directly: when
 /// `j` follows the step through another event, it cannot come before the step's other parts
-/// (a run that reverses that chain first finds the race direct).
+/// (a run that reverses that chain first finds the race direct). `i`'s race with `j` is one
+/// of `add_backtracks`' (no other part of the step orders `j` in every schedule).
 fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [Node]) {
     let e = &h.events[i];
     if !matches!(e.actor, ActorKey::Writeback(..)) || e.point < frozen {
@@ -677,7 +682,7 @@ fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [N
     let (first, last) = step_of(h, i, j);
     let through = (last + 1..j)
         .any(|k| h.preds[j].contains(k) && (first..=last).any(|s| h.preds[k].contains(s)));
-    if through || pinned_after_step(h, i, j) {
+    if through {
         return;
     }
     let Some(node) = path.get_mut(e.point) else {
@@ -730,27 +735,27 @@ fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
     (first, last)
 }
 
-/// The actors that can start the reversal of the race of `i` with the later `j` from the
-/// state before `i`'s step (with the actors that could run there, when `path` has its point),
-/// or `None` when
-/// no schedule reverses it. `i`'s step is the events recorded at its point (an action with
-/// the PFP steps and write-backs it brought about); it runs whole, so reversing the race puts
-/// `j` before the whole step. `v` is the events after the step that happen after none of its
+/// The actors that can start the reversal of the race of `i` with the later `j` (one that no
+/// other part of `i`'s step pins, [`pinned_after_step`]) from the state before `i`'s step
+/// (with the actors that could run there, when `path` has its point), or `None` when no
+/// schedule reverses it. `i`'s step is the events recorded at its point (an action with the
+/// PFP steps and write-backs it brought about); it runs whole, so reversing the race puts `j`
+/// before the whole step. `v` is the events after the step that happen after none of its
 /// events; the initials are the first actions of `v`, then `j` (source-DPOR's). No schedule
 /// reverses the race when `j` follows the step anyway: `j` is an action of an actor of the
 /// step (its next action from that state is the step itself: the ME's next packet after the
-/// pop whose eager PFP step is `i`), another event of the step orders `j` in every schedule
-/// (a forced or await conflict), or `j` needs nothing of `v` and could not run there (the listing
-/// has only the actors that can run, and nothing between them that `j` depends on enabled
-/// it, so the step did). An actor of the step is never an initial (a host's next command after
-/// the submission whose PFP step is `i` comes after that step).
+/// pop whose eager PFP step is `i`), `j` follows an action chosen after the step that `i`
+/// conflicts with (that race comes first), or `j` needs nothing of `v` and could not run
+/// there (the listing has only the actors that can run, and nothing between them that `j`
+/// depends on enabled it, so the step did). An actor of the step is never an initial (a
+/// host's next command after the submission whose PFP step is `i` comes after that step).
 fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Vec<ActorKey>> {
     let actors = path
         .get(h.events[i].point)
         .map(|n| n.point.actors.as_slice());
     let (first, last) = step_of(h, i, j);
     let aj = h.events[j].actor;
-    if (first..=last).any(|x| h.events[x].actor == aj) || pinned_after_step(h, i, j) {
+    if (first..=last).any(|x| h.events[x].actor == aj) {
         return None;
     }
     // Whether event k is the action chosen at its point (not a PFP step or write-back that

@@ -379,18 +379,11 @@ impl Scheduler {
                     let mut arrival: Vec<crate::footprint::Access> = Vec::new();
                     if reducing && stage == Stage::Pfp && matches!(step, Step::Progressed) {
                         arrival = footprint::take().accesses().to_vec();
-                        footprint::start();
                         let mut e = lock(&q.engine);
-                        let at_wait = !runnable(dev, &mut e, Stage::Pfp, &mut st.trace)
-                            && matches!(
-                                e.pfp_blocked_on(),
-                                Some(crate::engine::WaitCondition::Memory { .. })
-                            );
-                        drop(e);
-                        let test = footprint::take();
-                        if at_wait {
-                            arrival.extend_from_slice(test.accesses());
+                        if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, true) {
+                            arrival.extend(read);
                         }
+                        drop(e);
                         footprint::start();
                     }
                     // The try only looked: the listing less this stage is the next one.
@@ -584,26 +577,15 @@ impl Scheduler {
                 if e.is_idle() {
                     break;
                 }
-                // A PFP that cannot run is tried as a listing tries it (its blocked state).
                 let waiting = e.pfp_blocked_on().is_some();
-                if reducing {
-                    footprint::start();
-                }
-                if !runnable(dev, &mut e, Stage::Pfp, &mut st.trace) {
+                if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, reducing) {
                     // It has just come to a memory-value wait that does not hold: that read is
-                    // an action of the PFP (a write before it would have let it pass at once,
-                    // so the write races with it), recorded with the action that brought the
-                    // PFP there. A later try of the same wait reads again, but it only passes
-                    // as an action of its own.
-                    let on_memory = matches!(
-                        e.pfp_blocked_on(),
-                        Some(crate::engine::WaitCondition::Memory { .. })
-                    );
-                    if reducing && !waiting && on_memory {
+                    // an action of the PFP, recorded with the action that brought the PFP
+                    // there. A later try of the same wait reads again, but it only passes as
+                    // an action of its own.
+                    if !waiting && !read.is_empty() {
                         drop(e);
-                        self.reduced_event(st, ActorKey::Pfp(q.id), Vec::new());
-                    } else if reducing {
-                        footprint::take();
+                        self.reduced_event(st, ActorKey::Pfp(q.id), read);
                     }
                     break;
                 }
@@ -889,6 +871,36 @@ fn runnable(
         e.queue_id
     );
     false
+}
+
+/// Whether the PFP of `e` can run, tried as a listing tries it (a PFP that cannot run gets its
+/// blocked state): `Ok` when it can; else, when `record`, what the try read if the PFP is at
+/// a memory-value wait that does not hold (its read on arriving there: a write before it would
+/// have let the PFP pass at once, so writes race with it), and nothing otherwise. Recording
+/// starts afresh (what was recorded before is dropped) and is off afterwards.
+fn try_pfp(
+    dev: &DeviceShared,
+    e: &mut crate::engine::Engine,
+    trace: &mut Vec<crate::trace::TraceEvent>,
+    record: bool,
+) -> Result<(), Vec<crate::footprint::Access>> {
+    if record {
+        footprint::start();
+    }
+    let ok = runnable(dev, e, Stage::Pfp, trace);
+    let read = if record {
+        footprint::take().accesses().to_vec()
+    } else {
+        Vec::new()
+    };
+    if ok {
+        return Ok(());
+    }
+    let at_wait = matches!(
+        e.pfp_blocked_on(),
+        Some(crate::engine::WaitCondition::Memory { .. })
+    );
+    Err(if at_wait { read } else { Vec::new() })
 }
 
 /// What [`Scheduler::choose`] picked.
