@@ -7,6 +7,9 @@
 #
 #   scripts/compare-check.sh OLD_BINARY NEW_BINARY [SCHEDULES]
 #
+# EXHAUSTIVE=1 compares `check --exhaustive --no-shrink --max-schedules SCHEDULES` instead
+# (schedules, runs asleep, outcomes, failures and their replay strings).
+#
 # Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
 set -uo pipefail
 if [[ $# -lt 2 ]]; then
@@ -23,7 +26,12 @@ same=0 differ=0
 for file in examples/*.kdl tests/scenarios/*.kdl; do
     for mode in "" --strict; do
         for jobs in 1 2; do
-            args=(check "$file" --schedules "$schedules" -j "$jobs" $mode)
+            if [[ -n ${EXHAUSTIVE:-} ]]; then
+                args=(check "$file" --exhaustive --no-shrink --max-schedules "$schedules")
+            else
+                args=(check "$file" --schedules "$schedules")
+            fi
+            args+=(-j "$jobs" $mode)
             a=$("$old" "${args[@]}" --json 2>/dev/null | strip)
             b=$("$new" "${args[@]}" --json 2>/dev/null | strip)
             c=$("$old" "${args[@]}" 2>&1 | timeless)
