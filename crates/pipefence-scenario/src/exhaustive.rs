@@ -16,7 +16,7 @@ use pipefence::explore::{
 };
 use serde::Serialize;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// How to check exhaustively.
@@ -126,6 +126,20 @@ impl ExhaustiveReport {
 }
 
 /// One run of `sc` on the deterministic driver, its choices from `script`.
+/// The outcome of the schedule `replay` (a schedule string an exploration of `sc` reported,
+/// whose outcome's signature is `sig`), run again.
+fn rerun(sc: &Scenario, strict: bool, replay: &str, sig: &str) -> Outcome {
+    let script = Script::from_schedule_string(replay)
+        .unwrap_or_else(|e| panic!("an explored schedule's string does not decode: {e}"));
+    let mut o = run_scripted(sc, strict, &Arc::new(script));
+    let again = signature(&mut o);
+    assert_eq!(
+        again, sig,
+        "a schedule run again from its string gave another outcome"
+    );
+    o
+}
+
 fn run_scripted(sc: &Scenario, strict: bool, script: &Arc<Script>) -> Outcome {
     run(
         sc,
@@ -144,7 +158,7 @@ pub fn check_exhaustive(
     opts: &ExhaustiveCheckOptions,
     progress: impl FnMut(Progress),
 ) -> ExhaustiveReport {
-    check_exhaustive_each(sc, opts, progress, |_, _| {})
+    check_exhaustive_inner(sc, opts, progress, None)
 }
 
 /// [`check_exhaustive`], also handing every schedule's outcome to `visit` with its schedule
@@ -152,25 +166,61 @@ pub fn check_exhaustive(
 pub fn check_exhaustive_each(
     sc: &Scenario,
     opts: &ExhaustiveCheckOptions,
-    mut progress: impl FnMut(Progress),
+    progress: impl FnMut(Progress),
     mut visit: impl FnMut(&str, &Outcome),
 ) -> ExhaustiveReport {
+    check_exhaustive_inner(sc, opts, progress, Some(&mut visit))
+}
+
+/// What a schedule's run hands the report: its outcome (kept only when the report may need
+/// it), its signature (one shared copy per distinct outcome) and its status.
+type RunSeen = (Option<Outcome>, Arc<str>, Status);
+
+/// A visitor of every schedule's outcome, with its schedule string.
+type EachSchedule<'a> = dyn FnMut(&str, &Outcome) + 'a;
+
+fn check_exhaustive_inner(
+    sc: &Scenario,
+    opts: &ExhaustiveCheckOptions,
+    mut progress: impl FnMut(Progress),
+    mut visit: Option<&mut EachSchedule<'_>>,
+) -> ExhaustiveReport {
     let start = Instant::now();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut groups: Vec<(String, ExhaustiveFailure)> = Vec::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let mut groups: Vec<(Arc<str>, ExhaustiveFailure)> = Vec::new();
     let (mut failing, mut other_failing, mut done) = (0u64, 0u64, 0u64);
+    // The signatures the runs found so far, in the order the threads made them: a run whose
+    // outcome is one of them drops its outcome (the report needs only the first schedule's of
+    // each, and holding them all costs memory while threads explore ahead), unless every
+    // outcome is visited. A first schedule whose outcome was dropped (a later schedule of the
+    // same outcome was made first) is run again from its schedule string.
+    let keep_all = visit.is_some();
+    let found: Mutex<HashSet<Arc<str>>> = Mutex::new(HashSet::new());
     let e = enumerate_parallel(
         &opts.bounds,
         &opts.parallel,
-        |script| {
+        |script| -> RunSeen {
             let mut o = run_scripted(sc, opts.strict, script);
             let sig = signature(&mut o);
-            (o, sig)
+            let mut f = found.lock().unwrap_or_else(|p| p.into_inner());
+            let (sig, known) = match f.get(sig.as_str()) {
+                Some(s) => (s.clone(), true),
+                None => {
+                    let s: Arc<str> = sig.into();
+                    if f.len() < crate::check::MAX_DISTINCT_OUTCOMES {
+                        f.insert(s.clone());
+                    }
+                    (s, false)
+                }
+            };
+            drop(f);
+            let status = o.status;
+            ((keep_all || !known).then_some(o), sig, status)
         },
         crate::run::interrupted,
         |seen_run| {
-            let (mut o, sig, replay) = match seen_run {
-                Seen::Schedule((o, sig), replay) => (o, sig, replay),
+            let ((o, sig, status), replay) = match seen_run {
+                Seen::Schedule(v, replay) => (v, replay),
                 Seen::Restart => {
                     seen.clear();
                     groups.clear();
@@ -181,16 +231,19 @@ pub fn check_exhaustive_each(
             if crate::run::interrupted() {
                 return false;
             }
-            visit(replay, &o);
+            if let (Some(visit), Some(o)) = (visit.as_mut(), &o) {
+                visit(replay, o);
+            }
             done += 1;
             if seen.len() < crate::check::MAX_DISTINCT_OUTCOMES {
                 seen.insert(sig.clone());
             }
-            if o.status != Status::Passed {
+            if status != Status::Passed {
                 failing += 1;
                 if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
                     g.count += 1;
                 } else if groups.len() < MAX_FAILURE_GROUPS {
+                    let mut o = o.unwrap_or_else(|| rerun(sc, opts.strict, replay, &sig));
                     let passed_expectations = crate::check::drop_passed_expectations(&mut o);
                     groups.push((
                         sig,
@@ -223,7 +276,7 @@ pub fn check_exhaustive_each(
     if let (Some(budget), false) = (opts.shrink, interrupted || groups.is_empty()) {
         let targets: Vec<(String, String)> = groups
             .iter()
-            .map(|(sig, f)| (sig.clone(), f.replay.clone()))
+            .map(|(sig, f)| (sig.to_string(), f.replay.clone()))
             .collect();
         let shrunk = shrink(
             &targets,
@@ -271,5 +324,53 @@ pub fn check_exhaustive_each(
             h.sort();
             h
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pipefence::explore::{ExhaustiveOptions, Parallel};
+
+    /// Two queues write one buffer with nothing ordering them.
+    const RACE: &str = include_str!("../../../tests/scenarios/write-write.kdl");
+
+    /// A first schedule of an outcome whose outcome a thread dropped is run again from its
+    /// schedule string: every explored schedule's outcome comes back the same that way.
+    #[test]
+    fn x6_a_dropped_outcome_run_again_from_its_schedule_string_is_the_same() {
+        let sc = crate::parse("write-write.kdl", RACE).expect("a valid scenario");
+        for strict in [false, true] {
+            let opts = ExhaustiveCheckOptions {
+                strict,
+                bounds: ExhaustiveOptions {
+                    max_schedules: 200,
+                    preemption_bound: None,
+                    reduction: true,
+                },
+                shrink: None,
+                parallel: Parallel::default(),
+            };
+            let mut seen = Vec::new();
+            let r = check_exhaustive_each(
+                &sc,
+                &opts,
+                |_| {},
+                |replay, o| {
+                    seen.push((replay.to_string(), o.clone()));
+                },
+            );
+            assert!(r.failing > 0, "the race fails in some schedule");
+            for (replay, mut o) in seen {
+                let sig = signature(&mut o);
+                let mut again = rerun(&sc, strict, &replay, &sig);
+                again.elapsed_ns = o.elapsed_ns;
+                assert_eq!(
+                    serde_json::to_value(&again).expect("serializes"),
+                    serde_json::to_value(&o).expect("serializes"),
+                    "{replay}"
+                );
+            }
+        }
     }
 }

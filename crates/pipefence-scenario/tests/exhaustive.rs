@@ -379,3 +379,76 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
     );
     assert!(r.failures.iter().all(|f| f.shrunk.is_none()));
 }
+
+/// Every example and race scenario file.
+fn every_file() -> Vec<(String, Scenario)> {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in ["examples", "tests/scenarios"] {
+        let mut paths: Vec<_> = std::fs::read_dir(format!("{root}/{dir}"))
+            .expect("a scenario folder")
+            .map(|e| e.expect("a folder entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "kdl"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let src = std::fs::read_to_string(&path).expect("a scenario file");
+            let name = path.display().to_string();
+            out.push((
+                name.clone(),
+                pipefence_scenario::parse(&name, &src).expect("valid"),
+            ));
+        }
+    }
+    out
+}
+
+/// The reduced search on `jobs` threads.
+fn with_jobs(strict: bool, max: u64, jobs: usize) -> ExhaustiveCheckOptions {
+    let mut o = opts(strict, max);
+    o.bounds.reduction = true;
+    o.parallel = pipefence::explore::Parallel { jobs, shard: None };
+    o
+}
+
+fn report_json(r: &pipefence_scenario::exhaustive::ExhaustiveReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("a report serializes");
+    v.as_object_mut().expect("an object").remove("elapsed_ns");
+    v
+}
+
+/// The reduced search on threads takes whole subtrees that other threads explored ahead
+/// (`explore/speculate.rs`): every schedule and its outcome come in the order the search on
+/// one thread explores them, and the reports are the same, including when the threads drop
+/// the outcomes the report does not need (a first schedule of an outcome whose outcome was
+/// dropped is run again from its schedule string).
+#[test]
+fn x6_threads_explore_ahead_the_same_schedules_in_the_same_order() {
+    for (name, sc) in every_file() {
+        for strict in [false, true] {
+            let mut seqs = Vec::new();
+            let mut reports = Vec::new();
+            for jobs in [1, 3] {
+                let mut seq = Vec::new();
+                let r = check_exhaustive_each(
+                    &sc,
+                    &with_jobs(strict, 150, jobs),
+                    |_| {},
+                    |replay, o| seq.push((replay.to_string(), signature(&mut o.clone()))),
+                );
+                seqs.push(seq);
+                reports.push(report_json(&r));
+                let quiet = pipefence_scenario::exhaustive::check_exhaustive(
+                    &sc,
+                    &with_jobs(strict, 150, jobs),
+                    |_| {},
+                );
+                reports.push(report_json(&quiet));
+            }
+            assert_eq!(seqs[0], seqs[1], "{name} strict={strict}: schedules differ");
+            for r in &reports[1..] {
+                assert_eq!(&reports[0], r, "{name} strict={strict}: reports differ");
+            }
+        }
+    }
+}

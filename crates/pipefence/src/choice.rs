@@ -97,7 +97,7 @@ pub struct Event {
 }
 
 /// One choice point of a scripted run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChoicePoint {
     /// The number of alternatives.
     pub alternatives: u32,
@@ -386,6 +386,11 @@ impl Script {
     pub(crate) fn current(&self) -> Option<u32> {
         let st = self.lock();
         st.sched.and_then(|_| st.tries.get(st.sched_try).copied())
+    }
+
+    /// The number of choice points so far.
+    pub(crate) fn point_count(&self) -> usize {
+        self.lock().points.len()
     }
 
     /// Every choice point so far.

@@ -25,7 +25,8 @@ use super::exhaustive::{
 };
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -70,6 +71,139 @@ impl Node {
     fn pending(&self, alt: u32) -> bool {
         let asleep = self.point.scheduling && self.actor_of(alt).is_some_and(|a| self.asleep(a));
         !self.done.contains(&alt) && !asleep
+    }
+}
+
+/// A change to a node of the search, made by the processing of a run. A search that explores
+/// a subtree ahead of time (`explore/speculate.rs`) keeps the changes to the nodes above its
+/// subtree for the search that owns them, which makes them when it takes the subtree: they
+/// read only the owner's state of those nodes, and the subtree reads nothing the changes write.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Op {
+    /// The first run of alternative `alt` at node `d`: its choice point there, or `None` when
+    /// it found `alt` disabled (a repeat).
+    Enter {
+        d: usize,
+        alt: u32,
+        point: Option<Box<ChoicePoint>>,
+    },
+    /// A race to reverse at node `at`, started by one of `initials` (source-DPOR's rule).
+    Race { at: usize, initials: Vec<ActorKey> },
+    /// An actor to run at `at` before what disabled it ([`add_disabled`]).
+    Disabled {
+        at: usize,
+        alt: u32,
+        actor: ActorKey,
+    },
+    /// A line's early write-back to explore at `at` ([`split_writeback`]).
+    Split { at: usize, actor: ActorKey },
+}
+
+impl Op {
+    fn at(&self) -> usize {
+        match self {
+            Op::Enter { d, .. } => *d,
+            Op::Race { at, .. } | Op::Disabled { at, .. } | Op::Split { at, .. } => *at,
+        }
+    }
+
+    fn apply(self, path: &mut [Node]) {
+        match self {
+            Op::Enter { d, alt, point } => {
+                let n = &mut path[d];
+                n.done.insert(alt);
+                match point {
+                    None => n.point.disabled.push(alt),
+                    Some(p) => {
+                        let sleep = std::mem::take(&mut n.point.sleep);
+                        n.point = *p;
+                        n.point.sleep = sleep;
+                        n.backtrack.insert(alt);
+                    }
+                }
+            }
+            Op::Race { at, initials } => {
+                let node = &mut path[at];
+                let present = |node: &Node, a: ActorKey| {
+                    node.backtrack
+                        .iter()
+                        .chain(node.done.iter())
+                        .any(|&alt| node.actor_of(alt) == Some(a))
+                };
+                if initials.iter().any(|&a| present(node, a)) {
+                    return;
+                }
+                let enabled = |node: &Node, a: ActorKey| {
+                    (0..node.point.alternatives).find(|&alt| {
+                        node.actor_of(alt) == Some(a) && !node.point.disabled.contains(&alt)
+                    })
+                };
+                if let Some(alt) = initials
+                    .iter()
+                    .filter(|&&a| !node.asleep(a))
+                    .find_map(|&a| enabled(node, a))
+                {
+                    node.backtrack.insert(alt);
+                } else if !initials.iter().any(|&a| node.asleep(a)) {
+                    // No initial can run here: explore everything here.
+                    for alt in 0..node.point.alternatives {
+                        node.backtrack.insert(alt);
+                    }
+                }
+            }
+            Op::Disabled { at, alt, actor } => {
+                let n = &mut path[at];
+                if !n.asleep(actor) && !n.done.contains(&alt) {
+                    n.backtrack.insert(alt);
+                }
+            }
+            Op::Split { at, actor } => {
+                let node = &mut path[at];
+                if node.asleep(actor) {
+                    return;
+                }
+                let Some(alt) = (0..node.point.alternatives).find(|&alt| {
+                    node.actor_of(alt) == Some(actor) && !node.point.disabled.contains(&alt)
+                }) else {
+                    return;
+                };
+                if node.done.contains(&alt) || node.backtrack.contains(&alt) {
+                    return;
+                }
+                node.backtrack.insert(alt);
+            }
+        }
+    }
+}
+
+/// Where a search's changes to its nodes go: made at once, or, for the nodes at or above
+/// `boundary` (the point a subtree explored ahead branches at), kept for the owner.
+#[derive(Debug, Default)]
+struct Sink {
+    boundary: Option<usize>,
+    kept: Vec<Op>,
+    /// The kept races, disabled actors and write-backs by hash (indices into `kept`): every
+    /// run of a subtree finds the same ones above it again, and a change made twice is made
+    /// once (the nodes above only gain alternatives while the subtree runs, so the second
+    /// finds the first done).
+    seen: HashMap<u64, Vec<usize>>,
+    hasher: std::hash::RandomState,
+}
+
+impl Sink {
+    fn put(&mut self, op: Op, path: &mut [Node]) {
+        if self.boundary.is_none_or(|b| op.at() > b) {
+            op.apply(path);
+            return;
+        }
+        if !matches!(op, Op::Enter { .. }) {
+            let same = self.seen.entry(self.hasher.hash_one(&op)).or_default();
+            if same.iter().any(|&k| self.kept[k] == op) {
+                return;
+            }
+            same.push(self.kept.len());
+        }
+        self.kept.push(op);
     }
 }
 
@@ -140,8 +274,8 @@ fn mask(f: &Footprint) -> u64 {
 
 /// The happens-before of a run's events, kept along the search: the events before the point
 /// where a run diverges are the previous run's, so only the new ones are computed.
-#[derive(Debug, Default)]
-struct History {
+#[derive(Debug, Default, Clone)]
+pub(super) struct History {
     events: Vec<Event>,
     masks: Vec<u64>,
     /// Per event: the events that happen before it.
@@ -274,20 +408,66 @@ impl Spec {
     }
 }
 
-/// Where a reduced search gets its runs: it runs them, or takes runs made ahead of time
-/// (`explore/speculate.rs`). Either way a spec's run is the same.
+/// Where a reduced search gets its runs: it runs them, or takes runs and whole subtrees
+/// explored ahead of time (`explore/speculate.rs`). Either way a spec's run, and the subtree
+/// below it, are the same.
 pub(super) trait Runs<T> {
     /// The run of `spec`'s script: the script after the run, and the body's value.
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T);
 
-    /// The run the search asks for next (`specs[0]`), then runs it is likely to ask for
-    /// later, the likeliest first (it may ask for others, or not for these).
-    fn ahead(&mut self, _specs: Vec<Spec>) {}
+    /// The subtree of `spec` (the branch at point `d` the search takes next) explored ahead
+    /// of time, if there is one (the search then takes it instead of running `spec`); `None`:
+    /// the search explores it itself.
+    fn explored(&mut self, _spec: &Spec, _d: usize) -> Option<Sub<T>> {
+        None
+    }
+
+    /// The branch the search takes next (`specs[0]`), then the branches it will take after
+    /// that subtree as far as known now, the likeliest first (it may take others, or not
+    /// these); each with the index of the point it branches at.
+    /// `hist`: the search's history now, for the runs below those branches to start from
+    /// (their events before the branch point are the same).
+    fn ahead(&mut self, _specs: Vec<(usize, Spec)>, _hist: &History) {}
 
     /// Whether [`Runs::ahead`] is of any use (the search skips working the specs out).
     fn wants_ahead(&self) -> bool {
         false
     }
+}
+
+/// What a run of a subtree explored ahead hands the search that takes it.
+pub(super) enum Rec<T> {
+    /// A schedule: the body's value, its schedule string, and its number of choice points.
+    Schedule(T, String, usize),
+    Repeated,
+    /// A run stopped asleep, and its number of choice points.
+    SleepBlocked(usize),
+}
+
+/// How the exploration of a subtree ahead ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    /// Every run of the subtree was made.
+    Complete,
+    /// It made as many runs as the search's bound allows in all: the search taking it stops
+    /// within it.
+    Bounded,
+    /// A run wrote the clock while the search left it out of the relation.
+    ClockMatters,
+    /// A run did not follow its prefix (the last of `runs`).
+    Diverged,
+    /// Cancelled: nobody will take it.
+    Cancelled,
+}
+
+/// A subtree explored ahead of time ([`explore_subtree`]): its runs in the order the search
+/// would have made them, the changes to the nodes above it, and the search's state after its
+/// last run (`None`: its only run was a repeat, which changes nothing).
+pub(super) struct Sub<T> {
+    pub(super) runs: Vec<Rec<T>>,
+    ops: Vec<Op>,
+    state: Option<(History, Vec<u32>)>,
+    pub(super) end: End,
 }
 
 /// Runs each spec on the calling thread with `body`.
@@ -377,6 +557,14 @@ pub(super) fn enumerate_reduced<T>(
     }
 }
 
+/// The search's state between runs.
+#[derive(Default)]
+struct State {
+    path: Vec<Node>,
+    tries: Vec<u32>,
+    hist: History,
+}
+
 /// The reduced search from `root` on (or from the start): source-DPOR over the choice
 /// points from `root.frozen` on. `Err` when a run wrote the clock and `clock_matters` is
 /// false.
@@ -385,39 +573,248 @@ pub(super) fn search_reduced<T>(
     root: Option<Root<T>>,
     clock_matters: bool,
     runs: &mut impl Runs<T>,
+    visit: impl FnMut(Run<'_, T>) -> bool,
+) -> Result<Enumeration, ClockMatters> {
+    let mut st = State::default();
+    let mut sink = Sink::default();
+    search(
+        opts,
+        root,
+        None,
+        clock_matters,
+        runs,
+        &mut st,
+        &mut sink,
+        visit,
+    )
+}
+
+/// The subtree of the branch `spec` at point `d` explored on its own, as the search would
+/// explore it after taking that branch, for a search to take later ([`Runs::explored`]):
+/// the same runs in the same order, and the same changes to the nodes above it. `cancel`,
+/// asked between runs, stops it.
+pub(super) fn explore_subtree<T>(
+    opts: &ExhaustiveOptions,
+    clock_matters: bool,
+    spec: Spec,
+    d: usize,
+    hint: Option<Arc<History>>,
+    runs: &mut impl Runs<T>,
+    cancel: impl Fn() -> bool,
+) -> Sub<T> {
+    let mut st = State::default();
+    let mut sink = Sink {
+        boundary: Some(d),
+        ..Sink::default()
+    };
+    let mut out: Vec<Rec<T>> = Vec::new();
+    let mut diverged = false;
+    let found = search(
+        opts,
+        None,
+        Some((spec, d, hint)),
+        clock_matters,
+        runs,
+        &mut st,
+        &mut sink,
+        |r| {
+            match r {
+                Run::Schedule(v, script) => out.push(Rec::Schedule(
+                    v,
+                    script.schedule_string(),
+                    script.point_count(),
+                )),
+                Run::Ahead(v, s, depth) => out.push(Rec::Schedule(v, s.to_string(), depth)),
+                Run::Repeated => out.push(Rec::Repeated),
+                Run::SleepBlocked(depth) => out.push(Rec::SleepBlocked(depth)),
+                Run::Diverged => {
+                    diverged = true;
+                    return false;
+                }
+            }
+            !cancel()
+        },
+    );
+    let end = match found {
+        Err(ClockMatters) => End::ClockMatters,
+        Ok(_) if diverged => End::Diverged,
+        Ok(e) if e.complete => End::Complete,
+        Ok(e) if matches!(e.bound, Some(Bound::MaxSchedules(_))) => End::Bounded,
+        Ok(_) => End::Cancelled,
+    };
+    let repeat_only = matches!(out.as_slice(), [Rec::Repeated]);
+    Sub {
+        runs: out,
+        ops: sink.kept,
+        state: (!repeat_only).then_some((st.hist, st.tries)),
+        end,
+    }
+}
+
+/// What taking a subtree explored ahead left the search to do.
+enum Taken {
+    /// Go on: choose the next branch.
+    Go,
+    /// Return the result as it is (stopped or bounded).
+    Stop,
+    /// A run of the subtree wrote the clock.
+    ClockMatters,
+}
+
+/// Takes the subtree `sub` of the branch at point `d`: makes its changes to the nodes (or
+/// keeps those above the sink's boundary), hands its runs to `visit` with the bound checked
+/// after each as the search does, and takes the state after its last run.
+fn take_subtree<T>(
+    opts: &ExhaustiveOptions,
+    sub: Sub<T>,
+    d: usize,
+    st: &mut State,
+    sink: &mut Sink,
+    result: &mut Enumeration,
+    visit: &mut impl FnMut(Run<'_, T>) -> bool,
+) -> Taken {
+    for op in sub.ops {
+        sink.put(op, &mut st.path);
+    }
+    st.path.truncate(d + 1);
+    let n = sub.runs.len();
+    for (k, rec) in sub.runs.into_iter().enumerate() {
+        let go = match rec {
+            Rec::Schedule(v, schedule, depth) => {
+                result.max_depth = result.max_depth.max(depth);
+                result.schedules += 1;
+                visit(Run::Ahead(v, &schedule, depth))
+            }
+            Rec::Repeated => {
+                result.repeated_runs += 1;
+                visit(Run::Repeated)
+            }
+            Rec::SleepBlocked(depth) => {
+                result.max_depth = result.max_depth.max(depth);
+                result.sleep_blocked += 1;
+                visit(Run::SleepBlocked(depth))
+            }
+        };
+        if !go {
+            result.bound = Some(Bound::Stopped);
+            return Taken::Stop;
+        }
+        // After each run but the subtree's last the search chose a branch within it, then
+        // checked its bound.
+        if (k + 1 < n || sub.end != End::Complete) && bounded(opts, result) {
+            return Taken::Stop;
+        }
+    }
+    match sub.end {
+        End::Complete => {
+            if let Some((hist, tries)) = sub.state {
+                st.hist = hist;
+                st.tries = tries;
+            }
+            Taken::Go
+        }
+        End::ClockMatters => Taken::ClockMatters,
+        End::Diverged => {
+            if !visit(Run::Diverged) {
+                result.bound = Some(Bound::Stopped);
+                return Taken::Stop;
+            }
+            assert_replayed(&[], 0, 0);
+            Taken::Stop
+        }
+        // The subtree ran to the bound: the search reached it within the subtree.
+        End::Bounded | End::Cancelled => {
+            debug_assert!(false, "a subtree explored ahead ended {:?}", sub.end);
+            result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+            Taken::Stop
+        }
+    }
+}
+
+/// Whether the search has reached its bound (and records it): runs stopped as repeats or
+/// asleep count against the bound too, so that a search whose runs mostly end asleep still
+/// ends.
+fn bounded(opts: &ExhaustiveOptions, result: &mut Enumeration) -> bool {
+    let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
+    if result.schedules >= opts.max_schedules || runs >= opts.max_schedules.saturating_mul(4) {
+        result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
+        return true;
+    }
+    false
+}
+
+/// The search: from the start (or `root`), or, with `start`, the subtree of one branch (the
+/// spec and the point it branches at) and nothing above it (the sink keeps the changes to the
+/// nodes above).
+#[allow(clippy::too_many_arguments)]
+fn search<T>(
+    opts: &ExhaustiveOptions,
+    root: Option<Root<T>>,
+    start: Option<(Spec, usize, Option<Arc<History>>)>,
+    clock_matters: bool,
+    runs: &mut impl Runs<T>,
+    st: &mut State,
+    sink: &mut Sink,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Result<Enumeration, ClockMatters> {
     let frozen = root.as_ref().map_or(0, |r| r.frozen);
+    // The shallowest point this search branches at.
+    let lo = start.as_ref().map_or(frozen, |(_, d, _)| d + 1);
+    let mut hint: Option<Arc<History>> = None;
     let mut root = root;
-    let mut path: Vec<Node> = Vec::new();
-    let mut tries: Vec<u32> = Vec::new();
-    let mut hist = History::default();
+    let mut start = start;
     let mut next: Option<(usize, u32)> = None;
     let mut result = Enumeration::empty(true);
     loop {
-        let (script, value) = match (root.take(), next) {
-            (Some(r), _) => (r.script, r.value),
-            (None, next) => runs.run(match next {
-                None => Spec::first(),
-                Some((d, alt)) => {
-                    let n = &path[d];
-                    branch_spec(&tries, &n.point, &n.point.sleep, &n.slept, alt)
+        let (script, value, first_try) = match (root.take(), start.take(), next) {
+            (Some(r), _, _) => (r.script, r.value, 0),
+            (None, Some((spec, d, h)), _) => {
+                hint = h;
+                let first_try = spec.at.unwrap_or(0);
+                next = spec.prefix.last().map(|&alt| (d, alt));
+                let (script, value) = runs.run(spec);
+                (script, value, first_try)
+            }
+            (None, None, None) => {
+                let (script, value) = runs.run(Spec::first());
+                (script, value, 0)
+            }
+            (None, None, Some((d, alt))) => {
+                let n = &st.path[d];
+                let spec = branch_spec(&st.tries, &n.point, &n.point.sleep, &n.slept, alt);
+                let first_try = n.point.first_try;
+                if let Some(sub) = runs.explored(&spec, d) {
+                    match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
+                        Taken::Go => {}
+                        Taken::Stop => return Ok(result),
+                        Taken::ClockMatters => return Err(ClockMatters),
+                    }
+                    match choose(opts, st, lo, runs, &mut result) {
+                        Some(n) => {
+                            next = Some(n);
+                            continue;
+                        }
+                        None => return Ok(result),
+                    }
                 }
-            }),
+                let (script, value) = runs.run(spec);
+                (script, value, first_try)
+            }
         };
         let (points, events) = run_record(&script, clock_matters)?;
         let from = match next {
             None => 0,
             Some((d, alt)) => {
-                if !replayed(&points, d, path[d].point.first_try) && !visit(Run::Diverged) {
+                if !replayed(&points, d, first_try) && !visit(Run::Diverged) {
                     result.bound = Some(Bound::Stopped);
                     return Ok(result);
                 }
-                assert_replayed(&points, d, path[d].point.first_try);
-                path.truncate(d + 1);
-                path[d].done.insert(alt);
-                if points[d].disabled.contains(&alt) {
-                    path[d].point.disabled.push(alt);
+                assert_replayed(&points, d, first_try);
+                st.path.truncate(d + 1);
+                let repeat = points[d].disabled.contains(&alt);
+                let point = (!repeat).then(|| Box::new(points[d].clone()));
+                sink.put(Op::Enter { d, alt, point }, &mut st.path);
+                if repeat {
                     result.repeated_runs += 1;
                     if !visit(Run::Repeated) {
                         result.bound = Some(Bound::Stopped);
@@ -425,26 +822,53 @@ pub(super) fn search_reduced<T>(
                     }
                     usize::MAX
                 } else {
-                    let sleep = std::mem::take(&mut path[d].point.sleep);
-                    path[d].point = points[d].clone();
-                    path[d].point.sleep = sleep;
-                    path[d].backtrack.insert(alt);
                     d + 1
                 }
             }
         };
         if from != usize::MAX {
-            for p in &points[from..] {
-                path.push(Node::new(p.clone()));
+            // A subtree's search starts with no nodes: its first run makes those above it
+            // too (read-only: their changes are kept for the owner).
+            let have = st.path.len();
+            for p in &points[have..] {
+                st.path.push(Node::new(p.clone()));
             }
-            tries = script.tries();
+            st.tries = script.tries();
             result.max_depth = result.max_depth.max(points.len());
-            let first_new = hist.update(events, from.saturating_sub(1));
-            add_backtracks(&hist, first_new, frozen, &mut path);
-            add_disabled(&hist, frozen, !script.sleep_blocked(), &mut path);
+            let first_new = if have < from {
+                // A subtree's first run: its events before the branch point are those of
+                // the search that wants it (`hint`), whose happens-before it keeps, or it
+                // works them out.
+                let d = from - 1;
+                let same = |h: &History| {
+                    let k = h.events.iter().position(|e| e.point >= d);
+                    let k = k.unwrap_or(h.events.len());
+                    events.len() >= k && h.events[..k] == events[..k]
+                };
+                match hint.take().filter(|h| same(h)) {
+                    Some(h) => st.hist = Arc::unwrap_or_clone(h),
+                    None => st.hist = History::default(),
+                }
+                st.hist.update(events, d);
+                let h = &st.hist;
+                h.events
+                    .iter()
+                    .position(|e| e.point >= d)
+                    .unwrap_or(h.events.len())
+            } else {
+                st.hist.update(events, from.saturating_sub(1))
+            };
+            add_backtracks(&st.hist, first_new, frozen, &mut st.path, sink);
+            add_disabled(
+                &st.hist,
+                frozen,
+                !script.sleep_blocked(),
+                &mut st.path,
+                sink,
+            );
             let run = if script.sleep_blocked() {
                 result.sleep_blocked += 1;
-                Run::SleepBlocked
+                Run::SleepBlocked(points.len())
             } else {
                 result.schedules += 1;
                 Run::Schedule(value, &script)
@@ -454,36 +878,50 @@ pub(super) fn search_reduced<T>(
                 return Ok(result);
             }
         }
-        next = None;
-        'search: for d in (frozen..path.len()).rev() {
-            let n = &path[d];
-            if let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) {
-                next = Some((d, alt));
-                break 'search;
-            }
-        }
-        let Some((d, _)) = next else {
-            result.complete = true;
-            return Ok(result);
-        };
-        // The alternative explored at `d` until now sleeps in its siblings.
-        let n = &mut path[d];
-        note_slept(&mut n.slept, &n.point, d, &hist.events);
-        if runs.wants_ahead() {
-            let (d, alt) = next.unwrap_or((d, 0));
-            let n = &path[d];
-            let mut specs = vec![branch_spec(&tries, &n.point, &n.point.sleep, &n.slept, alt)];
-            specs.extend(ahead_specs(&path, &tries, &hist.events, frozen, d));
-            runs.ahead(specs);
-        }
-        // Runs stopped as repeats or asleep count against the bound too, so that a search
-        // whose runs mostly end asleep still ends.
-        let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
-        if result.schedules >= opts.max_schedules || runs >= opts.max_schedules.saturating_mul(4) {
-            result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
-            return Ok(result);
+        match choose(opts, st, lo, runs, &mut result) {
+            Some(n) => next = Some(n),
+            None => return Ok(result),
         }
     }
+}
+
+/// Chooses the search's next branch: the deepest point from `lo` on with an alternative left
+/// (`None` when there is none: the search is complete, or when the bound is reached). The
+/// alternative explored there until now sleeps in its siblings.
+fn choose<T>(
+    opts: &ExhaustiveOptions,
+    st: &mut State,
+    lo: usize,
+    runs: &mut impl Runs<T>,
+    result: &mut Enumeration,
+) -> Option<(usize, u32)> {
+    let mut next = None;
+    for d in (lo..st.path.len()).rev() {
+        let n = &st.path[d];
+        if let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) {
+            next = Some((d, alt));
+            break;
+        }
+    }
+    let Some((d, alt)) = next else {
+        result.complete = true;
+        return None;
+    };
+    let n = &mut st.path[d];
+    note_slept(&mut n.slept, &n.point, d, &st.hist.events);
+    if runs.wants_ahead() {
+        let n = &st.path[d];
+        let mut specs = vec![(
+            d,
+            branch_spec(&st.tries, &n.point, &n.point.sleep, &n.slept, alt),
+        )];
+        specs.extend(ahead_specs(&st.path, &st.tries, &st.hist.events, lo, d));
+        runs.ahead(specs, &st.hist);
+    }
+    if bounded(opts, result) {
+        return None;
+    }
+    next
 }
 
 /// Makes sure some schedule runs, before the action that disabled it, each actor that could
@@ -497,7 +935,7 @@ pub(super) fn search_reduced<T>(
 /// line's write-back (strict mode records it as an action of the line's write-back actor,
 /// `hazard/strict.rs`). `ended`: the run went to its end (the actors that could run at its
 /// last point and did not were disabled by its last action).
-fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
+fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink: &mut Sink) {
     let mut last: std::collections::HashMap<ActorKey, usize> = std::collections::HashMap::new();
     let mut removal = std::collections::HashSet::new();
     for e in &h.events {
@@ -515,12 +953,15 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
             None if ended => Vec::new(),
             None => continue,
         };
-        let n = &mut path[k];
-        let Some(taken) = n.point.taken else { continue };
-        let ran = n.actor_of(taken);
+        let Some(taken) = path[k].point.taken else {
+            continue;
+        };
+        let ran = path[k].actor_of(taken);
         let removed = removal.contains(&k);
-        for alt in 0..n.point.alternatives {
-            let Some(p) = n.actor_of(alt) else { continue };
+        for alt in 0..path[k].point.alternatives {
+            let Some(p) = path[k].actor_of(alt) else {
+                continue;
+            };
             let needed = match p {
                 ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_) => true,
                 _ => removed,
@@ -529,12 +970,15 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node]) {
                 || Some(p) == ran
                 || later.contains(&p)
                 || last.get(&p).is_some_and(|&l| l > k)
-                || n.asleep(p)
-                || n.done.contains(&alt)
             {
                 continue;
             }
-            n.backtrack.insert(alt);
+            let op = Op::Disabled {
+                at: k,
+                alt,
+                actor: p,
+            };
+            sink.put(op, path);
         }
     }
 }
@@ -549,7 +993,7 @@ fn ahead_specs(
     events: &[Event],
     frozen: usize,
     next: usize,
-) -> Vec<Spec> {
+) -> Vec<(usize, Spec)> {
     let mut out = Vec::new();
     for d in (frozen..next).rev() {
         let n = &path[d];
@@ -558,7 +1002,7 @@ fn ahead_specs(
         };
         let mut slept = n.slept.clone();
         note_slept(&mut slept, &n.point, d, events);
-        out.push(branch_spec(tries, &n.point, &n.point.sleep, &slept, alt));
+        out.push((d, branch_spec(tries, &n.point, &n.point.sleep, &slept, alt)));
     }
     out
 }
@@ -567,7 +1011,13 @@ fn ahead_specs(
 /// reverses it (source-DPOR's backtrack rule).
 /// Races whose first event is at a point before `frozen` are left to the caller (a parallel
 /// exploration's units explore every alternative there).
-fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node]) {
+fn add_backtracks(
+    h: &History,
+    first_new: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
     let n = h.events.len();
     for j in first_new..n {
         let before: Bits = match h.prev_same(j) {
@@ -607,7 +1057,7 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
         // for good: a host's read before a submission that the queue's later write follows in
         // this run but need not).
         for &i in &racing {
-            split_writeback(h, i, j, frozen, path);
+            split_writeback(h, i, j, frozen, path, sink);
         }
         let implied: Vec<bool> = racing
             .iter()
@@ -625,41 +1075,10 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
             .filter_map(|((&i, s), implied)| s.filter(|_| !implied).map(|s| (i, s)));
         for (i, initials) in kept {
             let pi = h.events[i].point;
-            if pi < frozen {
+            if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
                 continue;
             }
-            let Some(node) = path.get_mut(pi) else {
-                continue;
-            };
-            if !node.point.scheduling {
-                continue;
-            }
-            let present = |node: &Node, a: ActorKey| {
-                node.backtrack
-                    .iter()
-                    .chain(node.done.iter())
-                    .any(|&alt| node.actor_of(alt) == Some(a))
-            };
-            if initials.iter().any(|&a| present(node, a)) {
-                continue;
-            }
-            let enabled = |node: &Node, a: ActorKey| {
-                (0..node.point.alternatives).find(|&alt| {
-                    node.actor_of(alt) == Some(a) && !node.point.disabled.contains(&alt)
-                })
-            };
-            if let Some(alt) = initials
-                .iter()
-                .filter(|&&a| !node.asleep(a))
-                .find_map(|&a| enabled(node, a))
-            {
-                node.backtrack.insert(alt);
-            } else if !initials.iter().any(|&a| node.asleep(a)) {
-                // No initial can run here: explore everything here.
-                for alt in 0..node.point.alternatives {
-                    node.backtrack.insert(alt);
-                }
-            }
+            sink.put(Op::Race { at: pi, initials }, path);
         }
     }
 }
@@ -674,7 +1093,14 @@ fn add_backtracks(h: &History, first_new: usize, frozen: usize, path: &mut [Node
 /// `j` follows the step through another event, it cannot come before the step's other parts
 /// (a run that reverses that chain first finds the race direct). `i`'s race with `j` is one
 /// of `add_backtracks`' (no other part of the step orders `j` in every schedule).
-fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [Node]) {
+fn split_writeback(
+    h: &History,
+    i: usize,
+    j: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
     let e = &h.events[i];
     if !matches!(e.actor, ActorKey::Writeback(..)) || e.point < frozen {
         return;
@@ -685,7 +1111,7 @@ fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [N
     if through {
         return;
     }
-    let Some(node) = path.get_mut(e.point) else {
+    let Some(node) = path.get(e.point) else {
         return;
     };
     if !node.point.scheduling {
@@ -694,18 +1120,14 @@ fn split_writeback(h: &History, i: usize, j: usize, frozen: usize, path: &mut [N
     let Some(taken) = node.point.taken else {
         return;
     };
-    if node.actor_of(taken) == Some(e.actor) || node.asleep(e.actor) {
+    if node.actor_of(taken) == Some(e.actor) {
         return;
     }
-    let Some(alt) = (0..node.point.alternatives)
-        .find(|&alt| node.actor_of(alt) == Some(e.actor) && !node.point.disabled.contains(&alt))
-    else {
-        return;
+    let op = Op::Split {
+        at: e.point,
+        actor: e.actor,
     };
-    if node.done.contains(&alt) || node.backtrack.contains(&alt) {
-        return;
-    }
-    node.backtrack.insert(alt);
+    sink.put(op, path);
 }
 
 /// Whether another part of `i`'s step (the events recorded at its point: an action with the

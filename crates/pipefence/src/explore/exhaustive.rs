@@ -193,12 +193,17 @@ pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize
 /// What a search hands its visitor after each run.
 pub(super) enum Run<'a, T> {
     /// A schedule explored to its end: the body's value and the run's script.
-    Schedule(T, &'a Script),
+    Schedule(T, &'a Arc<Script>),
+    /// A schedule of a subtree explored ahead of time (reduction on threads only,
+    /// `explore/speculate.rs`): the body's value and the run's schedule string (its script
+    /// is not kept), and its number of choice points.
+    Ahead(T, &'a str, usize),
     /// A run stopped as the same as a schedule already explored (its new alternative was a
     /// blocked engine stage).
     Repeated,
-    /// A run stopped because every action it could take next was asleep (reduction only).
-    SleepBlocked,
+    /// A run stopped because every action it could take next was asleep (reduction only),
+    /// with its number of choice points up to the stop.
+    SleepBlocked(usize),
     /// A run that did not follow its prefix: cut short from outside (an interrupted check:
     /// the visitor returns `false`), or a program that depends on more than the schedule
     /// (the visitor returns `true`, and the search panics).
@@ -224,7 +229,9 @@ pub fn enumerate<T>(
 ) -> Enumeration {
     let visit = |r: Run<'_, T>| match r {
         Run::Schedule(v, s) => visit(v, s),
-        Run::Repeated | Run::SleepBlocked | Run::Diverged => true,
+        // Only a search on threads takes subtrees explored ahead.
+        Run::Ahead(v, s, _) => visit(v, &Script::from_schedule_string(s).unwrap_or_default()),
+        Run::Repeated | Run::SleepBlocked(_) | Run::Diverged => true,
     };
     if opts.reduction && opts.preemption_bound.is_none() {
         return super::dpor::enumerate_reduced(opts, body, visit);

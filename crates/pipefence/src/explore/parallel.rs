@@ -448,8 +448,9 @@ fn attempt<T: Send>(
             }
             batch.push(match r {
                 Run::Schedule(v, s) => Rec::Schedule(v, s.schedule_string()),
+                Run::Ahead(v, s, _) => Rec::Schedule(v, s.to_string()),
                 Run::Repeated => Rec::Repeated,
-                Run::SleepBlocked => Rec::SleepBlocked,
+                Run::SleepBlocked(_) => Rec::SleepBlocked,
                 // Not stopped: the program depends on more than the schedule (the search
                 // panics).
                 Run::Diverged => return true,

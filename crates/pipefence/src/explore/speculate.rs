@@ -1,44 +1,125 @@
 //! The reduced search on many threads with the sequential search's result: the calling thread
-//! runs source-DPOR (`dpor.rs`) exactly as one thread would, and the other threads make ahead
-//! of time the runs it will ask for (`docs/exploration.md`, "Exhaustive checks on threads and
-//! in shards").
+//! runs source-DPOR (`dpor.rs`) exactly as one thread would, and the other threads explore
+//! ahead of time whole subtrees it will take (`docs/exploration.md`, "Exhaustive checks on
+//! threads and in shards").
 //!
-//! After each run the search knows, at every point shallower than its next branch, the first
-//! alternative left and the script it will run there (its prefix and sleep set do not change
+//! After each run a search knows, at every point shallower than its next branch, the first
+//! alternative left there and the spec of that branch (its prefix and sleep set do not change
 //! until the search gets there, unless the subtree in between adds an alternative before it).
-//! Workers run those scripts, deepest first, and keep the results by script. When the search
-//! asks for a run, it takes the one made ahead if there is one (or waits for the worker making
-//! it), else makes it itself. A run is a function of its script alone, so whatever the
-//! threads did, the search sees the same runs in the same order: the report is the same
-//! whatever the number of threads, and a run made ahead for a script the search never asks
-//! for is only work lost.
+//! The subtree below such a branch is a function of its spec alone: the runs below it pass
+//! through no node but its own, and what they change in the nodes above it (alternatives to
+//! explore there) reads only those nodes' state, which the subtree's own choices never read.
+//! So a worker explores the subtree on its own (`dpor::explore_subtree`), keeping its runs and
+//! its changes to the nodes above; the search, when it gets to that branch with the same
+//! spec, takes the subtree whole: it makes the changes, hands the runs to its visitor in
+//! order and goes on from the state after the subtree's last run. A search exploring a
+//! subtree ahead tells its own next branches the same way, and a thread waiting for a subtree
+//! that another is exploring helps with the branches inside it meanwhile.
+//!
+//! Whatever the threads did, the search sees the same runs in the same order: the report is
+//! the same whatever the number of threads, and a subtree explored for a spec the search
+//! never takes (another alternative was added before it) is only work lost; it is cancelled
+//! as soon as no search wants it.
 
-use super::dpor::{search_reduced, ClockMatters, Runs, Spec};
+use super::dpor::{explore_subtree, search_reduced, ClockMatters, End, History, Runs, Spec, Sub};
 use super::exhaustive::{Bound, Enumeration, ExhaustiveOptions, Run};
 use super::parallel::Seen;
 use crate::choice::Script;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// A run kept by script.
-enum Entry<T> {
-    /// A worker is making it.
-    Running,
-    /// Made: the script after the run, and the body's value.
-    Done(Arc<Script>, T),
-    /// The search will make it itself next (workers leave it).
-    Claimed,
+/// A branch: whether the clock is in the dependence relation, and its spec.
+type Key = (bool, Spec);
+
+/// How deep a thread that waits for a subtree may nest the subtrees it helps with.
+const MAX_NEST: usize = 48;
+
+enum Slot<T> {
+    /// A thread is exploring it; `cancel` stops it.
+    Running { cancel: Arc<AtomicBool>, job: u64 },
+    /// Explored, for the search that takes it.
+    Done(Sub<T>),
 }
 
-struct State<T> {
-    runs: HashMap<Spec, Entry<T>>,
-    /// The scripts to make ahead, the likeliest first.
-    wanted: Vec<Spec>,
+struct Table<T> {
+    subs: HashMap<Key, Slot<T>>,
+    /// Per search (by id: 0 the calling thread's, else the subtree's job), the branch it
+    /// takes next and those it will take after it as last told, each with the point it
+    /// branches at; the search told most recently last.
+    wanted: Vec<(u64, Vec<(usize, Key)>)>,
+    /// Per search, its history when it last told its branches while a thread was idle (for
+    /// the subtrees it wants to start from).
+    hists: HashMap<u64, Arc<History>>,
+    /// Threads waiting for a branch to explore.
+    idle: usize,
+    /// The search whose branch each job explores.
+    parent: HashMap<u64, u64>,
+    /// Searches waiting for each subtree.
+    awaited: HashMap<Key, usize>,
+    next_id: u64,
     stop: bool,
 }
 
+impl<T> Table<T> {
+    fn wants(&self, key: &Key) -> bool {
+        self.awaited.contains_key(key)
+            || self
+                .wanted
+                .iter()
+                .any(|(_, l)| l.iter().any(|(_, k)| k == key))
+    }
+
+    /// Drops the subtrees no search wants any more and cancels those being explored.
+    fn sweep(&mut self) {
+        let mut drop = Vec::new();
+        for (key, slot) in &self.subs {
+            if self.wants(key) {
+                continue;
+            }
+            match slot {
+                Slot::Running { cancel, .. } => cancel.store(true, Ordering::Relaxed),
+                Slot::Done(_) => drop.push(key.clone()),
+            }
+        }
+        for key in drop {
+            self.subs.remove(&key);
+        }
+    }
+
+    /// Whether search `p` explores (a subtree of) job `e`'s subtree.
+    fn within(&self, mut p: u64, e: u64) -> bool {
+        loop {
+            if p == e {
+                return true;
+            }
+            match self.parent.get(&p) {
+                Some(&q) => p = q,
+                None => return false,
+            }
+        }
+    }
+
+    /// A branch to explore ahead: of the searches told most recently first, a branch after
+    /// the next (the deepest first) that nobody explores. `within`: only in that job's
+    /// subtree. With the search that wants it.
+    fn pick(&self, within: Option<u64>) -> Option<(Key, usize, u64)> {
+        for (p, list) in self.wanted.iter().rev() {
+            if within.is_some_and(|e| !self.within(*p, e)) {
+                continue;
+            }
+            for (d, key) in list.iter().skip(1) {
+                if !self.subs.contains_key(key) {
+                    return Some((key.clone(), *d, *p));
+                }
+            }
+        }
+        None
+    }
+}
+
 struct Shared<T> {
-    st: Mutex<State<T>>,
+    st: Mutex<Table<T>>,
     cv: Condvar,
 }
 
@@ -46,54 +127,100 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<T> Shared<T> {
-    fn wait<'a>(&self, g: MutexGuard<'a, State<T>>) -> MutexGuard<'a, State<T>> {
-        self.cv.wait(g).unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The search's side: takes runs made ahead, or makes them.
-struct Ahead<'a, T, B> {
+/// What every thread's searches share.
+struct Ctx<'a, T, B, C> {
     shared: &'a Shared<T>,
     body: &'a B,
+    cancel: &'a C,
+    opts: &'a ExhaustiveOptions,
 }
 
-impl<T, B: Fn(&Arc<Script>) -> T> Runs<T> for Ahead<'_, T, B> {
+impl<T, B, C> Clone for Ctx<'_, T, B, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, B, C> Copy for Ctx<'_, T, B, C> {}
+
+/// One search's side (the calling thread's, or a subtree's job): takes subtrees explored
+/// ahead, tells the branches it will take.
+struct Ahead<'a, T, B, C> {
+    ctx: Ctx<'a, T, B, C>,
+    id: u64,
+    clock: bool,
+    nest: usize,
+}
+
+impl<T, B, C> Runs<T> for Ahead<'_, T, B, C>
+where
+    B: Fn(&Arc<Script>) -> T,
+    C: Fn() -> bool,
+{
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
-        let mut g = lock(&self.shared.st);
-        loop {
-            match g.runs.remove(&spec) {
-                Some(Entry::Done(script, value)) => return (script, value),
-                Some(Entry::Running) => {
-                    g.runs.insert(spec.clone(), Entry::Running);
-                    g = self.shared.wait(g);
-                }
-                Some(Entry::Claimed) | None => break,
-            }
-        }
-        // Workers leave a script claimed; it is made here.
-        g.runs.insert(spec.clone(), Entry::Claimed);
-        drop(g);
         let script = Arc::new(spec.script());
-        let value = (self.body)(&script);
-        lock(&self.shared.st).runs.remove(&spec);
+        let value = (self.ctx.body)(&script);
         (script, value)
     }
 
-    fn ahead(&mut self, mut specs: Vec<Spec>) {
-        let mut g = lock(&self.shared.st);
-        // What is neither wanted nor being made is a guess that did not come true.
-        let keep: HashSet<&Spec> = specs.iter().collect();
-        g.runs
-            .retain(|k, e| matches!(e, Entry::Running) || keep.contains(k));
-        // The search asks for the first at once: it makes it itself, unless a worker made it
-        // or is making it already.
-        if !specs.is_empty() {
-            let first = specs.remove(0);
-            g.runs.entry(first).or_insert(Entry::Claimed);
+    fn explored(&mut self, spec: &Spec, _d: usize) -> Option<Sub<T>> {
+        let key = (self.clock, spec.clone());
+        let mut g = lock(&self.ctx.shared.st);
+        loop {
+            let job = match g.subs.get(&key) {
+                None => return None,
+                Some(Slot::Done(_)) => match g.subs.remove(&key) {
+                    Some(Slot::Done(sub)) => return Some(sub),
+                    _ => unreachable!(),
+                },
+                Some(Slot::Running { job, .. }) => *job,
+            };
+            *g.awaited.entry(key.clone()).or_insert(0) += 1;
+            let help = if self.nest < MAX_NEST {
+                g.pick(Some(job))
+            } else {
+                None
+            };
+            g = match help {
+                Some((k, d, p)) => explore_ahead(self.ctx, g, k, d, p, self.nest + 1),
+                None => {
+                    g.idle += 1;
+                    let mut g = self
+                        .ctx
+                        .shared
+                        .cv
+                        .wait(g)
+                        .unwrap_or_else(|p| p.into_inner());
+                    g.idle -= 1;
+                    g
+                }
+            };
+            if let Some(n) = g.awaited.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    g.awaited.remove(&key);
+                }
+            }
         }
-        g.wanted = specs;
-        self.shared.cv.notify_all();
+    }
+
+    fn ahead(&mut self, specs: Vec<(usize, Spec)>, hist: &History) {
+        let list: Vec<(usize, Key)> = specs
+            .into_iter()
+            .map(|(d, s)| (d, (self.clock, s)))
+            .collect();
+        let mut g = lock(&self.ctx.shared.st);
+        if list.len() > 1 && g.idle > 0 {
+            // A thread is about to take one of these branches: it starts from this history.
+            drop(g);
+            let h = Arc::new(hist.clone());
+            g = lock(&self.ctx.shared.st);
+            g.hists.insert(self.id, h);
+        }
+        g.wanted.retain(|(p, _)| *p != self.id);
+        g.wanted.push((self.id, list));
+        g.sweep();
+        drop(g);
+        self.ctx.shared.cv.notify_all();
     }
 
     fn wants_ahead(&self) -> bool {
@@ -101,40 +228,81 @@ impl<T, B: Fn(&Arc<Script>) -> T> Runs<T> for Ahead<'_, T, B> {
     }
 }
 
-/// A worker: makes the wanted runs not made yet, the likeliest first, until told to stop.
-fn work<T>(shared: &Shared<T>, body: &impl Fn(&Arc<Script>) -> T, cancel: &impl Fn() -> bool) {
+/// Explores the subtree of `key` (branching at point `d`, wanted by search `parent`) on this
+/// thread, `nest` subtrees deep, and keeps it for the search that takes it.
+fn explore_ahead<'g, T, B, C>(
+    ctx: Ctx<'g, T, B, C>,
+    mut g: MutexGuard<'g, Table<T>>,
+    key: Key,
+    d: usize,
+    parent: u64,
+    nest: usize,
+) -> MutexGuard<'g, Table<T>>
+where
+    B: Fn(&Arc<Script>) -> T,
+    C: Fn() -> bool,
+{
+    let job = g.next_id;
+    g.next_id += 1;
+    let flag = Arc::new(AtomicBool::new(false));
+    g.subs.insert(
+        key.clone(),
+        Slot::Running {
+            cancel: flag.clone(),
+            job,
+        },
+    );
+    g.parent.insert(job, parent);
+    let hint = g.hists.get(&parent).cloned();
+    drop(g);
+    let mut runs = Ahead {
+        ctx,
+        id: job,
+        clock: key.0,
+        nest,
+    };
+    let stopped = || (ctx.cancel)() || flag.load(Ordering::Relaxed);
+    let sub = explore_subtree(ctx.opts, key.0, key.1.clone(), d, hint, &mut runs, stopped);
+    let mut g = lock(&ctx.shared.st);
+    g.wanted.retain(|(p, _)| *p != job);
+    g.hists.remove(&job);
+    g.parent.remove(&job);
+    if sub.end == End::Cancelled || flag.load(Ordering::Relaxed) {
+        g.subs.remove(&key);
+    } else {
+        g.subs.insert(key, Slot::Done(sub));
+    }
+    g.sweep();
+    ctx.shared.cv.notify_all();
+    g
+}
+
+/// A worker: explores the subtrees the searches will take, until told to stop.
+fn work<T, B, C>(ctx: Ctx<'_, T, B, C>)
+where
+    B: Fn(&Arc<Script>) -> T,
+    C: Fn() -> bool,
+{
+    let mut g = lock(&ctx.shared.st);
     loop {
-        let spec = {
-            let mut g = lock(&shared.st);
-            loop {
-                if g.stop {
-                    return;
-                }
-                let next = g.wanted.iter().find(|s| !g.runs.contains_key(*s)).cloned();
-                if let Some(s) = next {
-                    g.runs.insert(s.clone(), Entry::Running);
-                    break s;
-                }
-                g = shared.wait(g);
-            }
-        };
-        if cancel() {
-            let mut g = lock(&shared.st);
-            g.runs.remove(&spec);
-            shared.cv.notify_all();
+        if g.stop {
             return;
         }
-        let script = Arc::new(spec.script());
-        let value = body(&script);
-        let mut g = lock(&shared.st);
-        g.runs.insert(spec, Entry::Done(script, value));
-        shared.cv.notify_all();
+        g = match g.pick(None) {
+            Some((key, d, p)) => explore_ahead(ctx, g, key, d, p, 1),
+            None => {
+                g.idle += 1;
+                let mut g = ctx.shared.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                g.idle -= 1;
+                g
+            }
+        };
     }
 }
 
-/// The reduced search from the start on the calling thread, `jobs - 1` more threads making
-/// its runs ahead; `visit` and the result as [`super::enumerate_parallel`]'s, the same
-/// whatever `jobs` is.
+/// The reduced search from the start on the calling thread, `jobs - 1` more threads exploring
+/// ahead the subtrees it will take; `visit` and the result as [`super::enumerate_parallel`]'s,
+/// the same whatever `jobs` is.
 pub(super) fn enumerate_speculative<T: Send>(
     opts: &ExhaustiveOptions,
     jobs: usize,
@@ -143,41 +311,69 @@ pub(super) fn enumerate_speculative<T: Send>(
     visit: &mut impl FnMut(Seen<'_, T>) -> bool,
 ) -> Enumeration {
     let shared = Shared {
-        st: Mutex::new(State {
-            runs: HashMap::new(),
+        st: Mutex::new(Table {
+            subs: HashMap::new(),
             wanted: Vec::new(),
+            hists: HashMap::new(),
+            idle: 0,
+            parent: HashMap::new(),
+            awaited: HashMap::new(),
+            next_id: 1,
             stop: false,
         }),
         cv: Condvar::new(),
     };
+    let ctx = Ctx {
+        shared: &shared,
+        body,
+        cancel,
+        opts,
+    };
     std::thread::scope(|s| {
         for j in 1..jobs.max(1) {
-            let shared = &shared;
             let started = std::thread::Builder::new()
                 .name(format!("explore-{j}"))
-                .stack_size(8 << 20)
-                .spawn_scoped(s, move || work(shared, body, cancel));
+                .stack_size(64 << 20)
+                .spawn_scoped(s, move || work(ctx));
             if started.is_err() {
                 break;
             }
         }
-        let mut runs = Ahead {
-            shared: &shared,
-            body,
-        };
         let mut clock_matters = false;
         let result = loop {
             let send = |r: Run<'_, T>| match r {
                 Run::Schedule(v, script) => visit(Seen::Schedule(v, &script.schedule_string())),
-                Run::Repeated | Run::SleepBlocked => !cancel(),
+                Run::Ahead(v, s, _) => visit(Seen::Schedule(v, s)),
+                Run::Repeated | Run::SleepBlocked(_) => !cancel(),
                 // Not stopped unless cancelled: a program that depends on more than the
                 // schedule (the search panics).
                 Run::Diverged => !cancel(),
             };
-            match search_reduced(opts, None, clock_matters, &mut runs, send) {
+            let mut runs = Ahead {
+                ctx,
+                id: 0,
+                clock: clock_matters,
+                nest: 0,
+            };
+            let found = if jobs <= 1 {
+                search_reduced(
+                    opts,
+                    None,
+                    clock_matters,
+                    &mut super::dpor::Direct(body),
+                    send,
+                )
+            } else {
+                search_reduced(opts, None, clock_matters, &mut runs, send)
+            };
+            match found {
                 Ok(e) => break e,
                 Err(ClockMatters) => {
                     clock_matters = true;
+                    let mut g = lock(&shared.st);
+                    g.wanted.clear();
+                    g.sweep();
+                    drop(g);
                     if !visit(Seen::Restart) {
                         break Enumeration {
                             bound: Some(Bound::Stopped),
@@ -189,7 +385,8 @@ pub(super) fn enumerate_speculative<T: Send>(
         };
         let mut g = lock(&shared.st);
         g.stop = true;
-        g.runs.clear();
+        g.wanted.clear();
+        g.sweep();
         shared.cv.notify_all();
         drop(g);
         result
