@@ -109,7 +109,8 @@ impl<T> Table<T> {
                 continue;
             }
             for (d, key) in list.iter().skip(1) {
-                if !self.subs.contains_key(key) {
+                // The subtrees being explored or kept are few: compared, not hashed.
+                if !self.subs.keys().any(|k| k == key) {
                     return Some((key.clone(), *d, *p));
                 }
             }
