@@ -95,6 +95,8 @@ pub use crate::choice::{ActorKey, Narrated, Where};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
 pub use parallel::{enumerate_parallel, Parallel, Seen, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
+#[doc(hidden)]
+pub use speculate::set_ahead_limits;
 
 /// A device description for the deterministic driver taking its choices from `script` (an
 /// explored schedule's replay: [`Script::from_schedule_string`]).

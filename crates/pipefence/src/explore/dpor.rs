@@ -25,7 +25,7 @@ use super::exhaustive::{
 };
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -88,7 +88,10 @@ pub(super) enum Op {
         point: Option<Box<ChoicePoint>>,
     },
     /// A race to reverse at node `at`, started by one of `initials` (source-DPOR's rule).
-    Race { at: usize, initials: Vec<ActorKey> },
+    Race {
+        at: usize,
+        initials: Arc<[ActorKey]>,
+    },
     /// An actor to run at `at` before what disabled it ([`add_disabled`]).
     Disabled {
         at: usize,
@@ -188,6 +191,9 @@ struct Sink {
     /// finds the first done).
     seen: HashMap<u64, Vec<usize>>,
     hasher: std::hash::RandomState,
+    lists: HashSet<Arc<[ActorKey]>>,
+    /// How much the kept changes hold (one per change and per initial of a race).
+    weight: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 impl Sink {
@@ -196,6 +202,29 @@ impl Sink {
             op.apply(path);
             return;
         }
+        let mut op = op;
+        if let Op::Race { initials, .. } = &mut op {
+            // Kept races share their lists of initials (a subtree's runs find the same few
+            // lists again and again).
+            match self.lists.get(&**initials) {
+                Some(l) => *initials = l.clone(),
+                None => {
+                    self.lists.insert(initials.clone());
+                }
+            }
+        }
+        if let Op::Race { at, initials } = &op {
+            // The actor that took the node's branch is explored there in the owner's state
+            // too (the subtree lies below that branch): the race needs nothing there.
+            let n = &path[*at];
+            if n.point
+                .taken
+                .and_then(|t| n.actor_of(t))
+                .is_some_and(|a| initials.contains(&a))
+            {
+                return;
+            }
+        }
         if !matches!(op, Op::Enter { .. }) {
             let same = self.seen.entry(self.hasher.hash_one(&op)).or_default();
             if same.iter().any(|&k| self.kept[k] == op) {
@@ -203,6 +232,11 @@ impl Sink {
             }
             same.push(self.kept.len());
         }
+        let w = match &op {
+            Op::Race { initials, .. } => 1 + initials.len(),
+            _ => 1,
+        };
+        self.weight.set(self.weight.get() + w);
         self.kept.push(op);
     }
 }
@@ -458,15 +492,19 @@ pub(super) enum End {
     Diverged,
     /// Cancelled: nobody will take it.
     Cancelled,
+    /// Handed over part way, at a branch: the search that takes it goes on from there.
+    Handed,
 }
 
 /// A subtree explored ahead of time ([`explore_subtree`]): its runs in the order the search
 /// would have made them, the changes to the nodes above it, and the search's state after its
-/// last run (`None`: its only run was a repeat, which changes nothing).
+/// last run (`None`: its only run was a repeat, which changes nothing). A subtree handed
+/// over part way also has the nodes below its branch point and the branch it takes next.
 pub(super) struct Sub<T> {
     pub(super) runs: Vec<Rec<T>>,
     ops: Vec<Op>,
     state: Option<(History, Vec<u32>)>,
+    resume: Option<(Vec<Node>, (usize, u32))>,
     pub(super) end: End,
 }
 
@@ -563,6 +601,8 @@ struct State {
     path: Vec<Node>,
     tries: Vec<u32>,
     hist: History,
+    /// The branch a subtree explored ahead was handed over at.
+    resume: Option<(usize, u32)>,
 }
 
 /// The reduced search from `root` on (or from the start): source-DPOR over the choice
@@ -585,14 +625,16 @@ pub(super) fn search_reduced<T>(
         runs,
         &mut st,
         &mut sink,
+        &|| false,
         visit,
     )
 }
 
 /// The subtree of the branch `spec` at point `d` explored on its own, as the search would
 /// explore it after taking that branch, for a search to take later ([`Runs::explored`]):
-/// the same runs in the same order, and the same changes to the nodes above it. `cancel`,
-/// asked between runs, stops it.
+/// the same runs in the same order, and the same changes to the nodes above it. `pace`,
+/// told how many runs it has kept and how much its kept changes hold, after each run (where
+/// it may stop it) and at each branch (where it may also hand it over, or wait).
 pub(super) fn explore_subtree<T>(
     opts: &ExhaustiveOptions,
     clock_matters: bool,
@@ -600,13 +642,16 @@ pub(super) fn explore_subtree<T>(
     d: usize,
     hint: Option<Arc<History>>,
     runs: &mut impl Runs<T>,
-    cancel: impl Fn() -> bool,
+    pace: impl Fn(usize, usize, bool) -> Pace,
 ) -> Sub<T> {
     let mut st = State::default();
     let mut sink = Sink {
         boundary: Some(d),
         ..Sink::default()
     };
+    let weight = sink.weight.clone();
+    let kept = std::cell::Cell::new(0usize);
+    let hand = || pace(kept.get(), weight.get(), true) == Pace::Hand;
     let mut out: Vec<Rec<T>> = Vec::new();
     let mut diverged = false;
     let found = search(
@@ -617,6 +662,7 @@ pub(super) fn explore_subtree<T>(
         runs,
         &mut st,
         &mut sink,
+        &hand,
         |r| {
             match r {
                 Run::Schedule(v, script) => out.push(Rec::Schedule(
@@ -632,29 +678,46 @@ pub(super) fn explore_subtree<T>(
                     return false;
                 }
             }
-            !cancel()
+            kept.set(out.len());
+            pace(out.len(), weight.get(), false) != Pace::Stop
         },
     );
+    let resume = st.resume.take();
     let end = match found {
         Err(ClockMatters) => End::ClockMatters,
         Ok(_) if diverged => End::Diverged,
+        Ok(_) if resume.is_some() => End::Handed,
         Ok(e) if e.complete => End::Complete,
         Ok(e) if matches!(e.bound, Some(Bound::MaxSchedules(_))) => End::Bounded,
         Ok(_) => End::Cancelled,
     };
     let repeat_only = matches!(out.as_slice(), [Rec::Repeated]);
+    let resume = resume.map(|next| (st.path.split_off(d + 1), next));
     Sub {
         runs: out,
         ops: sink.kept,
         state: (!repeat_only).then_some((st.hist, st.tries)),
+        resume,
         end,
     }
+}
+
+/// Whether a subtree explored ahead goes on ([`explore_subtree`]'s `pace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pace {
+    Go,
+    /// Stop: nobody will take it.
+    Stop,
+    /// Hand it over at this branch to the search that waits for it.
+    Hand,
 }
 
 /// What taking a subtree explored ahead left the search to do.
 enum Taken {
     /// Go on: choose the next branch.
     Go,
+    /// Go on with this branch (a subtree handed over part way).
+    Resume((usize, u32)),
     /// Return the result as it is (stopped or bounded).
     Stop,
     /// A run of the subtree wrote the clock.
@@ -706,12 +769,20 @@ fn take_subtree<T>(
         }
     }
     match sub.end {
-        End::Complete => {
+        End::Complete | End::Handed => {
             if let Some((hist, tries)) = sub.state {
                 st.hist = hist;
                 st.tries = tries;
             }
-            Taken::Go
+            match sub.resume {
+                // The search chose its next branch within the subtree, then checked its
+                // bound (above, after the last run).
+                Some((nodes, next)) => {
+                    st.path.extend(nodes);
+                    Taken::Resume(next)
+                }
+                None => Taken::Go,
+            }
         }
         End::ClockMatters => Taken::ClockMatters,
         End::Diverged => {
@@ -755,6 +826,7 @@ fn search<T>(
     runs: &mut impl Runs<T>,
     st: &mut State,
     sink: &mut Sink,
+    hand: &dyn Fn() -> bool,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Result<Enumeration, ClockMatters> {
     let frozen = root.as_ref().map_or(0, |r| r.frozen);
@@ -784,12 +856,18 @@ fn search<T>(
                 let spec = branch_spec(&st.tries, &n.point, &n.point.sleep, &n.slept, alt);
                 let first_try = n.point.first_try;
                 if let Some(sub) = runs.explored(&spec, d) {
-                    match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
-                        Taken::Go => {}
+                    let n = match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
+                        Taken::Go => choose(opts, st, lo, runs, &mut result),
+                        Taken::Resume(n) => Some(n),
                         Taken::Stop => return Ok(result),
                         Taken::ClockMatters => return Err(ClockMatters),
-                    }
-                    match choose(opts, st, lo, runs, &mut result) {
+                    };
+                    match n {
+                        Some(n) if hand() => {
+                            st.resume = Some(n);
+                            result.bound = Some(Bound::Stopped);
+                            return Ok(result);
+                        }
                         Some(n) => {
                             next = Some(n);
                             continue;
@@ -879,6 +957,11 @@ fn search<T>(
             }
         }
         match choose(opts, st, lo, runs, &mut result) {
+            Some(n) if hand() => {
+                st.resume = Some(n);
+                result.bound = Some(Bound::Stopped);
+                return Ok(result);
+            }
             Some(n) => next = Some(n),
             None => return Ok(result),
         }
@@ -1078,6 +1161,7 @@ fn add_backtracks(
             if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
                 continue;
             }
+            let initials = initials.into();
             sink.put(Op::Race { at: pi, initials }, path);
         }
     }

@@ -21,23 +21,50 @@
 //! never takes (another alternative was added before it) is only work lost; it is cancelled
 //! as soon as no search wants it.
 
-use super::dpor::{explore_subtree, search_reduced, ClockMatters, End, History, Runs, Spec, Sub};
+use super::dpor::{
+    explore_subtree, search_reduced, ClockMatters, End, History, Pace, Runs, Spec, Sub,
+};
 use super::exhaustive::{Bound, Enumeration, ExhaustiveOptions, Run};
 use super::parallel::Seen;
 use crate::choice::Script;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A branch: whether the clock is in the dependence relation, and its spec.
 type Key = (bool, Spec);
 
+/// How much a subtree explored ahead holds at most: runs kept, and kept changes to the
+/// nodes above (a change and each initial of a race count one). Past either, at its next
+/// branch it waits (its thread idle) until the search that wants it waits for it, then hands
+/// itself over there: that search takes what it explored and goes on from that branch
+/// itself. So a thread running far ahead of a search (one that ends at its bound, say) holds
+/// bounded memory and wastes no work.
+const AHEAD_RUNS: usize = 4096;
+const AHEAD_WEIGHT: usize = 1 << 20;
+
+static AHEAD_LIMITS: [AtomicUsize; 2] =
+    [AtomicUsize::new(AHEAD_RUNS), AtomicUsize::new(AHEAD_WEIGHT)];
+
+/// Sets how much a subtree explored ahead holds before it is handed over (runs, and kept
+/// changes; defaults 4,096 and 2^20), for tests: the exploration's result is the same
+/// whatever they are, only its memory and speed change.
+#[doc(hidden)]
+pub fn set_ahead_limits(runs: usize, weight: usize) {
+    AHEAD_LIMITS[0].store(runs.max(1), Ordering::Relaxed);
+    AHEAD_LIMITS[1].store(weight.max(1), Ordering::Relaxed);
+}
+
 /// How deep a thread that waits for a subtree may nest the subtrees it helps with.
 const MAX_NEST: usize = 48;
 
 enum Slot<T> {
-    /// A thread is exploring it; `cancel` stops it.
-    Running { cancel: Arc<AtomicBool>, job: u64 },
+    /// A thread is exploring it; `cancel` stops it; `awaited`: a search waits for it.
+    Running {
+        cancel: Arc<AtomicBool>,
+        awaited: Arc<AtomicBool>,
+        job: u64,
+    },
     /// Explored, for the search that takes it.
     Done(Sub<T>),
 }
@@ -173,7 +200,11 @@ where
                     Some(Slot::Done(sub)) => return Some(sub),
                     _ => unreachable!(),
                 },
-                Some(Slot::Running { job, .. }) => *job,
+                Some(Slot::Running { job, awaited, .. }) => {
+                    awaited.store(true, Ordering::Relaxed);
+                    self.ctx.shared.cv.notify_all();
+                    *job
+                }
             };
             *g.awaited.entry(key.clone()).or_insert(0) += 1;
             let help = if self.nest < MAX_NEST {
@@ -246,10 +277,12 @@ where
     let job = g.next_id;
     g.next_id += 1;
     let flag = Arc::new(AtomicBool::new(false));
+    let awaited = Arc::new(AtomicBool::new(false));
     g.subs.insert(
         key.clone(),
         Slot::Running {
             cancel: flag.clone(),
+            awaited: awaited.clone(),
             job,
         },
     );
@@ -263,7 +296,29 @@ where
         nest,
     };
     let stopped = || (ctx.cancel)() || flag.load(Ordering::Relaxed);
-    let sub = explore_subtree(ctx.opts, key.0, key.1.clone(), d, hint, &mut runs, stopped);
+    let pace = |kept: usize, weight: usize, branch: bool| {
+        if stopped() {
+            return Pace::Stop;
+        }
+        if !branch
+            || (kept < AHEAD_LIMITS[0].load(Ordering::Relaxed)
+                && weight < AHEAD_LIMITS[1].load(Ordering::Relaxed))
+        {
+            return Pace::Go;
+        }
+        if !awaited.load(Ordering::Relaxed) {
+            let mut g = lock(&ctx.shared.st);
+            while !awaited.load(Ordering::Relaxed) && !stopped() && !g.stop {
+                g = ctx.shared.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        if stopped() {
+            Pace::Stop
+        } else {
+            Pace::Hand
+        }
+    };
+    let sub = explore_subtree(ctx.opts, key.0, key.1.clone(), d, hint, &mut runs, pace);
     let mut g = lock(&ctx.shared.st);
     g.wanted.retain(|(p, _)| *p != job);
     g.hists.remove(&job);
