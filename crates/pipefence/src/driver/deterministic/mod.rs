@@ -357,6 +357,20 @@ impl Scheduler {
         let state = match y {
             HostStep::Yield => HostState::Ready,
             HostStep::Block(c) => {
+                if reducing {
+                    // A host that arrives at a poll reads the word (an ME's or PFP's arrival
+                    // at a memory-value wait does too): a write after it and before the poll
+                    // passes races with the arrival, and one before it disables the poll
+                    // before it could pass, so both orders are explored.
+                    if let Cond::Memory {
+                        buffer,
+                        offset,
+                        cond,
+                    } = &c
+                    {
+                        let _ = buffer.load(*offset, cond.width);
+                    }
+                }
                 let waker = Arc::new(HostWaker {
                     host: me,
                     woken: self.woken.clone(),

@@ -330,8 +330,12 @@ impl Scheduler {
                                     t.is_satisfied();
                                 }
                             }
-                            HostState::Blocked(HostWait::Memory { buffer, offset, .. }) => {
-                                let _ = buffer.load32(*offset & !3);
+                            HostState::Blocked(HostWait::Memory {
+                                buffer,
+                                offset,
+                                cond,
+                            }) => {
+                                let _ = buffer.load(*offset, cond.width);
                             }
                             HostState::Blocked(HostWait::HostDone(j)) => {
                                 extra.push((Obj::Host(*j as u32), Kind::Await));
