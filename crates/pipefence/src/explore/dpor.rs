@@ -268,13 +268,16 @@ impl Bits {
     }
 }
 
-/// A quick over-approximation of which objects a footprint touches (a bit per hash of the
-/// object, memory by 64-byte line): two footprints with disjoint masks cannot conflict.
-fn mask(f: &Footprint) -> u64 {
-    let mut m = 0u64;
+/// A quick over-approximation of which objects a footprint reads, updates and writes (a bit
+/// per hash of the object, memory by 64-byte line): two footprints conflict only where their
+/// masks meet in conflicting kinds ([`Masks::may_conflict`]). The kinds are kept apart
+/// because nearly every action reads the device's state and the groups of a dispatch all
+/// update its completion count (and often one word, with atomics).
+fn mask(f: &Footprint) -> Masks {
+    let (mut reads, mut updates, mut writes) = (0u64, 0u64, 0u64);
     let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
-    for &(o, _) in f.accesses() {
-        m |= match o {
+    for &(o, k) in f.accesses() {
+        let m = match o {
             Obj::All => u64::MAX,
             Obj::Mem(s, e) | Obj::Writers(s, e) => {
                 let (a, b) = (s / 64, e.saturating_sub(1) / 64);
@@ -302,8 +305,35 @@ fn mask(f: &Footprint) -> u64 {
             Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
             Obj::Device => bit(0x7000_0000_0000),
         };
+        match k {
+            Kind::Read | Kind::Await => reads |= m,
+            Kind::Update => updates |= m,
+            Kind::Write => writes |= m,
+        }
     }
-    m
+    Masks {
+        reads,
+        updates,
+        writes,
+    }
+}
+
+/// A footprint's [`mask`]s.
+#[derive(Debug, Clone, Copy)]
+struct Masks {
+    reads: u64,
+    updates: u64,
+    writes: u64,
+}
+
+impl Masks {
+    /// Whether footprints with these masks may conflict (`false`: they cannot).
+    fn may_conflict(self, o: Masks) -> bool {
+        (self.writes & (o.reads | o.updates | o.writes))
+            | (self.updates & (o.reads | o.writes))
+            | (self.reads & (o.updates | o.writes))
+            != 0
+    }
 }
 
 /// The happens-before of a run's events, kept along the search: the events before the point
@@ -311,14 +341,14 @@ fn mask(f: &Footprint) -> u64 {
 #[derive(Debug, Default, Clone)]
 pub(super) struct History {
     events: Vec<Event>,
-    masks: Vec<u64>,
+    masks: Vec<Masks>,
     /// Per event: the events that happen before it.
     preds: Vec<Bits>,
 }
 
 impl History {
     fn dependent(&self, i: usize, j: usize) -> bool {
-        self.masks[i] & self.masks[j] != 0
+        self.masks[i].may_conflict(self.masks[j])
             && self.events[i]
                 .footprint
                 .conflicts(&self.events[j].footprint)
