@@ -208,11 +208,49 @@ type GItem = common::Item<GCmd>;
 
 #[derive(Debug, Clone)]
 enum GHost {
-    Wait { fence: u8, value: u8 },
-    Write { word: Word, value: u8 },
-    Signal { fence: u8, value: u8 },
-    Poll { word: Word, reference: u8 },
+    Wait {
+        fence: u8,
+        value: u8,
+    },
+    Write {
+        word: Word,
+        value: u8,
+    },
+    Signal {
+        fence: u8,
+        value: u8,
+    },
+    Poll {
+        word: Word,
+        reference: u8,
+    },
     Sleep,
+    /// `cpu-wait-multiple` on `f` and `g`.
+    WaitMulti {
+        any: bool,
+        f: u8,
+        g: u8,
+    },
+    WaitIdle,
+    /// A read in the middle of the host's program (`expect`, whose outcome names the value).
+    Read {
+        word: Word,
+    },
+    ReadFence {
+        fence: u8,
+    },
+    /// A queue-side signal or wait submitted by this host (queue index modulo the queues).
+    QueueSignal {
+        queue: u8,
+        fence: u8,
+        value: u8,
+    },
+    QueueWait {
+        queue: u8,
+        fence: u8,
+        value: u8,
+    },
+    Remove,
 }
 
 #[derive(Debug, Clone)]
@@ -259,11 +297,21 @@ fn gitem() -> impl Strategy<Value = GItem> {
 
 fn ghost() -> impl Strategy<Value = GHost> {
     prop_oneof![
-        2 => (fence(), 1u8..=2).prop_map(|(fence, value)| GHost::Wait { fence, value }),
-        2 => (word(), 0u8..=2).prop_map(|(word, value)| GHost::Write { word, value }),
-        2 => (fence(), 0u8..=3).prop_map(|(fence, value)| GHost::Signal { fence, value }),
-        1 => (word(), 1u8..=2).prop_map(|(word, reference)| GHost::Poll { word, reference }),
-        1 => Just(GHost::Sleep),
+        4 => (fence(), 1u8..=2).prop_map(|(fence, value)| GHost::Wait { fence, value }),
+        4 => (word(), 0u8..=2).prop_map(|(word, value)| GHost::Write { word, value }),
+        4 => (fence(), 0u8..=3).prop_map(|(fence, value)| GHost::Signal { fence, value }),
+        2 => (word(), 1u8..=2).prop_map(|(word, reference)| GHost::Poll { word, reference }),
+        2 => Just(GHost::Sleep),
+        2 => (any::<bool>(), 0u8..=2, 0u8..=2)
+            .prop_map(|(any, f, g)| GHost::WaitMulti { any, f, g }),
+        2 => Just(GHost::WaitIdle),
+        2 => word().prop_map(|word| GHost::Read { word }),
+        2 => fence().prop_map(|fence| GHost::ReadFence { fence }),
+        2 => (0u8..3, fence(), 1u8..=3)
+            .prop_map(|(queue, fence, value)| GHost::QueueSignal { queue, fence, value }),
+        2 => (0u8..3, fence(), 1u8..=2)
+            .prop_map(|(queue, fence, value)| GHost::QueueWait { queue, fence, value }),
+        1 => Just(GHost::Remove),
     ]
 }
 
@@ -349,7 +397,7 @@ fn render_gcmd(out: &mut String, c: &GCmd) {
     };
 }
 
-fn render_ghost(out: &mut String, name: &str, steps: &[GHost]) {
+fn render_ghost(out: &mut String, name: &str, steps: &[GHost], queues: usize) {
     let _ = writeln!(out, "host {name} {{");
     for s in steps {
         let _ = match s {
@@ -376,6 +424,44 @@ fn render_ghost(out: &mut String, name: &str, steps: &[GHost]) {
                 word.host_width()
             ),
             GHost::Sleep => writeln!(out, "    sleep ms=1"),
+            GHost::WaitMulti { any, f, g } => writeln!(
+                out,
+                "    cpu-wait-multiple mode={} timeout-ms=1000 {{\n        f {f}\n        g {g}\n    }}",
+                if *any { "any" } else { "all" }
+            ),
+            GHost::WaitIdle => writeln!(out, "    wait-idle timeout-ms=1000"),
+            GHost::Read { word } => writeln!(
+                out,
+                "    expect {} cmp=never reference=0{}",
+                word.addr(),
+                word.host_width()
+            ),
+            GHost::ReadFence { fence } => writeln!(
+                out,
+                "    expect-fence {} cmp=never reference=0",
+                fence_name(*fence)
+            ),
+            GHost::QueueSignal {
+                queue,
+                fence,
+                value,
+            } => writeln!(
+                out,
+                "    signal q{} {} {value}",
+                usize::from(*queue) % queues,
+                fence_name(*fence)
+            ),
+            GHost::QueueWait {
+                queue,
+                fence,
+                value,
+            } => writeln!(
+                out,
+                "    wait q{} {} {value}",
+                usize::from(*queue) % queues,
+                fence_name(*fence)
+            ),
+            GHost::Remove => writeln!(out, "    remove-device"),
         };
     }
     out.push_str("}\n");
@@ -395,7 +481,7 @@ fn render_gcase(c: &GCase) -> String {
         render_items(&mut out, &mut actions, q, items, render_gcmd);
     }
     for (h, steps) in c.hosts.iter().enumerate() {
-        render_ghost(&mut out, &format!("h{h}"), steps);
+        render_ghost(&mut out, &format!("h{h}"), steps, c.queues.len());
     }
     out.push_str(&actions);
     if c.wait_idle {
