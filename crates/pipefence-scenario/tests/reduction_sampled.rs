@@ -865,6 +865,28 @@ expect "m+4" cmp=never reference=0
     );
 }
 
+/// Submissions to one queue from two host threads race (their order decides what the queue
+/// runs), and a host's `wait-idle` that arrives before another host's submission passes at
+/// once: the arrival reads whether each queue has work (before: each submission touched only
+/// its own sequence number, so two hosts' submissions commuted, and the wait's only read was
+/// when it passed, after the retirement it awaits; the reduced search ran one schedule of
+/// each of these, found by the generated cases of seeds 1, 2 and 55).
+#[test]
+fn d4_regression_host_submissions_to_one_queue_race_and_wait_idle_reads_them() {
+    for text in [
+        "queue q0 kind=compute\nhost h0 {\n    signal q0 f 2\n}\nsignal q0 f 1\n",
+        "queue q0 kind=compute\nhost h0 {\n    wait q0 f 1\n}\nsignal q0 f 1\n",
+        "queue q0 kind=compute\nhost h0 {\n    wait-idle timeout-ms=1000\n    cpu-write \"m+0\" value=1\n}\nsignal q0 f 1\nexpect \"m+0\" cmp=never reference=0\n",
+    ] {
+        let text = format!(
+            "device tdr-ms=500 fifo-depth=1\nbuffer m size=64 heap=shared\nfence f\n{text}"
+        );
+        for strict in [false, true] {
+            assert_finds_sampled_outcomes(&text, strict, 200);
+        }
+    }
+}
+
 /// A host that arrives at a poll reads the polled word, so a write of the word after the
 /// arrival races with it (before: the arrival read nothing, the poll's only read was when it
 /// passed or timed out, and a timeout reads everything, so a write by another host before it

@@ -58,9 +58,16 @@ pub enum Obj {
     /// Dispatches `[lo, hi)` of a queue: whether all of them finished (an ME flush, a
     /// retirement, read). Overlaps each [`Obj::Dispatch`] in the range.
     Dispatches(u32, u64, u64),
-    /// A queue's counts of submissions made and completed (whether it is idle): a submit and
-    /// the retirement of a submission's end update it; `Queue::is_idle` reads it.
+    /// A queue's count of submissions completed: the retirement of a submission's end updates
+    /// it; `Queue::is_idle` reads it, and a host's wait for every queue to be idle that passes
+    /// awaits it (it could not pass before that retirement).
     Idle(u32),
+    /// A queue's submissions (their order and count): every submission to the queue writes it,
+    /// so two host threads' submissions to one queue race (the order decides what the queue
+    /// runs); `Queue::is_idle` and a host's wait for every queue to be idle that passes read it
+    /// (such a wait could have passed before a submission that, in the run, came first and made
+    /// it wait: a race, unlike the retirement it awaits).
+    Submit(u32),
     /// A ticket's latch (a queue wait's, by queue and submission; a host wait's, by host and
     /// wait): its registration and the signal that crosses its value update it; the PFP or the
     /// host that tests it reads it.

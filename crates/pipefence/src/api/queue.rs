@@ -114,7 +114,7 @@ impl Queue {
             // The PFP's take of this submission writes it too (`footprint.rs`).
             let q = self.shared.id;
             crate::footprint::record(crate::footprint::Obj::Sub(q, seq), Kind::Write);
-            crate::footprint::record(crate::footprint::Obj::Idle(q), Kind::Update);
+            crate::footprint::record(crate::footprint::Obj::Submit(q), Kind::Write);
             dev.with_model(|m| {
                 // Host actions release everything their thread did before them (D5).
                 m.host_submit(self.shared.id, seq);
@@ -288,6 +288,7 @@ impl Queue {
         let dev = &self.shared.device;
         dev.yield_point();
         crate::footprint::record(crate::footprint::Obj::Idle(self.shared.id), Kind::Read);
+        crate::footprint::record(crate::footprint::Obj::Submit(self.shared.id), Kind::Read);
         dev.is_removed() || lock(&self.shared.engine).is_idle()
     }
 

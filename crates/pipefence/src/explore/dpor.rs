@@ -297,6 +297,7 @@ fn mask(f: &Footprint) -> Masks {
             Obj::Busy(q) => bit(0x3400_0000_0000 | u64::from(q)),
             Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
             Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
+            Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
             Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
             Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
             // One bit per queue for a dispatch and a range of them (they overlap).

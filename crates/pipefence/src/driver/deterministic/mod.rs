@@ -362,13 +362,26 @@ impl Scheduler {
                     // at a memory-value wait does too): a write after it and before the poll
                     // passes races with the arrival, and one before it disables the poll
                     // before it could pass, so both orders are explored.
-                    if let Cond::Memory {
-                        buffer,
-                        offset,
-                        cond,
-                    } = &c
-                    {
-                        let _ = buffer.load(*offset, cond.width);
+                    match &c {
+                        Cond::Memory {
+                            buffer,
+                            offset,
+                            cond,
+                        } => {
+                            let _ = buffer.load(*offset, cond.width);
+                        }
+                        // So does a host that arrives at a wait for every queue to be idle:
+                        // it reads whether each queue has work (a submission before the
+                        // arrival made it wait; one after it races with it).
+                        Cond::Idle => {
+                            for q in dev.live_queues() {
+                                crate::footprint::record(
+                                    crate::footprint::Obj::Submit(q.id),
+                                    crate::footprint::Kind::Read,
+                                );
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 let waker = Arc::new(HostWaker {

@@ -344,6 +344,7 @@ impl Scheduler {
                             HostState::Blocked(HostWait::Idle) if wake == Wake::Ok => {
                                 for q in &listing.queues {
                                     extra.push((Obj::Idle(q.id), Kind::Await));
+                                    extra.push((Obj::Submit(q.id), Kind::Read));
                                 }
                             }
                             HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
