@@ -887,6 +887,38 @@ fn d4_regression_host_submissions_to_one_queue_race_and_wait_idle_reads_them() {
     }
 }
 
+/// With hazard tracking, a host's `cpu-wait-multiple mode=any` that passes reads every fence
+/// it waits on, also those that had not reached their value: a signal just before it is
+/// acquired (the queue's write is ordered before the host's), one just after is not (a
+/// write-write hazard). Before, only the fences that had reached their value were read, and
+/// the reduced search ran one of the two (generated seed 5).
+#[test]
+fn d4_regression_strict_a_host_wait_for_any_fence_reads_every_fence() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+fence g
+queue q0 kind=compute
+list q0l0 kind=compute {
+    write-value32-bop "m+0" value=1
+}
+host h0 {
+    cpu-wait-multiple mode=any timeout-ms=1000 {
+        f 1
+        g 0
+    }
+    cpu-write "m+0" value=0
+}
+execute q0 q0l0
+signal q0 f 2
+expect "m+0" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}
+
 /// A host that arrives at a poll reads the polled word, so a write of the word after the
 /// arrival races with it (before: the arrival read nothing, the poll's only read was when it
 /// passed or timed out, and a timeout reads everything, so a write by another host before it

@@ -610,6 +610,12 @@ impl Device {
     /// value (hazard analysis, D5).
     fn acquire_reached(&self, pairs: &[(Arc<FenceCore>, u64)]) {
         self.shared.with_model(|m| {
+            // Whether each fence reached its value is read, for a reducing exploration, also
+            // of the fences that did not: a signal just before the wait passes is acquired,
+            // one just after is not.
+            for (f, _) in pairs {
+                f.note(crate::footprint::Kind::Read);
+            }
             let reached: Vec<&FenceCore> = pairs
                 .iter()
                 .filter(|(f, v)| f.completed_value() >= *v)

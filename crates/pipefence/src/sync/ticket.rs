@@ -81,6 +81,13 @@ impl Ticket {
         self.satisfied.load(Ordering::Acquire)
     }
 
+    /// Whether the ticket is satisfied, recording no access (a test the exploration does not
+    /// see: the caller records what it read).
+    #[inline]
+    pub(crate) fn is_satisfied_unrecorded(&self) -> bool {
+        self.satisfied.load(Ordering::Acquire)
+    }
+
     /// Records an access to the latch (`footprint.rs`): the ticket's own object, or the fence
     /// for a ticket without a key.
     fn note(&self, kind: crate::footprint::Kind) {

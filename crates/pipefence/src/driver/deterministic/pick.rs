@@ -325,9 +325,16 @@ impl Scheduler {
                     if reducing {
                         let mut extra = vec![(Obj::Host(h as u32), Kind::Write)];
                         match &st.hosts[h].state {
-                            HostState::Blocked(HostWait::Tickets(ts, _)) => {
+                            HostState::Blocked(HostWait::Tickets(ts, any)) => {
+                                // A wait for any of them read the tickets that were set. One
+                                // not set yet is read before the signal that sets it, not
+                                // after as the plumbing's forced order has it: with hazard
+                                // tracking the pass reads that fence instead, which races
+                                // with the signal (acquired before it, not after).
                                 for t in ts {
-                                    t.is_satisfied();
+                                    if !*any || t.is_satisfied_unrecorded() {
+                                        t.is_satisfied();
+                                    }
                                 }
                             }
                             HostState::Blocked(HostWait::Memory {
