@@ -358,8 +358,8 @@ impl Scheduler {
             HostStep::Yield => HostState::Ready,
             HostStep::Block(c) => {
                 if reducing {
-                    // A host that arrives at a poll reads the word (an ME's or PFP's arrival
-                    // at a memory-value wait does too): a write after it and before the poll
+                    // A host that arrives at a poll reads the word (as a PFP's arrival at a
+                    // memory-value wait does, `pick.rs`): a write after it and before the poll
                     // passes races with the arrival, and one before it disables the poll
                     // before it could pass, so both orders are explored.
                     match &c {
