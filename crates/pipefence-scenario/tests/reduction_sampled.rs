@@ -919,13 +919,16 @@ expect "m+0" cmp=never reference=0
     );
 }
 
-/// Known miss, not yet diagnosed (generated seed 22 at 30 cases, the extended generator):
-/// three threads submit to one queue (a queue wait for a fence nobody signals, a signal of
-/// `g`, a queue wait for `g`) and the main thread waits for idle; sampled seeds find an
-/// outcome the reduced search (6 schedules) does not. docs/exploration.md, Known limits.
+/// A host's wait for idle that the device's hang releases reads what its pass would have
+/// read (each queue's submissions and completions), not everything: three threads submit to
+/// one queue (a queue wait for a fence nobody signals, a signal of `g`, a queue wait for `g`)
+/// and the main thread waits for idle. It passes only when the wait for `f` is submitted after
+/// the queue drained; in the runs where that submission came first, the release's read of
+/// everything was ordered after the same thread's later write, whose reversal cannot put a
+/// release by a hang before it, so the pass was never explored (generated seed 22: 1 sampled
+/// outcome missed in 6 schedules; 7 with the fix).
 #[test]
-#[ignore = "known miss, docs/exploration.md Known limits"]
-fn d4_known_miss_three_threads_submit_to_one_queue_and_wait_for_idle() {
+fn d4_regression_a_wait_for_idle_released_by_a_hang_reads_what_its_pass_would() {
     assert_finds_sampled_outcomes(
         r#"device tdr-ms=500 fifo-depth=1
 buffer m size=64 heap=shared

@@ -354,6 +354,20 @@ impl Scheduler {
                                     extra.push((Obj::Submit(q.id), Kind::Read));
                                 }
                             }
+                            // Released by the removal (a hang: nothing could run): what it
+                            // observes is that some queue is not idle, what its pass would
+                            // have read. A
+                            // submission that kept a queue busy races with it, so a schedule
+                            // where the pass comes first (the submission after it) is
+                            // explored; reading everything instead made the host's other
+                            // writes order it, and no reversal of those could put it before
+                            // them (it comes only after a hang).
+                            HostState::Blocked(HostWait::Idle) if wake == Wake::Removed => {
+                                for q in &listing.queues {
+                                    extra.push((Obj::Idle(q.id), Kind::Await));
+                                    extra.push((Obj::Submit(q.id), Kind::Read));
+                                }
+                            }
                             HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
                             _ => {}
                         }
