@@ -489,7 +489,7 @@ fn bench_command_throughput(cfg: &Config) -> Result<Report, String> {
         .figure("packets per second vs baseline", proj, Unit::PerSec)
         .baseline("decode loop", basev)
         .higher_is_better()
-        .ratio(0.25))
+        .ratio(0.5))
 }
 
 // ---------------------------------------------------------------------------------------------

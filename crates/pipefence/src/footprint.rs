@@ -265,9 +265,21 @@ pub(crate) fn take() -> Footprint {
 /// Records an access, when this thread records.
 #[inline]
 pub(crate) fn record(obj: Obj, kind: Kind) {
-    if ACTIVE.load(Ordering::Relaxed) == 0 {
+    if !active() {
         return;
     }
+    record_active(obj, kind);
+}
+
+/// Whether some thread of the process records footprints (a quick test that lets a hot path
+/// skip computing what it would record).
+#[inline]
+pub(crate) fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+/// [`record`] after the caller's [`active`] test.
+fn record_active(obj: Obj, kind: Kind) {
     REC.with(|r| {
         if let Some(v) = r.borrow_mut().as_mut() {
             v.push((obj, kind));

@@ -13,10 +13,12 @@ impl Engine {
         let Some(packet) = self.fifo.pop_front() else {
             return Step::Idle;
         };
-        self.note(
-            Obj::Fifo(self.queue_id, self.fifo_slot(self.popped)),
-            Kind::Write,
-        );
+        if crate::footprint::active() {
+            self.note(
+                Obj::Fifo(self.queue_id, self.fifo_slot(self.popped)),
+                Kind::Write,
+            );
+        }
         let index = self.popped;
         self.popped += 1;
         hook!(self, ctx, |m| {
@@ -58,6 +60,68 @@ impl Engine {
                 list,
             } => self.me_command(ctx, site, cmd, indirect_groups, list.as_ref()),
         }
+    }
+
+    /// The threaded driver's batch of the common packets: executes the value waits that hold
+    /// and the top-of-pipe writes at the front of the FIFO, up to `max`, doing for each
+    /// exactly what [`me_step`](Self::me_step) does, but reading the packet where it lies
+    /// instead of moving it out first (moving the decoded command cost more than executing
+    /// it). It stops, for `me_step` to go on, at anything else: an operation in progress, a
+    /// hazard-tracked device or one recording footprints, a wait that does not hold or whose
+    /// read faults, any other packet. Returns how many it executed, and the fault that ended
+    /// the batch if a write faulted.
+    pub(super) fn me_run_common(&mut self, ctx: &EngineCtx<'_>, max: u32) -> (u32, Option<Step>) {
+        if self.me_op.is_some() || self.tracked || crate::footprint::active() {
+            return (0, None);
+        }
+        let mut n = 0;
+        while n < max {
+            let Some(Packet {
+                site,
+                op: PacketOp::Command { cmd, .. },
+            }) = self.fifo.front()
+            else {
+                break;
+            };
+            let site = *site;
+            match *cmd {
+                Command::WaitValue { address, cond, .. } => {
+                    if cond.never_satisfiable() {
+                        break;
+                    }
+                    let op = cmd.name();
+                    match self.read(ctx, address, cond.width, &site, op) {
+                        Ok(v) if cond.holds(v) => {}
+                        _ => break,
+                    }
+                    self.fifo.pop_front();
+                    self.popped += 1;
+                    if let Some(t) = self.trace.as_mut() {
+                        t.unblocked(ctx.device, false, &WaitCondition::Memory { address, cond });
+                    }
+                    self.complete(site, op);
+                }
+                Command::WriteValueTopOfPipe {
+                    address,
+                    width,
+                    value,
+                    source,
+                } => {
+                    let op = cmd.name();
+                    self.fifo.pop_front();
+                    self.popped += 1;
+                    let v = Self::source_value(ctx, value, source, width);
+                    if let Err(f) = self.write(ctx, address, width, v, &site, op) {
+                        self.me_site = Some((site, op));
+                        return (n, Some(self.fault(Stage::Me, f)));
+                    }
+                    self.complete(site, op);
+                }
+                _ => break,
+            }
+            n += 1;
+        }
+        (n, None)
     }
 
     /// Whether [`me_step`](Self::me_step) would progress (or fault) now, without doing it:

@@ -643,6 +643,7 @@ impl Engine {
         self.trace_now(ctx);
         let mut progressed = false;
         loop {
+            progressed |= self.pfp_fetch_common();
             match self.pfp_step(ctx) {
                 Step::Progressed => progressed = true,
                 other => return (progressed, other),
@@ -666,9 +667,24 @@ impl Engine {
         }
         self.trace_now(ctx);
         let mut progressed = false;
-        for _ in 0..max {
+        let mut left = max;
+        while left > 0 {
+            let (n, fault) = self.me_run_common(ctx, left);
+            if n > 0 {
+                progressed = true;
+                left -= n;
+            }
+            if let Some(step) = fault {
+                return (progressed, step);
+            }
+            if left == 0 {
+                break;
+            }
             match self.me_step(ctx) {
-                Step::Progressed => progressed = true,
+                Step::Progressed => {
+                    progressed = true;
+                    left -= 1;
+                }
                 other => return (progressed, other),
             }
         }
@@ -777,10 +793,13 @@ impl Engine {
     }
 
     fn push_packet(&mut self, site: Site, op: PacketOp) {
-        self.note(
-            Obj::Fifo(self.queue_id, self.fifo_slot(self.pushed)),
-            Kind::Write,
-        );
+        // The slot is a division: computed only when something records it.
+        if crate::footprint::active() {
+            self.note(
+                Obj::Fifo(self.queue_id, self.fifo_slot(self.pushed)),
+                Kind::Write,
+            );
+        }
         self.pushed += 1;
         self.fifo.push_back(Packet { site, op });
     }

@@ -21,6 +21,72 @@ impl Engine {
         self.pfp_fetch(ctx)
     }
 
+    /// The threaded driver's batch fetch: pushes the value waits on the ME and the value
+    /// writes at the cursor straight from the prefetch cache into the FIFO while it has room,
+    /// doing for each exactly what [`pfp_step`](Self::pfp_step) does for it (they need nothing
+    /// of the PFP but their push). It stops, for `pfp_step` to go on, at anything else: a
+    /// flush hold, the end of the cached words or of the list, a PFP wait, any other command
+    /// or a malformed packet. Returns whether it pushed any. One test per batch instead of a
+    /// step per packet, and the packet built in place (moving the decoded command between
+    /// steps cost more than decoding it).
+    pub(super) fn pfp_fetch_common(&mut self) -> bool {
+        if self.flush_hold || crate::footprint::active() {
+            return false;
+        }
+        let Some(cur) = self.cursor.as_mut() else {
+            return false;
+        };
+        let Some(list) = cur.lists.get(cur.list) else {
+            return false;
+        };
+        let (words, id) = (list.words, list.id);
+        let room = self.fifo_depth.saturating_sub(self.fifo.len());
+        let mut pushed = 0;
+        while pushed < room && cur.word < words {
+            let Some(rest) = cur
+                .word
+                .checked_sub(cur.cache_start)
+                .and_then(|o| cur.cache.get(o..))
+            else {
+                break;
+            };
+            let Some((cmd, len)) = decode_common(rest) else {
+                break;
+            };
+            if matches!(
+                cmd,
+                Command::WaitValue {
+                    engine: WaitEngine::Pfp,
+                    ..
+                }
+            ) {
+                break;
+            }
+            let site = Site {
+                submission: cur.submission,
+                list: Some(id),
+                command: Some(cur.command),
+            };
+            cur.word += len;
+            cur.command += 1;
+            self.fifo.push_back(Packet {
+                site,
+                op: PacketOp::Command {
+                    cmd,
+                    indirect_groups: None,
+                    list: None,
+                },
+            });
+            pushed += 1;
+        }
+        if pushed == 0 {
+            return false;
+        }
+        self.pushed += pushed as u64;
+        self.pfp_blocked = None;
+        true
+    }
+
     /// Whether [`pfp_step`](Self::pfp_step) would progress (or fault) now, without doing it:
     /// `false` exactly when it would return `Blocked` or `Idle`. It may refill the prefetch
     /// cache and move the cursor past finished lists (as the step would), nothing else.
