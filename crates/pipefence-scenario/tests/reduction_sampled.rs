@@ -991,3 +991,143 @@ expect "m+8" cmp=never reference=0
         );
     }
 }
+
+/// A host's wait for idle that passes between two submissions of another thread: it follows
+/// the retirement of every submission made before it, so in a run where the second was made
+/// first, the queue's plumbing orders it after the second only because the second came first.
+/// That plumbing (an action chosen after the submission that the submission orders) must not
+/// stand for the race of the submission with the wait: the run where the wait passes before
+/// the second submission reads the fence the first signalled (generated seed 40).
+#[test]
+fn d4_regression_a_wait_for_idle_passes_between_two_submissions() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+queue q0 kind=compute
+queue q1 kind=compute
+host h0 {
+    wait-idle timeout-ms=1000
+    expect-fence f cmp=never reference=0
+}
+signal q0 f 1
+signal q1 f 2
+signal q1 f 1
+"#,
+        false,
+        3000,
+    );
+}
+
+/// Every submission before a host's wait for idle keeps it waiting, so the race of an
+/// earlier submission with the wait is reversed on its own, not left to that of a later one:
+/// here the later one can never come after the wait passes while the earlier one (a queue
+/// wait nobody satisfies) keeps its queue busy, so the wait passing between them was missed
+/// (generated seed 40, at a later commit).
+#[test]
+fn d4_regression_a_wait_for_idle_races_with_each_submission_before_it() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+fence g
+queue q0 kind=compute
+queue q1 kind=compute
+host h0 {
+    wait-idle timeout-ms=1000
+    expect-fence f cmp=never reference=0
+}
+signal q0 f 1
+wait q1 g 1
+signal q1 f 1
+"#,
+        false,
+        300,
+    );
+}
+
+/// A poll that could pass (the queue wrote 2) and that another host's write disabled again
+/// (0), then timed out: the timeout is not the poll passing, so the poll still has to run
+/// before that write in some schedule (it then passes, and the later write leaves 0 for the
+/// main thread to read, with no host error; generated seed 109).
+#[test]
+fn d4_regression_a_poll_disabled_by_a_write_and_timed_out_runs_before_the_write() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+queue q0 kind=compute
+list q0l0 kind=compute {
+    write-value32-bop "m+0" value=2
+}
+host h0 {
+    cpu-write "m+0" value=0
+}
+host h1 {
+    cpu-write "m+0" value=0
+    cpu-poll "m+0" cmp=greater-equal reference=1 timeout-ms=1000
+}
+signal q0 f 1
+execute q0 q0l0
+wait-idle timeout-ms=1000
+expect "m+0" cmp=never reference=0
+"#,
+        false,
+        300,
+    );
+}
+
+/// A removal's report says a PFP is waiting only when its wait does not hold: a scripted run
+/// tries every stage when it lists them and a seeded one only those it picks, so a PFP found
+/// blocked at a wait that the queue's own bottom-of-pipe write satisfied since was reported
+/// waiting in one and running in the other (a page fault on another queue; generated seed
+/// 41).
+#[test]
+fn d4_regression_a_removal_report_does_not_depend_on_which_stages_were_tried() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=2
+buffer m size=64 heap=shared
+buffer d size=1024 heap=shared init=1
+queue q0 kind=compute
+list q0l0 kind=compute {
+    write-value32-bop "m+0" value=1
+    wait-value32 "m+0" cmp=greater-equal reference=1 engine=pfp
+}
+queue q1 kind=compute
+list q1l0 kind=compute {
+    dispatch fill dst="d+0" groups=5 value=1
+}
+execute q0 q0l0
+execute q1 q1l0
+expect "m+0" cmp=never reference=0
+"#,
+        false,
+        300,
+    );
+}
+
+/// Strict mode's PFP runs ahead right after each action, so a retirement's step takes the
+/// host's next submission when the host made it first; that dependence is forced (a
+/// submission is taken after it is made), yet the retirement alone could come first, and
+/// then the ME copies before the PFP takes the submission, and the host's read after it can
+/// see the copy written back (generated seed 56).
+#[test]
+fn d4_regression_strict_a_step_whose_run_ahead_takes_a_submission_can_come_before_it() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=16
+buffer d size=1024 heap=shared init=1
+buffer e size=1024 heap=readback
+fence f
+queue q0 kind=compute
+list q0l0 kind=compute {
+    copy dst="e+64" src="d+0" bytes=64
+}
+signal q0 f 1
+execute q0 q0l0
+signal q0 f 1
+expect "e+64" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}

@@ -562,6 +562,12 @@ impl Engine {
         self.pfp_blocked.as_ref().map(|(_, _, c)| c)
     }
 
+    /// Forgets that the PFP was found blocked (its wait holds now: the driver's report of a
+    /// removal says where it is, not that it is stuck).
+    pub(crate) fn pfp_unblocked(&mut self) {
+        self.pfp_blocked = None;
+    }
+
     /// Whether the next submission is a queue wait whose ticket is satisfied (F5).
     pub(crate) fn front_ticket_satisfied(&self) -> bool {
         matches!(self.ring.front(), Some((_, Submission::Wait { ticket, .. })) if ticket.is_satisfied())

@@ -1053,7 +1053,14 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
     let mut last: std::collections::HashMap<ActorKey, usize> = std::collections::HashMap::new();
     let mut removal = std::collections::HashSet::new();
     for e in &h.events {
-        last.insert(e.actor, e.point);
+        // A host released from a wait that timed out or that a removal ended (it reads
+        // everything) did not run the action it could run before: a poll that could pass,
+        // disabled by a write, then timed out, must still be run before that write.
+        let released = matches!(e.actor, ActorKey::Host(_))
+            && e.footprint.accesses().contains(&(Obj::All, Kind::Read));
+        if !released {
+            last.insert(e.actor, e.point);
+        }
         if e.footprint.accesses().contains(&(Obj::Device, Kind::Write)) {
             removal.insert(e.point);
         }
@@ -1173,13 +1180,19 @@ fn add_backtracks(
         for &i in &racing {
             split_writeback(h, i, j, frozen, path, sink);
         }
+        // Not for a host's wait for idle (passing, or released by a hang): every submission
+        // before it keeps it waiting, so reversing the race of a later one does not make the
+        // race of an earlier one direct (the wait still cannot pass before the later one
+        // while the earlier one keeps a queue busy), and each is reversed on its own.
+        let waits_idle = awaits_idle(&h.events[j].footprint);
         let implied: Vec<bool> = racing
             .iter()
             .map(|&i| {
-                racing
-                    .iter()
-                    .zip(&starts)
-                    .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i))
+                !waits_idle
+                    && racing
+                        .iter()
+                        .zip(&starts)
+                        .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i))
             })
             .collect();
         let kept = racing
@@ -1195,7 +1208,80 @@ fn add_backtracks(
             let initials = initials.into();
             sink.put(Op::Race { at: pi, initials }, path);
         }
+        step_before_submission(h, j, frozen, path, sink);
     }
+}
+
+/// `j` is a PFP step that another actor's step brought about (strict mode's eager run-ahead
+/// after the action chosen at its point), and it takes a submission (or anything else it
+/// needs in every schedule, a forced dependence) that an earlier action `i` made: the step's
+/// chosen action, independent of `i`, could also run before `i`, and then the PFP's run-ahead
+/// after it stops short of what `i` submits. No race reverses into that schedule (the forced
+/// dependence is not one), so the search also runs the chosen action before `i` (a queue's
+/// retirement before the host's next submission: the ME then executes the earlier work before
+/// the PFP takes the later, and a host read after that submission can see it).
+fn step_before_submission(
+    h: &History,
+    j: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    let ej = &h.events[j];
+    let pj = ej.point;
+    let Some(node) = path.get(pj) else {
+        return;
+    };
+    if !matches!(ej.actor, ActorKey::Pfp(_)) || !node.point.scheduling {
+        return;
+    }
+    let Some(chosen_actor) = node.point.taken.and_then(|t| node.actor_of(t)) else {
+        return;
+    };
+    if chosen_actor == ej.actor {
+        return;
+    }
+    // The chosen action's event: the first of the step's.
+    let Some(c) = (0..j)
+        .rev()
+        .take_while(|&x| h.events[x].point == pj)
+        .filter(|&x| h.events[x].actor == chosen_actor)
+        .last()
+    else {
+        return;
+    };
+    for i in 0..c {
+        let ei = &h.events[i];
+        if ei.actor == ej.actor
+            || ei.actor == chosen_actor
+            || ei.point >= pj
+            || ei.point < frozen
+            || !h.preds[j].contains(i)
+            || h.preds[c].contains(i)
+            || !h.dependent(i, j)
+            || ei.footprint.races(&ej.footprint)
+            || !path.get(ei.point).is_some_and(|n| n.point.scheduling)
+        {
+            continue;
+        }
+        if let Some(initials) = reversal_starts(h, i, c, path) {
+            sink.put(
+                Op::Race {
+                    at: ei.point,
+                    initials: initials.into(),
+                },
+                path,
+            );
+        }
+    }
+}
+
+/// Whether an action with this footprint is a host's wait for every queue to be idle that
+/// passes or that a hang releases (it awaits the queues' completions).
+fn awaits_idle(f: &Footprint) -> bool {
+    f.accesses()
+        .iter()
+        .any(|&(o, k)| matches!(o, Obj::Idle(_)) && k == Kind::Await)
 }
 
 /// A race of `i`, a write-back that another actor's step did (a release, an atomic or a CP
@@ -1303,8 +1389,13 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Vec
             .is_none_or(|n| n.point.taken.and_then(|t| n.actor_of(t)) == Some(e.actor))
     };
     // j follows an action chosen after i's step that i conflicts with: that race (or the
-    // order that action always keeps with i) comes first.
-    if (last + 1..j).any(|k| chosen(k) && h.preds[j].contains(k) && h.dependent(i, k)) {
+    // order that action always keeps with i) comes first. Not when j is a host's wait for
+    // idle that passes: it follows the retirement of every submission made before it, so the
+    // plumbing of i's submission orders it here only because i came first (without i it
+    // passes sooner), and the reversal must be looked for here.
+    if !awaits_idle(&h.events[j].footprint)
+        && (last + 1..j).any(|k| chosen(k) && h.preds[j].contains(k) && h.dependent(i, k))
+    {
         return None;
     }
     let after_step = |k: usize| (first..=last).any(|x| h.preds[k].contains(x));

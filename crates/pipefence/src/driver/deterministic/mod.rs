@@ -564,6 +564,11 @@ impl Backend for Scheduler {
                 if !e.can_progress(stage, &ctx) {
                     // Changes nothing but the stage's own blocked state (`Engine::step`).
                     let _ = e.step(stage, &ctx);
+                } else if stage == Stage::Pfp {
+                    // A PFP found blocked at a wait that holds now is not stuck: whether a
+                    // try found it blocked earlier (a scripted run tries every stage when it
+                    // lists them, a seeded one only those it picks) must not change the report.
+                    e.pfp_unblocked();
                 }
             }
         }
