@@ -1131,3 +1131,41 @@ expect "e+64" cmp=never reference=0
         300,
     );
 }
+
+/// With hazard tracking a queue wait acquires the release of the signal current when it
+/// registers (the value reached then), else of the signal that crosses its value: registered
+/// after `q0`'s second signal of `f` to 1 (after its copy) it acquires that one, before it the
+/// host's first. So its registration reads the fence: before, a registration while the value
+/// was below commuted with every signal (it only touched its ticket), and the schedule where
+/// the main thread submits `q1`'s wait after `q0`'s second signal, so that the copy and the
+/// fill are ordered (no hazard) and the copy is read written back, was missed (generated seed
+/// 60: 1 sampled outcome missed in 59 schedules; 175 with the fix).
+#[test]
+fn d4_regression_strict_a_queue_wait_registration_reads_the_fence() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer d size=1024 heap=shared init=1
+buffer e size=1024 heap=readback
+fence f
+queue q0 kind=compute
+list q0l0 kind=compute {
+    copy dst="e+64" src="d+512" bytes=64
+}
+queue q1 kind=compute
+list q1l0 kind=compute {
+    dispatch fill dst="d+512" groups=1 value=1
+}
+host h0 {
+    signal q0 f 1
+}
+wait q0 f 1
+execute q0 q0l0
+signal q0 f 1
+wait q1 f 1
+execute q1 q1l0
+expect "e+64" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}

@@ -246,6 +246,14 @@ impl Queue {
             },
             || {
                 let core = fence.core();
+                // With hazard tracking the wait acquires the release of the signal current
+                // when it registers if the value is reached then, else of the signal that
+                // crosses it: registered after a second signal of the same value it acquires
+                // that one, before it the first. So the registration reads the fence (a
+                // signal before it and one after it are different schedules).
+                if self.shared.device.model.is_some() {
+                    core.note(Kind::Read);
+                }
                 // The ticket is named by the submission it belongs to (`footprint.rs`): the
                 // host holds its turn until the submit, so no other submission comes between.
                 let seq = lock(&self.shared.engine).submitted();
