@@ -110,12 +110,10 @@ impl Engine {
                     let op = cmd.name();
                     self.fifo.pop_front();
                     self.popped += 1;
-                    let v = Self::source_value(ctx, value, source, width);
-                    if let Err(f) = self.write(ctx, address, width, v, &site, op) {
-                        self.me_site = Some((site, op));
-                        return (n, Some(self.fault(Stage::Me, f)));
+                    let step = self.write_top_of_pipe(ctx, site, op, address, width, value, source);
+                    if matches!(step, Step::Faulted(_)) {
+                        return (n, Some(step));
                     }
-                    self.complete(site, op);
                 }
                 _ => break,
             }
@@ -415,23 +413,38 @@ impl Engine {
                 width,
                 value,
                 source,
-            } => {
-                let v = Self::source_value(ctx, value, source, width);
-                hook!(self, ctx, |m| {
-                    m.me_value_write(self.queue_id, site, op, address, width);
-                });
-                if let Err(f) = self.write(ctx, address, width, v, &site, op) {
-                    self.me_site = Some((site, op));
-                    return self.fault(Stage::Me, f);
-                }
-                self.complete(site, op);
-                Step::Progressed
-            }
+            } => self.write_top_of_pipe(ctx, site, op, address, width, value, source),
             other => {
                 self.me_site = Some((site, op));
                 self.me_other(ctx, site, op, other, indirect_groups, list)
             }
         }
+    }
+
+    /// A top-of-pipe write (C4) at `site`: writes the value (or timestamp) now and completes
+    /// it, or faults.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn write_top_of_pipe(
+        &mut self,
+        ctx: &EngineCtx<'_>,
+        site: Site,
+        op: &'static str,
+        address: u64,
+        width: Width,
+        value: u64,
+        source: WriteSource,
+    ) -> Step {
+        let v = Self::source_value(ctx, value, source, width);
+        hook!(self, ctx, |m| {
+            m.me_value_write(self.queue_id, site, op, address, width);
+        });
+        if let Err(f) = self.write(ctx, address, width, v, &site, op) {
+            self.me_site = Some((site, op));
+            return self.fault(Stage::Me, f);
+        }
+        self.complete(site, op);
+        Step::Progressed
     }
 
     /// The ME's commands other than value waits and top-of-pipe writes (`me_site` is set).
