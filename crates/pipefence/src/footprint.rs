@@ -268,7 +268,11 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     if !active() {
         return;
     }
-    record_active(obj, kind);
+    REC.with(|r| {
+        if let Some(v) = r.borrow_mut().as_mut() {
+            v.push((obj, kind));
+        }
+    });
 }
 
 /// Whether some thread of the process records footprints (a quick test that lets a hot path
@@ -278,19 +282,10 @@ pub(crate) fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed) != 0
 }
 
-/// [`record`] after the caller's [`active`] test.
-fn record_active(obj: Obj, kind: Kind) {
-    REC.with(|r| {
-        if let Some(v) = r.borrow_mut().as_mut() {
-            v.push((obj, kind));
-        }
-    });
-}
-
 /// Records a new last-writer record of the 8-byte words `[start, end)` cover.
 #[inline]
 pub(crate) fn record_writers(start: u64, end: u64) {
-    if ACTIVE.load(Ordering::Relaxed) == 0 {
+    if !active() {
         return;
     }
     let s = start & !7;
@@ -301,7 +296,7 @@ pub(crate) fn record_writers(start: u64, end: u64) {
 /// Records an access to `len` bytes of memory from `address`.
 #[inline]
 pub(crate) fn record_mem(address: u64, len: u64, kind: Kind) {
-    if ACTIVE.load(Ordering::Relaxed) == 0 {
+    if !active() {
         return;
     }
     record(Obj::Mem(address, address.saturating_add(len.max(1))), kind);

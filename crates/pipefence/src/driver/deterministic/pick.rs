@@ -348,21 +348,16 @@ impl Scheduler {
                                 extra.push((Obj::Host(*j as u32), Kind::Await));
                             }
                             // Every queue is idle: each one's last retirement came first.
-                            HostState::Blocked(HostWait::Idle) if wake == Wake::Ok => {
-                                for q in &listing.queues {
-                                    extra.push((Obj::Idle(q.id), Kind::Await));
-                                    extra.push((Obj::Submit(q.id), Kind::Read));
-                                }
-                            }
-                            // Released by the removal (a hang: nothing could run): what it
-                            // observes is that some queue is not idle, what its pass would
-                            // have read. A
-                            // submission that kept a queue busy races with it, so a schedule
-                            // where the pass comes first (the submission after it) is
-                            // explored; reading everything instead made the host's other
+                            // Released by the removal instead (a hang: nothing could run), it
+                            // observes that some queue is not idle, what its pass would have
+                            // read: a submission that kept a queue busy races with it, so a
+                            // schedule where the pass comes first (the submission after it)
+                            // is explored. Reading everything instead made the host's other
                             // writes order it, and no reversal of those could put it before
                             // them (it comes only after a hang).
-                            HostState::Blocked(HostWait::Idle) if wake == Wake::Removed => {
+                            HostState::Blocked(HostWait::Idle)
+                                if matches!(wake, Wake::Ok | Wake::Removed) =>
+                            {
                                 for q in &listing.queues {
                                     extra.push((Obj::Idle(q.id), Kind::Await));
                                     extra.push((Obj::Submit(q.id), Kind::Read));
