@@ -1170,14 +1170,17 @@ expect "e+64" cmp=never reference=0
     );
 }
 
-/// Known miss, not yet diagnosed (generated seed 143 at 30 cases, strict): a host writes the
-/// argument word of two `dispatch-indirect`s while another host submits a queue wait that
-/// never passes to the same queue. Sampled seeds find the outcome where both of the PFP's
-/// reads of the argument come after the write (two unreleased-read hazards); the reduced
-/// search (4 schedules) finds none or one. docs/exploration.md, Known limits.
+/// Generated seed 143 at 30 cases, strict: a host writes the argument word of two
+/// `dispatch-indirect`s while another host submits to the same queue a wait that never
+/// passes. The outcome where both of the PFP's reads of the argument come after the write (two
+/// unreleased-read hazards) needs the write before the execution's submission (whose
+/// run-ahead reads both) and the wait's submission after it. The race of the reads with the
+/// write stood on the branch of the other host's start (added for an earlier race), whose
+/// first run goes on with the submission of the wait; the PFP then never reads, and the race
+/// was gone from that subtree. The race's reversing sequence is now planted where that run
+/// leaves it (docs/exploration.md), 4 -> 5 schedules.
 #[test]
-#[ignore = "known miss, docs/exploration.md Known limits"]
-fn d4_known_miss_strict_two_indirect_argument_reads_after_a_host_write() {
+fn d4_regression_strict_a_reversing_sequence_is_planted_where_its_branch_leaves_it() {
     assert_finds_sampled_outcomes(
         r#"device tdr-ms=500 fifo-depth=2
 buffer m size=64 heap=shared

@@ -29,6 +29,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+/// A sequence of steps that reverses a race: each step's actor, with what the step touched in
+/// the run it was found in ([`Reversal`]).
+type Steps = Arc<[(ActorKey, Footprint)]>;
+
 #[derive(Debug)]
 struct Node {
     point: ChoicePoint,
@@ -39,6 +43,11 @@ struct Node {
     /// The explored alternatives' actors with the footprint of their action here: asleep in
     /// the siblings explored after them.
     slept: Vec<(ActorKey, Footprint)>,
+    /// For alternatives not explored yet that stand for races found after they were added
+    /// (source-DPOR adds one initial per race, and none when one is there): per race, the
+    /// rest of its reversing sequence after the alternative's step ([`Reversal`]). The
+    /// branch's first run plants each where it leaves it ([`plant`]).
+    wakeup: HashMap<u32, Vec<Steps>>,
 }
 
 impl Node {
@@ -55,6 +64,7 @@ impl Node {
             backtrack,
             done,
             slept: Vec::new(),
+            wakeup: HashMap::new(),
         }
     }
 
@@ -64,6 +74,23 @@ impl Node {
 
     fn asleep(&self, actor: ActorKey) -> bool {
         self.point.sleep.iter().any(|(k, _)| *k == actor)
+    }
+
+    /// The alternative of actor `a` here, unless found disabled.
+    fn enabled(&self, a: ActorKey) -> Option<u32> {
+        (0..self.point.alternatives)
+            .find(|&alt| self.actor_of(alt) == Some(a) && !self.point.disabled.contains(&alt))
+    }
+
+    /// Adds `rest` to the sequences of alternative `alt` (not explored yet) to plant.
+    fn wake(&mut self, alt: u32, rest: Vec<(ActorKey, Footprint)>) {
+        if rest.is_empty() {
+            return;
+        }
+        let g = self.wakeup.entry(alt).or_default();
+        if !g.iter().any(|x| **x == *rest) {
+            g.push(rest.into());
+        }
     }
 
     /// Whether alternative `alt` is still to explore here: not explored, and not of an actor
@@ -87,10 +114,12 @@ pub(super) enum Op {
         alt: u32,
         point: Option<Box<ChoicePoint>>,
     },
-    /// A race to reverse at node `at`, started by one of `initials` (source-DPOR's rule).
+    /// A race to reverse at node `at`, started by one of `initials` (source-DPOR's rule);
+    /// `sequence`: the actors, in order, of the actions that reverse it ([`Reversal`]).
     Race {
         at: usize,
         initials: Arc<[ActorKey]>,
+        sequence: Steps,
     },
     /// An actor to run at `at` before what disabled it ([`add_disabled`]).
     Disabled {
@@ -100,13 +129,21 @@ pub(super) enum Op {
     },
     /// A line's early write-back to explore at `at` ([`split_writeback`]).
     Split { at: usize, actor: ActorKey },
+    /// The rest of a race's reversing sequence, from node `at` on, where the first run of
+    /// the branch that stood for it left it ([`plant`]): its first actor is explored there,
+    /// and the branch's first run plants the rest (a new branch of a wakeup tree, as optimal
+    /// DPOR grows them).
+    Plant { at: usize, sequence: Steps },
 }
 
 impl Op {
     fn at(&self) -> usize {
         match self {
             Op::Enter { d, .. } => *d,
-            Op::Race { at, .. } | Op::Disabled { at, .. } | Op::Split { at, .. } => *at,
+            Op::Race { at, .. }
+            | Op::Disabled { at, .. }
+            | Op::Split { at, .. }
+            | Op::Plant { at, .. } => *at,
         }
     }
 
@@ -125,26 +162,34 @@ impl Op {
                     }
                 }
             }
-            Op::Race { at, initials } => {
+            Op::Race {
+                at,
+                initials,
+                sequence,
+            } => {
                 let node = &mut path[at];
                 let present = |node: &Node, a: ActorKey| {
                     node.backtrack
                         .iter()
                         .chain(node.done.iter())
-                        .any(|&alt| node.actor_of(alt) == Some(a))
+                        .copied()
+                        .find(|&alt| node.actor_of(alt) == Some(a))
                 };
-                if initials.iter().any(|&a| present(node, a)) {
+                if let Some((a, alt)) = initials
+                    .iter()
+                    .find_map(|&a| present(node, a).map(|alt| (a, alt)))
+                {
+                    // An initial is there already. Not explored yet: its first run plants
+                    // the rest of this race's sequence where it leaves it.
+                    if !node.done.contains(&alt) {
+                        node.wake(alt, rest_of(&sequence, a));
+                    }
                     return;
                 }
-                let enabled = |node: &Node, a: ActorKey| {
-                    (0..node.point.alternatives).find(|&alt| {
-                        node.actor_of(alt) == Some(a) && !node.point.disabled.contains(&alt)
-                    })
-                };
                 if let Some(alt) = initials
                     .iter()
                     .filter(|&&a| !node.asleep(a))
-                    .find_map(|&a| enabled(node, a))
+                    .find_map(|&a| node.enabled(a))
                 {
                     node.backtrack.insert(alt);
                 } else if !initials.iter().any(|&a| node.asleep(a)) {
@@ -160,14 +205,28 @@ impl Op {
                     n.backtrack.insert(alt);
                 }
             }
+            Op::Plant { at, sequence } => {
+                let node = &mut path[at];
+                let Some(&(a, _)) = sequence.first() else {
+                    return;
+                };
+                // An actor asleep here was explored in a sibling (with what follows), and one
+                // that cannot run here leaves the sequence unfollowable.
+                let Some(alt) = node.enabled(a).filter(|_| !node.asleep(a)) else {
+                    return;
+                };
+                if node.done.contains(&alt) {
+                    return;
+                }
+                node.backtrack.insert(alt);
+                node.wake(alt, sequence[1..].to_vec());
+            }
             Op::Split { at, actor } => {
                 let node = &mut path[at];
                 if node.asleep(actor) {
                     return;
                 }
-                let Some(alt) = (0..node.point.alternatives).find(|&alt| {
-                    node.actor_of(alt) == Some(actor) && !node.point.disabled.contains(&alt)
-                }) else {
+                let Some(alt) = node.enabled(actor) else {
                     return;
                 };
                 if node.done.contains(&alt) || node.backtrack.contains(&alt) {
@@ -213,7 +272,7 @@ impl Sink {
                 }
             }
         }
-        if let Op::Race { at, initials } = &op {
+        if let Op::Race { at, initials, .. } = &op {
             // The actor that took the node's branch is explored there in the owner's state
             // too (the subtree lies below that branch): the race needs nothing there.
             let n = &path[*at];
@@ -233,7 +292,10 @@ impl Sink {
             same.push(self.kept.len());
         }
         let w = match &op {
-            Op::Race { initials, .. } => 1 + initials.len(),
+            Op::Race {
+                initials, sequence, ..
+            } => 1 + initials.len() + sequence.len(),
+            Op::Plant { sequence, .. } => 1 + sequence.len(),
             _ => 1,
         };
         self.weight.set(self.weight.get() + w);
@@ -455,6 +517,8 @@ pub(super) struct Spec {
     prefix: Vec<u32>,
     at: Option<usize>,
     sleep: Vec<(ActorKey, Footprint)>,
+    /// Sequences of steps the run is to plant where it leaves them ([`plant`]).
+    also: Vec<Steps>,
 }
 
 impl Spec {
@@ -464,6 +528,7 @@ impl Spec {
             prefix: Vec::new(),
             at: None,
             sleep: Vec::new(),
+            also: Vec::new(),
         }
     }
 
@@ -553,13 +618,14 @@ impl<T, B: FnMut(&Arc<Script>) -> T> Runs<T> for Direct<B> {
 /// The spec that branches a reducing run (`tries`) at its choice point `point` (index `d`)
 /// to alternative `alt`, with the sleep set of that sibling: the point's own, and the actors
 /// of the alternatives explored there before (`slept`). Choices within an action start with
-/// no sleep set.
+/// no sleep set. `wakeup`: the sequences the branch's run is to plant ([`Node::wakeup`]).
 pub(super) fn branch_spec(
     tries: &[u32],
     point: &ChoicePoint,
     sleep_here: &[(ActorKey, Footprint)],
     slept: &[(ActorKey, Footprint)],
     alt: u32,
+    wakeup: Option<&Vec<Steps>>,
 ) -> Spec {
     let start = point.first_try;
     let prefix = branch_prefix(tries, start, alt);
@@ -574,6 +640,7 @@ pub(super) fn branch_spec(
         prefix,
         at: Some(start),
         sleep,
+        also: wakeup.map_or_else(Vec::new, |g| g.to_vec()),
     }
 }
 
@@ -868,6 +935,8 @@ fn search<T>(
     let mut start = start;
     let mut next: Option<(usize, u32)> = None;
     let mut result = Enumeration::empty(true);
+    // The sequences the branch's run is to plant where it leaves them (`Spec::also`).
+    let mut planting: Vec<Steps> = Vec::new();
     loop {
         let (script, value, first_try) = match (root.take(), start.take(), next) {
             (Some(r), _, _) => (r.script, r.value, 0),
@@ -875,6 +944,7 @@ fn search<T>(
                 hint = h;
                 let first_try = spec.at.unwrap_or(0);
                 next = spec.prefix.last().map(|&alt| (d, alt));
+                planting.clone_from(&spec.also);
                 let (script, value) = runs.run(spec);
                 (script, value, first_try)
             }
@@ -884,7 +954,14 @@ fn search<T>(
             }
             (None, None, Some((d, alt))) => {
                 let n = &st.path[d];
-                let spec = branch_spec(&st.tries, &n.point, &n.point.sleep, &n.slept, alt);
+                let spec = branch_spec(
+                    &st.tries,
+                    &n.point,
+                    &n.point.sleep,
+                    &n.slept,
+                    alt,
+                    n.wakeup.get(&alt),
+                );
                 let first_try = n.point.first_try;
                 if let Some(sub) = runs.explored(&spec, d) {
                     let n = match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
@@ -906,6 +983,7 @@ fn search<T>(
                         None => return Ok(result),
                     }
                 }
+                planting.clone_from(&spec.also);
                 let (script, value) = runs.run(spec);
                 (script, value, first_try)
             }
@@ -935,6 +1013,7 @@ fn search<T>(
                 }
             }
         };
+        let planted = std::mem::take(&mut planting);
         if from != usize::MAX {
             // A subtree's search starts with no nodes: its first run makes those above it
             // too (read-only: their changes are kept for the owner).
@@ -967,6 +1046,9 @@ fn search<T>(
             } else {
                 st.hist.update(events, from.saturating_sub(1))
             };
+            for seq in &planted {
+                plant(seq, from, &st.hist.events, &mut st.path, sink);
+            }
             add_backtracks(&st.hist, first_new, frozen, &mut st.path, sink);
             add_disabled(
                 &st.hist,
@@ -1027,7 +1109,14 @@ fn choose<T>(
         let n = &st.path[d];
         let mut specs = vec![(
             d,
-            branch_spec(&st.tries, &n.point, &n.point.sleep, &n.slept, alt),
+            branch_spec(
+                &st.tries,
+                &n.point,
+                &n.point.sleep,
+                &n.slept,
+                alt,
+                n.wakeup.get(&alt),
+            ),
         )];
         specs.extend(ahead_specs(&st.path, &st.tries, &st.hist.events, lo, d));
         runs.ahead(specs, &st.hist);
@@ -1123,7 +1212,11 @@ fn ahead_specs(
         };
         let mut slept = n.slept.clone();
         note_slept(&mut slept, &n.point, d, events);
-        out.push((d, branch_spec(tries, &n.point, &n.point.sleep, &slept, alt)));
+        let wakeup = n.wakeup.get(&alt);
+        out.push((
+            d,
+            branch_spec(tries, &n.point, &n.point.sleep, &slept, alt, wakeup),
+        ));
     }
     out
 }
@@ -1168,7 +1261,7 @@ fn add_backtracks(
                 && !pinned_after_step(h, i, j)
         });
         // Who could start each race's reversal (None: no schedule reverses it).
-        let starts: Vec<Option<Vec<ActorKey>>> = racing
+        let starts: Vec<Option<Reversal>> = racing
             .iter()
             .map(|&i| reversal_starts(h, i, j, path))
             .collect();
@@ -1200,16 +1293,87 @@ fn add_backtracks(
             .zip(starts)
             .zip(implied)
             .filter_map(|((&i, s), implied)| s.filter(|_| !implied).map(|s| (i, s)));
-        for (i, initials) in kept {
+        for (i, r) in kept {
             let pi = h.events[i].point;
             if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
                 continue;
             }
-            let initials = initials.into();
-            sink.put(Op::Race { at: pi, initials }, path);
+            sink.put(r.op(pi), path);
         }
         step_before_submission(h, j, frozen, path, sink);
     }
+}
+
+/// Follows `seq` (the rest of a race's reversing sequence, [`Reversal`]) down the nodes of
+/// the run just made (`events`), from node `from` on, as optimal DPOR inserts a sequence
+/// into a wakeup tree: a step of the sequence's next actor, or of an actor whose step
+/// conflicts with none of the sequence's steps before that actor's (with none at all when
+/// the actor is not in it), leaves the sequence to follow after it (that actor's step taken
+/// out of it). At the first step that does not, the run left the sequence. If the race is
+/// still in the run ([`race_stays`]), the run's own races reverse it (source-DPOR);
+/// otherwise the rest is explored there ([`Op::Plant`]).
+fn plant(
+    seq: &[(ActorKey, Footprint)],
+    from: usize,
+    events: &[Event],
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    let mut rest: Vec<(ActorKey, Footprint)> = seq.to_vec();
+    for d in from..path.len() {
+        if rest.is_empty() {
+            return;
+        }
+        let n = &path[d];
+        if !n.point.scheduling {
+            continue;
+        }
+        let Some(t) = n.point.taken.and_then(|t| n.actor_of(t)) else {
+            return;
+        };
+        let x = rest.iter().position(|(a, _)| *a == t);
+        let before = &rest[..x.unwrap_or(rest.len())];
+        let fp = step_footprint(events, d);
+        if before.iter().any(|(_, f)| f.conflicts(&fp)) {
+            if race_stays(&rest, d, events, path) {
+                return;
+            }
+            let sequence = rest.into();
+            sink.put(Op::Plant { at: d, sequence }, path);
+            return;
+        }
+        if let Some(x) = x {
+            rest.remove(x);
+        }
+    }
+}
+
+/// Whether the race that `rest` reverses (its last step's with the one before) is still in
+/// the run from node `d` on: the last step's actor's next step there conflicts with the
+/// step before it in `rest`. Then the run's own races reverse it; otherwise the step
+/// took another shape in this run (a submission's run-ahead that the queue stops short of
+/// the memory it raced on), and only the sequence brings it back.
+fn race_stays(rest: &[(ActorKey, Footprint)], d: usize, events: &[Event], path: &[Node]) -> bool {
+    let [.., (_, fj), (ai, _)] = rest else {
+        return true;
+    };
+    (d..path.len())
+        .find(|&k| {
+            let n = &path[k];
+            n.point.scheduling && n.point.taken.and_then(|t| n.actor_of(t)) == Some(*ai)
+        })
+        .is_some_and(|k| step_footprint(events, k).conflicts(fj))
+}
+
+/// The union of the footprints of the events at point `p` (a step: the chosen action and
+/// what it brought about).
+fn step_footprint(events: &[Event], p: usize) -> Footprint {
+    let first = events.partition_point(|e| e.point < p);
+    let mut all = Vec::new();
+    for e in events[first..].iter().take_while(|e| e.point == p) {
+        all.extend_from_slice(e.footprint.accesses());
+    }
+    Footprint::new(all)
 }
 
 /// `j` is a PFP step that another actor's step brought about (strict mode's eager run-ahead
@@ -1264,14 +1428,8 @@ fn step_before_submission(
         {
             continue;
         }
-        if let Some(initials) = reversal_starts(h, i, c, path) {
-            sink.put(
-                Op::Race {
-                    at: ei.point,
-                    initials: initials.into(),
-                },
-                path,
-            );
+        if let Some(r) = reversal_starts(h, i, c, path) {
+            sink.put(r.op(ei.point), path);
         }
     }
 }
@@ -1372,7 +1530,7 @@ fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
 /// there (the listing has only the actors that can run, and nothing between them that `j`
 /// depends on enabled it, so the step did). An actor of the step is never an initial (a
 /// host's next command after the submission whose PFP step is `i` comes after that step).
-fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Vec<ActorKey>> {
+fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Reversal> {
     let actors = path
         .get(h.events[i].point)
         .map(|n| n.point.actors.as_slice());
@@ -1413,5 +1571,57 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Vec
             initials.push(a);
         }
     }
-    Some(initials)
+    // The actors chosen at the points of v's chosen actions and of j, then at i's.
+    let taken_at = |p: usize| {
+        path.get(p)
+            .and_then(|n| n.point.taken.and_then(|t| n.actor_of(t)))
+    };
+    let pj = h.events[j].point;
+    let mut points: Vec<usize> = v
+        .iter()
+        .filter(|&&k| chosen(k) && h.preds[j].contains(k))
+        .map(|&k| h.events[k].point)
+        .collect();
+    points.push(pj);
+    points.dedup();
+    points.push(h.events[i].point);
+    let sequence = points
+        .into_iter()
+        .filter_map(|p| Some((taken_at(p)?, step_footprint(&h.events, p))))
+        .collect();
+    Some(Reversal { initials, sequence })
+}
+
+/// `sequence` without the first action of `a` (the initial that starts it).
+fn rest_of(sequence: &[(ActorKey, Footprint)], a: ActorKey) -> Vec<(ActorKey, Footprint)> {
+    let mut rest = sequence.to_vec();
+    if let Some(x) = rest.iter().position(|(s, _)| *s == a) {
+        rest.remove(x);
+    }
+    rest
+}
+
+/// How a race reverses ([`reversal_starts`]): the actors that can start it, and the steps,
+/// in order, that reverse it: those of `v`'s chosen actions that the later action needs
+/// (the events after the first action's step that need nothing of it), the later action's,
+/// then the first action's (each step's actor with what it touched in this run).
+/// Source-DPOR adds one initial per race, and none when one is there already: the branch of
+/// that initial stands for the race. It does when every step is a fixed action of its
+/// actor; here a step's extent can depend on the state (a submission's strict-mode PFP
+/// run-ahead reads memory, or stops short of it, as the queue lets it), so the branch's
+/// first run can take a way in which the race is gone. The race's sequence is then kept
+/// with the branch ([`Node::wakeup`]) and planted where its run leaves it ([`plant`]).
+struct Reversal {
+    initials: Vec<ActorKey>,
+    sequence: Vec<(ActorKey, Footprint)>,
+}
+
+impl Reversal {
+    fn op(self, at: usize) -> Op {
+        Op::Race {
+            at,
+            initials: self.initials.into(),
+            sequence: self.sequence.into(),
+        }
+    }
 }
