@@ -33,6 +33,22 @@ use std::sync::Arc;
 /// the run it was found in ([`Reversal`]).
 type Steps = Arc<[(ActorKey, Footprint)]>;
 
+/// Sequences of steps kept for a branch, in the order they came, each once.
+#[derive(Debug, Default)]
+pub(super) struct Sequences {
+    list: Vec<Steps>,
+    hashes: HashSet<u64>,
+}
+
+impl Sequences {
+    fn add(&mut self, seq: Vec<(ActorKey, Footprint)>) {
+        let h = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(&seq);
+        if self.hashes.insert(h) || !self.list.iter().any(|x| **x == *seq) {
+            self.list.push(seq.into());
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Node {
     point: ChoicePoint,
@@ -47,7 +63,7 @@ struct Node {
     /// (source-DPOR adds one initial per race, and none when one is there): per race, the
     /// rest of its reversing sequence after the alternative's step ([`Reversal`]). The
     /// branch's first run plants each where it leaves it ([`plant`]).
-    wakeup: HashMap<u32, Vec<Steps>>,
+    wakeup: HashMap<u32, Sequences>,
 }
 
 impl Node {
@@ -87,10 +103,7 @@ impl Node {
         if rest.is_empty() {
             return;
         }
-        let g = self.wakeup.entry(alt).or_default();
-        if !g.iter().any(|x| **x == *rest) {
-            g.push(rest.into());
-        }
+        self.wakeup.entry(alt).or_default().add(rest);
     }
 
     /// Whether alternative `alt` is still to explore here: not explored, and not of an actor
@@ -625,7 +638,7 @@ pub(super) fn branch_spec(
     sleep_here: &[(ActorKey, Footprint)],
     slept: &[(ActorKey, Footprint)],
     alt: u32,
-    wakeup: Option<&Vec<Steps>>,
+    wakeup: Option<&Sequences>,
 ) -> Spec {
     let start = point.first_try;
     let prefix = branch_prefix(tries, start, alt);
@@ -640,7 +653,7 @@ pub(super) fn branch_spec(
         prefix,
         at: Some(start),
         sleep,
-        also: wakeup.map_or_else(Vec::new, |g| g.to_vec()),
+        also: wakeup.map_or_else(Vec::new, |g| g.list.clone()),
     }
 }
 
@@ -1571,7 +1584,16 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
             initials.push(a);
         }
     }
-    // The actors chosen at the points of v's chosen actions and of j, then at i's.
+    // The sequence, kept only where a branch's first run can lose the race: `i` is a PFP
+    // step that another actor's action brought about (a run-ahead, whose extent depends on
+    // what the queue holds). The actors chosen at the points of v's chosen actions that j
+    // needs and of j, then at i's.
+    if chosen(i) || !matches!(h.events[i].actor, ActorKey::Pfp(_)) {
+        return Some(Reversal {
+            initials,
+            sequence: Vec::new(),
+        });
+    }
     let taken_at = |p: usize| {
         path.get(p)
             .and_then(|n| n.point.taken.and_then(|t| n.actor_of(t)))
@@ -1610,7 +1632,8 @@ fn rest_of(sequence: &[(ActorKey, Footprint)], a: ActorKey) -> Vec<(ActorKey, Fo
 /// actor; here a step's extent can depend on the state (a submission's strict-mode PFP
 /// run-ahead reads memory, or stops short of it, as the queue lets it), so the branch's
 /// first run can take a way in which the race is gone. The race's sequence is then kept
-/// with the branch ([`Node::wakeup`]) and planted where its run leaves it ([`plant`]).
+/// with the branch ([`Node::wakeup`]) and planted where its run leaves it ([`plant`]). Only
+/// races whose first action is such a step have one (an empty `sequence` otherwise).
 struct Reversal {
     initials: Vec<ActorKey>,
     sequence: Vec<(ActorKey, Footprint)>,
