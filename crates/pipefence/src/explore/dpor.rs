@@ -106,6 +106,20 @@ impl Node {
         self.wakeup.entry(alt).or_default().add(rest);
     }
 
+    /// The spec of the branch to alternative `alt` here, from the run whose tries are
+    /// `tries` ([`branch_spec`]).
+    fn branch(&self, tries: &[u32], alt: u32) -> Spec {
+        let wakeup = self.wakeup.get(&alt);
+        branch_spec(
+            tries,
+            &self.point,
+            &self.point.sleep,
+            &self.slept,
+            alt,
+            wakeup,
+        )
+    }
+
     /// Whether alternative `alt` is still to explore here: not explored, and not of an actor
     /// asleep here.
     fn pending(&self, alt: u32) -> bool {
@@ -967,14 +981,7 @@ fn search<T>(
             }
             (None, None, Some((d, alt))) => {
                 let n = &st.path[d];
-                let spec = branch_spec(
-                    &st.tries,
-                    &n.point,
-                    &n.point.sleep,
-                    &n.slept,
-                    alt,
-                    n.wakeup.get(&alt),
-                );
+                let spec = n.branch(&st.tries, alt);
                 let first_try = n.point.first_try;
                 if let Some(sub) = runs.explored(&spec, d) {
                     let n = match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
@@ -1119,18 +1126,7 @@ fn choose<T>(
     let n = &mut st.path[d];
     note_slept(&mut n.slept, &n.point, d, &st.hist.events);
     if runs.wants_ahead() {
-        let n = &st.path[d];
-        let mut specs = vec![(
-            d,
-            branch_spec(
-                &st.tries,
-                &n.point,
-                &n.point.sleep,
-                &n.slept,
-                alt,
-                n.wakeup.get(&alt),
-            ),
-        )];
+        let mut specs = vec![(d, st.path[d].branch(&st.tries, alt))];
         specs.extend(ahead_specs(&st.path, &st.tries, &st.hist.events, lo, d));
         runs.ahead(specs, &st.hist);
     }
