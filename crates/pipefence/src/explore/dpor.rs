@@ -92,6 +92,11 @@ impl Node {
         self.point.sleep.iter().any(|(k, _)| *k == actor)
     }
 
+    /// The actor of the alternative taken here.
+    fn taken_actor(&self) -> Option<ActorKey> {
+        self.point.taken.and_then(|t| self.actor_of(t))
+    }
+
     /// The alternative of actor `a` here, unless found disabled.
     fn enabled(&self, a: ActorKey) -> Option<u32> {
         (0..self.point.alternatives)
@@ -142,7 +147,8 @@ pub(super) enum Op {
         point: Option<Box<ChoicePoint>>,
     },
     /// A race to reverse at node `at`, started by one of `initials` (source-DPOR's rule);
-    /// `sequence`: the actors, in order, of the actions that reverse it ([`Reversal`]).
+    /// `sequence`: the steps that reverse it, where a branch can lose the race (else empty;
+    /// [`Reversal`]).
     Race {
         at: usize,
         initials: Arc<[ActorKey]>,
@@ -303,11 +309,7 @@ impl Sink {
             // The actor that took the node's branch is explored there in the owner's state
             // too (the subtree lies below that branch): the race needs nothing there.
             let n = &path[*at];
-            if n.point
-                .taken
-                .and_then(|t| n.actor_of(t))
-                .is_some_and(|a| initials.contains(&a))
-            {
+            if n.taken_actor().is_some_and(|a| initials.contains(&a)) {
                 return;
             }
         }
@@ -689,16 +691,11 @@ pub(super) fn note_slept(
     };
     // The action, and the PFP steps that followed it at once in strict mode (recorded at its
     // point): asleep, the actor stands for all of them.
-    let here: Vec<&Event> = events.iter().filter(|e| e.point == d).collect();
-    let Some(ev) = here.iter().find(|e| e.actor == actor) else {
+    let Some(ev) = events.iter().find(|e| e.point == d && e.actor == actor) else {
         return;
     };
     if !ev.chose_within && !slept.iter().any(|(k, _)| *k == actor) {
-        let mut all: Vec<_> = Vec::new();
-        for e in &here {
-            all.extend_from_slice(e.footprint.accesses());
-        }
-        let fp = sleep_footprint(actor, &Footprint::new(all));
+        let fp = sleep_footprint(actor, &step_footprint(events, d));
         slept.push((actor, fp));
     }
 }
@@ -1337,7 +1334,7 @@ fn plant(
         if !n.point.scheduling {
             continue;
         }
-        let Some(t) = n.point.taken.and_then(|t| n.actor_of(t)) else {
+        let Some(t) = n.taken_actor() else {
             return;
         };
         let x = rest.iter().position(|(a, _)| *a == t);
@@ -1369,7 +1366,7 @@ fn race_stays(rest: &[(ActorKey, Footprint)], d: usize, events: &[Event], path: 
     (d..path.len())
         .find(|&k| {
             let n = &path[k];
-            n.point.scheduling && n.point.taken.and_then(|t| n.actor_of(t)) == Some(*ai)
+            n.point.scheduling && n.taken_actor() == Some(*ai)
         })
         .is_some_and(|k| step_footprint(events, k).conflicts(fj))
 }
@@ -1408,7 +1405,7 @@ fn step_before_submission(
     if !matches!(ej.actor, ActorKey::Pfp(_)) || !node.point.scheduling {
         return;
     }
-    let Some(chosen_actor) = node.point.taken.and_then(|t| node.actor_of(t)) else {
+    let Some(chosen_actor) = node.taken_actor() else {
         return;
     };
     if chosen_actor == ej.actor {
@@ -1553,7 +1550,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     let chosen = |k: usize| {
         let e = &h.events[k];
         path.get(e.point)
-            .is_none_or(|n| n.point.taken.and_then(|t| n.actor_of(t)) == Some(e.actor))
+            .is_none_or(|n| n.taken_actor() == Some(e.actor))
     };
     // j follows an action chosen after i's step that i conflicts with: that race (or the
     // order that action always keeps with i) comes first. Not when j is a host's wait for
@@ -1590,10 +1587,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
             sequence: Vec::new(),
         });
     }
-    let taken_at = |p: usize| {
-        path.get(p)
-            .and_then(|n| n.point.taken.and_then(|t| n.actor_of(t)))
-    };
+    let taken_at = |p: usize| path.get(p).and_then(|n| n.taken_actor());
     let pj = h.events[j].point;
     let mut points: Vec<usize> = v
         .iter()
