@@ -707,14 +707,31 @@ pub(super) fn enumerate_reduced<T>(
     body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Enumeration {
-    let mut clock_matters = false;
     let mut runs = Direct(body);
+    let (root, mut clock_matters) = first_run(|s| (runs.0)(s));
+    let mut root = Some(root);
     loop {
-        match search_reduced(opts, None, clock_matters, &mut runs, &mut visit) {
+        match search_reduced(opts, root.take(), clock_matters, &mut runs, &mut visit) {
             Ok(e) => return e,
             Err(ClockMatters) => clock_matters = true,
         }
     }
+}
+
+/// The first run of a search from the start, as the root of that search, and whether the
+/// clock is in the dependence relation from the start: a first run that wrote the clock puts
+/// it in at once (else its search would stop at once and start again with the clock in, and
+/// make the same first run again).
+pub(super) fn first_run<T>(body: impl FnOnce(&Arc<Script>) -> T) -> (Root<T>, bool) {
+    let script = Arc::new(Spec::first().script());
+    let value = body(&script);
+    let clock_matters = run_record(&script, false).is_err();
+    let root = Root {
+        script,
+        value,
+        frozen: 0,
+    };
+    (root, clock_matters)
 }
 
 /// The search's state between runs.

@@ -395,7 +395,8 @@ pub(super) fn enumerate_speculative<T: Send>(
                 break;
             }
         }
-        let mut clock_matters = false;
+        let (root, mut clock_matters) = super::dpor::first_run(body);
+        let mut root = Some(root);
         let result = loop {
             let send = |r: Run<'_, T>| match r {
                 Run::Schedule(v, script) => visit(Seen::Schedule(v, &script.schedule_string())),
@@ -414,13 +415,13 @@ pub(super) fn enumerate_speculative<T: Send>(
             let found = if jobs <= 1 {
                 search_reduced(
                     opts,
-                    None,
+                    root.take(),
                     clock_matters,
                     &mut super::dpor::Direct(body),
                     send,
                 )
             } else {
-                search_reduced(opts, None, clock_matters, &mut runs, send)
+                search_reduced(opts, root.take(), clock_matters, &mut runs, send)
             };
             match found {
                 Ok(e) => break e,
