@@ -13,8 +13,10 @@
 //! its changes to the nodes above; the search, when it gets to that branch with the same
 //! spec, takes the subtree whole: it makes the changes, hands the runs to its visitor in
 //! order and goes on from the state after the subtree's last run. A search exploring a
-//! subtree ahead tells its own next branches the same way, and a thread waiting for a subtree
-//! that another is exploring helps with the branches inside it meanwhile.
+//! subtree ahead tells its own next branches the same way. A search that gets to a subtree
+//! another thread is still exploring has it handed over at that thread's next branch: it
+//! takes the runs made so far and goes on from there itself, and the other thread, free
+//! again, explores the next branch ahead.
 //!
 //! Whatever the threads did, the search sees the same runs in the same order: the report is
 //! the same whatever the number of threads, and a subtree explored for a spec the search
@@ -55,22 +57,29 @@ pub fn set_ahead_limits(runs: usize, weight: usize) {
     AHEAD_LIMITS[1].store(weight.max(1), Ordering::Relaxed);
 }
 
-/// How deep a thread that waits for a subtree may nest the subtrees it helps with.
-const MAX_NEST: usize = 48;
-
 enum Slot<T> {
-    /// A thread is exploring it; `cancel` stops it; `awaited`: a search waits for it.
+    /// A thread is exploring it; `cancel` stops it; `awaited`: a search waits for it (it is
+    /// handed over at its next branch).
     Running {
         cancel: Arc<AtomicBool>,
         awaited: Arc<AtomicBool>,
-        job: u64,
     },
     /// Explored, for the search that takes it.
     Done(Sub<T>),
 }
 
+/// A subtree being explored or explored ahead, and how many searches wait for it.
+struct Entry<T> {
+    key: Key,
+    slot: Slot<T>,
+    awaited: usize,
+}
+
 struct Table<T> {
-    subs: HashMap<Key, Slot<T>>,
+    /// The subtrees being explored or kept. They are few (one per thread being explored,
+    /// and those explored before the search gets to them): compared, not hashed (a spec's
+    /// prefix differs early).
+    subs: Vec<Entry<T>>,
     /// Per search (by id: 0 the calling thread's, else the subtree's job), the branch it
     /// takes next and those it will take after it as last told, each with the point it
     /// branches at; the search told most recently last.
@@ -80,64 +89,48 @@ struct Table<T> {
     hists: HashMap<u64, Arc<History>>,
     /// Threads waiting for a branch to explore.
     idle: usize,
-    /// The search whose branch each job explores.
-    parent: HashMap<u64, u64>,
-    /// Searches waiting for each subtree.
-    awaited: HashMap<Key, usize>,
     next_id: u64,
     stop: bool,
 }
 
 impl<T> Table<T> {
-    fn wants(&self, key: &Key) -> bool {
-        self.awaited.contains_key(key)
-            || self
-                .wanted
+    fn wants(wanted: &[(u64, Vec<(usize, Key)>)], e: &Entry<T>) -> bool {
+        e.awaited > 0
+            || wanted
                 .iter()
-                .any(|(_, l)| l.iter().any(|(_, k)| k == key))
+                .any(|(_, l)| l.iter().any(|(_, k)| *k == e.key))
+    }
+
+    /// The entry of the subtree of `spec`, with the clock in the relation or not.
+    fn find(&self, clock: bool, spec: &Spec) -> Option<usize> {
+        self.subs
+            .iter()
+            .position(|e| e.key.0 == clock && e.key.1 == *spec)
     }
 
     /// Drops the subtrees no search wants any more and cancels those being explored.
     fn sweep(&mut self) {
-        let mut drop = Vec::new();
-        for (key, slot) in &self.subs {
-            if self.wants(key) {
-                continue;
-            }
-            match slot {
-                Slot::Running { cancel, .. } => cancel.store(true, Ordering::Relaxed),
-                Slot::Done(_) => drop.push(key.clone()),
-            }
-        }
-        for key in drop {
-            self.subs.remove(&key);
-        }
-    }
-
-    /// Whether search `p` explores (a subtree of) job `e`'s subtree.
-    fn within(&self, mut p: u64, e: u64) -> bool {
-        loop {
-            if p == e {
+        let wanted = &self.wanted;
+        self.subs.retain(|e| {
+            if Self::wants(wanted, e) {
                 return true;
             }
-            match self.parent.get(&p) {
-                Some(&q) => p = q,
-                None => return false,
+            match &e.slot {
+                Slot::Running { cancel, .. } => {
+                    cancel.store(true, Ordering::Relaxed);
+                    true
+                }
+                Slot::Done(_) => false,
             }
-        }
+        });
     }
 
     /// A branch to explore ahead: of the searches told most recently first, a branch after
-    /// the next (the deepest first) that nobody explores. `within`: only in that job's
-    /// subtree. With the search that wants it.
-    fn pick(&self, within: Option<u64>) -> Option<(Key, usize, u64)> {
+    /// the next (the deepest first) that nobody explores. With the search that wants it.
+    fn pick(&self) -> Option<(Key, usize, u64)> {
         for (p, list) in self.wanted.iter().rev() {
-            if within.is_some_and(|e| !self.within(*p, e)) {
-                continue;
-            }
             for (d, key) in list.iter().skip(1) {
-                // The subtrees being explored or kept are few: compared, not hashed.
-                if !self.subs.keys().any(|k| k == key) {
+                if !self.subs.iter().any(|e| e.key == *key) {
                     return Some((key.clone(), *d, *p));
                 }
             }
@@ -176,7 +169,6 @@ struct Ahead<'a, T, B, C> {
     ctx: Ctx<'a, T, B, C>,
     id: u64,
     clock: bool,
-    nest: usize,
 }
 
 impl<T, B, C> Runs<T> for Ahead<'_, T, B, C>
@@ -191,46 +183,37 @@ where
     }
 
     fn explored(&mut self, spec: &Spec, _d: usize) -> Option<Sub<T>> {
-        let key = (self.clock, spec.clone());
         let mut g = lock(&self.ctx.shared.st);
+        if g.subs.is_empty() {
+            return None;
+        }
         loop {
-            let job = match g.subs.get(&key) {
-                None => return None,
-                Some(Slot::Done(_)) => match g.subs.remove(&key) {
-                    Some(Slot::Done(sub)) => return Some(sub),
-                    _ => unreachable!(),
+            let Some(i) = g.find(self.clock, spec) else {
+                return None;
+            };
+            match &g.subs[i].slot {
+                Slot::Done(_) => match g.subs.swap_remove(i).slot {
+                    Slot::Done(sub) => return Some(sub),
+                    Slot::Running { .. } => unreachable!(),
                 },
-                Some(Slot::Running { job, awaited, .. }) => {
+                // Being explored: its thread hands it over at its next branch (after at most
+                // one more run), or it ends first. Waiting for that costs less than helping
+                // within it: a thread that helps is not free to take the handover, and the
+                // two wait on each other's subtrees in turn.
+                Slot::Running { awaited, .. } => {
                     awaited.store(true, Ordering::Relaxed);
                     self.ctx.shared.cv.notify_all();
-                    *job
                 }
-            };
-            *g.awaited.entry(key.clone()).or_insert(0) += 1;
-            let help = if self.nest < MAX_NEST {
-                g.pick(Some(job))
-            } else {
-                None
-            };
-            g = match help {
-                Some((k, d, p)) => explore_ahead(self.ctx, g, k, d, p, self.nest + 1),
-                None => {
-                    g.idle += 1;
-                    let mut g = self
-                        .ctx
-                        .shared
-                        .cv
-                        .wait(g)
-                        .unwrap_or_else(|p| p.into_inner());
-                    g.idle -= 1;
-                    g
-                }
-            };
-            if let Some(n) = g.awaited.get_mut(&key) {
-                *n -= 1;
-                if *n == 0 {
-                    g.awaited.remove(&key);
-                }
+            }
+            g.subs[i].awaited += 1;
+            g = self
+                .ctx
+                .shared
+                .cv
+                .wait(g)
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = g.find(self.clock, spec) {
+                g.subs[i].awaited -= 1;
             }
         }
     }
@@ -261,14 +244,13 @@ where
 }
 
 /// Explores the subtree of `key` (branching at point `d`, wanted by search `parent`) on this
-/// thread, `nest` subtrees deep, and keeps it for the search that takes it.
+/// thread, and keeps it for the search that takes it.
 fn explore_ahead<'g, T, B, C>(
     ctx: Ctx<'g, T, B, C>,
     mut g: MutexGuard<'g, Table<T>>,
     key: Key,
     d: usize,
     parent: u64,
-    nest: usize,
 ) -> MutexGuard<'g, Table<T>>
 where
     B: Fn(&Arc<Script>) -> T,
@@ -278,27 +260,29 @@ where
     g.next_id += 1;
     let flag = Arc::new(AtomicBool::new(false));
     let awaited = Arc::new(AtomicBool::new(false));
-    g.subs.insert(
-        key.clone(),
-        Slot::Running {
+    g.subs.push(Entry {
+        key: key.clone(),
+        slot: Slot::Running {
             cancel: flag.clone(),
             awaited: awaited.clone(),
-            job,
         },
-    );
-    g.parent.insert(job, parent);
+        awaited: 0,
+    });
     let hint = g.hists.get(&parent).cloned();
     drop(g);
     let mut runs = Ahead {
         ctx,
         id: job,
         clock: key.0,
-        nest,
     };
     let stopped = || (ctx.cancel)() || flag.load(Ordering::Relaxed);
     let pace = |kept: usize, weight: usize, branch: bool| {
         if stopped() {
             return Pace::Stop;
+        }
+        if branch && awaited.load(Ordering::Relaxed) {
+            // A search waits for it: that search goes on from here.
+            return Pace::Hand;
         }
         if !branch
             || (kept < AHEAD_LIMITS[0].load(Ordering::Relaxed)
@@ -322,11 +306,12 @@ where
     let mut g = lock(&ctx.shared.st);
     g.wanted.retain(|(p, _)| *p != job);
     g.hists.remove(&job);
-    g.parent.remove(&job);
-    if sub.end == End::Cancelled || flag.load(Ordering::Relaxed) {
-        g.subs.remove(&key);
-    } else {
-        g.subs.insert(key, Slot::Done(sub));
+    if let Some(i) = g.find(key.0, &key.1) {
+        if sub.end == End::Cancelled || flag.load(Ordering::Relaxed) {
+            g.subs.swap_remove(i);
+        } else {
+            g.subs[i].slot = Slot::Done(sub);
+        }
     }
     g.sweep();
     ctx.shared.cv.notify_all();
@@ -344,8 +329,8 @@ where
         if g.stop {
             return;
         }
-        g = match g.pick(None) {
-            Some((key, d, p)) => explore_ahead(ctx, g, key, d, p, 1),
+        g = match g.pick() {
+            Some((key, d, p)) => explore_ahead(ctx, g, key, d, p),
             None => {
                 g.idle += 1;
                 let mut g = ctx.shared.cv.wait(g).unwrap_or_else(|p| p.into_inner());
@@ -368,12 +353,10 @@ pub(super) fn enumerate_speculative<T: Send>(
 ) -> Enumeration {
     let shared = Shared {
         st: Mutex::new(Table {
-            subs: HashMap::new(),
+            subs: Vec::new(),
             wanted: Vec::new(),
             hists: HashMap::new(),
             idle: 0,
-            parent: HashMap::new(),
-            awaited: HashMap::new(),
             next_id: 1,
             stop: false,
         }),
@@ -410,7 +393,6 @@ pub(super) fn enumerate_speculative<T: Send>(
                 ctx,
                 id: 0,
                 clock: clock_matters,
-                nest: 0,
             };
             let found = if jobs <= 1 {
                 search_reduced(
