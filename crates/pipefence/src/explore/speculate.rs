@@ -188,9 +188,7 @@ where
             return None;
         }
         loop {
-            let Some(i) = g.find(self.clock, spec) else {
-                return None;
-            };
+            let i = g.find(self.clock, spec)?;
             match &g.subs[i].slot {
                 Slot::Done(_) => match g.subs.swap_remove(i).slot {
                     Slot::Done(sub) => return Some(sub),
