@@ -120,6 +120,9 @@ pub type Access = (Obj, Kind);
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Footprint {
     accesses: Vec<Access>,
+    /// [`object_bits`] of each access, in the same order: a pair of accesses whose bits do
+    /// not meet does not overlap, tested before the objects themselves.
+    bits: Vec<u64>,
 }
 
 impl Footprint {
@@ -139,7 +142,11 @@ impl Footprint {
             }
             out.push(a);
         }
-        Footprint { accesses: out }
+        let bits = out.iter().map(|&(o, _)| object_bits(o)).collect();
+        Footprint {
+            accesses: out,
+            bits,
+        }
     }
 
     /// The accesses.
@@ -147,11 +154,31 @@ impl Footprint {
         &self.accesses
     }
 
+    /// Drops the accesses of `o` (the rest stay sorted; nothing is recomputed).
+    pub fn remove_object(&mut self, o: Obj) {
+        if !self.accesses.iter().any(|&(x, _)| x == o) {
+            return;
+        }
+        let mut i = 0;
+        self.bits.retain(|_| {
+            let keep = self.accesses[i].0 != o;
+            i += 1;
+            keep
+        });
+        self.accesses.retain(|&(x, _)| x != o);
+    }
+
+    /// A quick over-approximation of each access's object as 64 bits, in the order of
+    /// [`Footprint::accesses`]: two objects that overlap share a bit.
+    pub fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
     /// Whether two actions with these footprints are dependent (they may not commute).
     pub fn conflicts(&self, other: &Footprint) -> bool {
-        for &(o1, k1) in &self.accesses {
-            for &(o2, k2) in &other.accesses {
-                if kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
+        for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
+            for (&(o2, k2), &b2) in other.accesses.iter().zip(&other.bits) {
+                if b1 & b2 != 0 && kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
                     return true;
                 }
             }
@@ -171,9 +198,9 @@ impl Footprint {
         let removal = |f: &Footprint| f.accesses.contains(&(Obj::Device, Kind::Write));
         let orders = !removal(self) && !removal(later);
         let mut race = false;
-        for &(o1, k1) in &self.accesses {
-            for &(o2, k2) in &later.accesses {
-                if kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
+        for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
+            for (&(o2, k2), &b2) in later.accesses.iter().zip(&later.bits) {
+                if b1 & b2 != 0 && kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
                     // One conflict that orders them in every schedule orders them: both touch
                     // the queue's plumbing, or the later awaits the earlier.
                     if orders && ((forced(o1) && forced(o2)) || k2 == Kind::Await) {
@@ -210,6 +237,45 @@ pub fn forced(o: Obj) -> bool {
             | Obj::Dispatches(..)
             | Obj::Ticket(..)
     )
+}
+
+/// A quick over-approximation of an object as a set of 64 bits (a bit per hash of the object,
+/// memory by 64-byte line): two objects that overlap ([`objects_overlap`]) always share a
+/// bit, so objects whose bits do not meet do not overlap.
+pub(crate) fn object_bits(o: Obj) -> u64 {
+    let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+    match o {
+        Obj::All => u64::MAX,
+        Obj::Mem(s, e) | Obj::Writers(s, e) => {
+            // An empty range overlaps nothing but `All`: one bit.
+            let (a, b) = (s / 64, e.saturating_sub(1) / 64);
+            if s >= e {
+                bit(a)
+            } else if b - a > 16 {
+                u64::MAX
+            } else {
+                (a..=b).fold(0, |m, l| m | bit(l))
+            }
+        }
+        Obj::Line(q, _) | Obj::Cache(q) | Obj::Dirty(q) => bit(0x1000_0000_0000 | u64::from(q)),
+        Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
+        Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
+        Obj::Parser(q) => bit(0x3800_0000_0000 | u64::from(q)),
+        Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
+        Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
+        Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
+        Obj::Busy(q) => bit(0x3400_0000_0000 | u64::from(q)),
+        Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
+        Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
+        Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
+        Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
+        Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
+        // One bit per queue for a dispatch and a range of them (they overlap).
+        Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
+        Obj::Clock => bit(0x5000_0000_0000),
+        Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
+        Obj::Device => bit(0x7000_0000_0000),
+    }
 }
 
 fn objects_overlap(a: Obj, b: Obj) -> bool {
@@ -346,6 +412,74 @@ mod tests {
         assert!(idle(Kind::Update).races(&idle(Kind::Read)));
         assert!(!idle(Kind::Await).conflicts(&idle(Kind::Read)));
         assert!(w.races(&r) && r.races(&w));
+    }
+
+    #[test]
+    fn objects_that_overlap_share_a_bit_and_removing_one_keeps_the_rest() {
+        let mut objs = vec![
+            Obj::All,
+            Obj::Clock,
+            Obj::Device,
+            Obj::Host(0),
+            Obj::Host(1),
+        ];
+        for (s, e) in [
+            (0, 4),
+            (4, 8),
+            (60, 68),
+            (0, 4096),
+            (0, 1088),
+            (64, 64),
+            (128, 192),
+        ] {
+            objs.extend([Obj::Mem(s, e), Obj::Writers(s, e)]);
+        }
+        for q in 0..3u32 {
+            objs.extend([
+                Obj::Line(q, 0),
+                Obj::Line(q, 64),
+                Obj::Cache(q),
+                Obj::Dirty(q),
+                Obj::Dispatch(q, 2),
+                Obj::Dispatches(q, 0, 3),
+                Obj::Dispatches(q, 3, 5),
+                Obj::Queue(q),
+                Obj::Parser(q),
+                Obj::Sub(q, 1),
+                Obj::Fifo(q, 7),
+                Obj::Ticket(q, 1),
+                Obj::Idle(q),
+            ]);
+        }
+        objs.extend([
+            Obj::Fence(1),
+            Obj::FenceDown(1, 2, 4),
+            Obj::FenceDown(1, 4, 9),
+        ]);
+        let mut overlapping = 0;
+        for &a in &objs {
+            for &b in &objs {
+                if objects_overlap(a, b) {
+                    overlapping += 1;
+                    assert_ne!(object_bits(a) & object_bits(b), 0, "{a:?} and {b:?}");
+                }
+            }
+        }
+        assert!(
+            overlapping > objs.len(),
+            "the cases include overlaps of different objects"
+        );
+        let mut f = fp(&[
+            (Obj::Clock, Kind::Read),
+            (Obj::Mem(0, 4), Kind::Write),
+            (Obj::Clock, Kind::Update),
+            (Obj::Fence(1), Kind::Read),
+        ]);
+        f.remove_object(Obj::Clock);
+        assert_eq!(
+            f,
+            fp(&[(Obj::Mem(0, 4), Kind::Write), (Obj::Fence(1), Kind::Read)])
+        );
     }
 
     #[test]

@@ -359,44 +359,14 @@ impl Bits {
     }
 }
 
-/// A quick over-approximation of which objects a footprint reads, updates and writes (a bit
-/// per hash of the object, memory by 64-byte line): two footprints conflict only where their
+/// A quick over-approximation of which objects a footprint reads, updates and writes
+/// ([`Footprint::bits`]): two footprints conflict only where their
 /// masks meet in conflicting kinds ([`Masks::may_conflict`]). The kinds are kept apart
 /// because nearly every action reads the device's state and the groups of a dispatch all
 /// update its completion count (and often one word, with atomics).
 fn mask(f: &Footprint) -> Masks {
     let (mut reads, mut updates, mut writes) = (0u64, 0u64, 0u64);
-    let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
-    for &(o, k) in f.accesses() {
-        let m = match o {
-            Obj::All => u64::MAX,
-            Obj::Mem(s, e) | Obj::Writers(s, e) => {
-                let (a, b) = (s / 64, e.saturating_sub(1) / 64);
-                if b - a > 16 {
-                    u64::MAX
-                } else {
-                    (a..=b).fold(0, |m, l| m | bit(l))
-                }
-            }
-            Obj::Line(q, _) | Obj::Cache(q) | Obj::Dirty(q) => bit(0x1000_0000_0000 | u64::from(q)),
-            Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
-            Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
-            Obj::Parser(q) => bit(0x3800_0000_0000 | u64::from(q)),
-            Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
-            Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
-            Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
-            Obj::Busy(q) => bit(0x3400_0000_0000 | u64::from(q)),
-            Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
-            Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
-            Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
-            Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
-            Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
-            // One bit per queue for a dispatch and a range of them (they overlap).
-            Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
-            Obj::Clock => bit(0x5000_0000_0000),
-            Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
-            Obj::Device => bit(0x7000_0000_0000),
-        };
+    for (&(_, k), &m) in f.accesses().iter().zip(f.bits()) {
         match k {
             Kind::Read | Kind::Await => reads |= m,
             Kind::Update => updates |= m,
@@ -525,14 +495,7 @@ pub(super) fn run_record(
             return Err(ClockMatters);
         }
         for e in &mut events {
-            let v: Vec<_> = e
-                .footprint
-                .accesses()
-                .iter()
-                .copied()
-                .filter(|&(o, _)| o != Obj::Clock)
-                .collect();
-            e.footprint = Footprint::new(v);
+            e.footprint.remove_object(Obj::Clock);
         }
     }
     Ok((points, events))
