@@ -30,6 +30,18 @@ pub(crate) struct TraceWrite {
 /// How many writes of one address [`DeviceCore::trace_releaser`] looks back through.
 const TRACE_HISTORY: usize = 8;
 
+/// Traced runs' records of writes, under one lock (a traced write updates both, and a traced
+/// wait reads both): keyed by address, with a fast hash (they are only looked up, never
+/// iterated, so their order shows nowhere).
+#[derive(Debug, Default)]
+struct TraceWrites {
+    /// The last write of each 8-byte word (lane, time, what), for flow arrows.
+    last: rustc_hash::FxHashMap<u64, TraceWrite>,
+    /// The last [`TRACE_HISTORY`] writes of each address, newest last, for the
+    /// release-to-acquire edges (which write released a memory-value wait).
+    history: rustc_hash::FxHashMap<u64, std::collections::VecDeque<TraceWrite>>,
+}
+
 /// The last host write of an address (for reports).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostWrite {
@@ -63,11 +75,8 @@ pub(crate) struct DeviceCore {
     pub(crate) list_names: Mutex<HashMap<u32, Arc<str>>>,
     /// Queue names by id.
     pub(crate) queue_names: Mutex<Vec<Arc<str>>>,
-    /// Traced runs: the last write of each 8-byte word (lane, time, what), for flow arrows.
-    trace_writes: Mutex<HashMap<u64, TraceWrite>>,
-    /// Traced runs: the last [`TRACE_HISTORY`] writes of each address, newest last, for the
-    /// release-to-acquire edges (which write released a memory-value wait).
-    trace_history: Mutex<HashMap<u64, std::collections::VecDeque<TraceWrite>>>,
+    /// Traced runs: the writes that flow arrows and release-to-acquire edges start from.
+    trace_writes: Mutex<TraceWrites>,
     /// Hazard analysis and strict-mode visibility (`None` with the plain memory model).
     pub(crate) model: Option<Mutex<Model>>,
 }
@@ -96,8 +105,7 @@ impl DeviceCore {
             host_writes: Mutex::new(HashMap::new()),
             list_names: Mutex::new(HashMap::new()),
             queue_names: Mutex::new(Vec::new()),
-            trace_writes: Mutex::new(HashMap::new()),
-            trace_history: Mutex::new(HashMap::new()),
+            trace_writes: Mutex::new(TraceWrites::default()),
             model: model.map(Mutex::new),
         }
     }
@@ -270,9 +278,9 @@ impl DeviceCore {
             address,
             value,
         };
-        lock(&self.trace_writes).insert(address & !7, w);
-        let mut h = lock(&self.trace_history);
-        let q = h.entry(address).or_default();
+        let mut t = lock(&self.trace_writes);
+        t.last.insert(address & !7, w);
+        let q = t.history.entry(address).or_default();
         if q.len() == TRACE_HISTORY {
             q.pop_front();
         }
@@ -287,11 +295,13 @@ impl DeviceCore {
         address: u64,
         cond: &crate::command::ValueCondition,
     ) -> Option<(Track, u64, String)> {
-        let found = lock(&self.trace_history)
-            .get(&address)
-            .and_then(|q| q.iter().rev().find(|w| cond.holds(w.value)).copied());
-        let Some(w) = found else {
-            return self.trace_last_write(address);
+        let w = {
+            let t = lock(&self.trace_writes);
+            t.history
+                .get(&address)
+                .and_then(|q| q.iter().rev().find(|w| cond.holds(w.value)))
+                .or_else(|| t.last.get(&(address & !7)))
+                .copied()?
         };
         let track = self.writer_track(w.writer)?;
         let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
@@ -300,7 +310,7 @@ impl DeviceCore {
 
     /// The last traced write of `address`.
     pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
-        let w = *lock(&self.trace_writes).get(&(address & !7))?;
+        let w = *lock(&self.trace_writes).last.get(&(address & !7))?;
         let track = self.writer_track(w.writer)?;
         let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
         Some((track, w.ns, what))
