@@ -76,7 +76,7 @@ struct Entry<T> {
 }
 
 struct Table<T> {
-    /// The subtrees being explored or kept. They are few (one per thread being explored,
+    /// The subtrees being explored or kept. They are few (one per exploring thread,
     /// and those explored before the search gets to them): compared, not hashed (a spec's
     /// prefix differs early).
     subs: Vec<Entry<T>>,
