@@ -242,7 +242,7 @@ pub fn forced(o: Obj) -> bool {
 /// A quick over-approximation of an object as a set of 64 bits (a bit per hash of the object,
 /// memory by 64-byte line): two objects that overlap ([`objects_overlap`]) always share a
 /// bit, so objects whose bits do not meet do not overlap.
-pub(crate) fn object_bits(o: Obj) -> u64 {
+fn object_bits(o: Obj) -> u64 {
     let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
     match o {
         Obj::All => u64::MAX,
