@@ -303,14 +303,17 @@ impl DeviceCore {
                 .or_else(|| t.last.get(&(address & !7)))
                 .copied()?
         };
-        let track = self.writer_track(w.writer)?;
-        let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
-        Some((track, w.ns, what))
+        self.trace_origin(w)
     }
 
     /// The last traced write of `address`.
     pub(crate) fn trace_last_write(&self, address: u64) -> Option<(Track, u64, String)> {
         let w = *lock(&self.trace_writes).last.get(&(address & !7))?;
+        self.trace_origin(w)
+    }
+
+    /// Where an arrow from traced write `w` starts: its writer's lane, its time, what it wrote.
+    fn trace_origin(&self, w: TraceWrite) -> Option<(Track, u64, String)> {
         let track = self.writer_track(w.writer)?;
         let what = format!("{} {} = {}", w.op, self.address_text(w.address), w.value);
         Some((track, w.ns, what))

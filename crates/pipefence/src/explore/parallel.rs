@@ -16,7 +16,9 @@
 //! `I/N` explores the `I`-th of `N` contiguous blocks of units: the shards in index order
 //! explore the units in order, so merging their reports finds the failures in the same order.
 
-use super::dpor::{branch_spec, note_slept, run_record, search_reduced, ClockMatters, Direct};
+use super::dpor::{
+    branch_spec, first_run, note_slept, run_record, search_reduced, ClockMatters, Direct,
+};
 use super::exhaustive::{
     assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
     ExhaustiveOptions, Root, Run,
@@ -356,16 +358,16 @@ fn attempt<T: Send>(
         e.bound = Some(Bound::Stopped);
         Attempt::Done(e)
     };
-    // The top, breadth first.
-    let script = Arc::new(if reduced {
-        Script::reducing(Vec::new(), None, Vec::new())
+    // The top, breadth first: the first run (reduced, as the sequential search makes it,
+    // the clock put in the relation at once when it wrote the clock).
+    let (script, value, clock_matters) = if reduced {
+        let (root, clock) = first_run(body);
+        (root.script, root.value, clock_matters || clock)
     } else {
-        Script::new(Vec::new())
-    });
-    let value = body(&script);
-    // A first run that wrote the clock puts it in the relation at once: starting again would
-    // make the same run.
-    let clock_matters = clock_matters || (reduced && run_record(&script, false).is_err());
+        let script = Arc::new(Script::new(Vec::new()));
+        let value = body(&script);
+        (script, value, clock_matters)
+    };
     let weight = weight(&unit_points(&script, reduced), 0, reduced);
     let mut units = vec![Unit {
         script,
