@@ -2,7 +2,7 @@
 # Before/after comparison of what `pipefence run` prints and writes, for a change that should
 # preserve behaviour (or change it only where a rule changed): runs two `pipefence` binaries
 # over every scenario in examples/ and tests/scenarios/, on the deterministic driver at several
-# seeds (plain and --strict), and compares the --json output (with the run's wall-clock
+# seeds (plain, --strict and --validate), and compares the --json output (with the run's wall-clock
 # `elapsed_ns` removed), the Chrome trace bytes and the SVG timeline bytes. Prints one line per
 # difference (naming what differs) and a count.
 #
@@ -31,9 +31,10 @@ files=(examples/*.kdl tests/scenarios/*.kdl)
 [[ -n ${FILES:-} ]] && read -r -a files <<<"$FILES"
 for file in "${files[@]}"; do
     for seed in "${seeds[@]}"; do
-        for mode in plain strict; do
+        for mode in plain strict validate; do
             flags=(--driver deterministic --seed "$seed")
             [[ $mode == strict ]] && flags=(--strict --seed "$seed")
+            [[ $mode == validate ]] && flags+=(--validate)
             rm -f "$work"/*.trace.json "$work"/*.svg
             for side in old new; do
                 bin=$old; [[ $side == new ]] && bin=$new

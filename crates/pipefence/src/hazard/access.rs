@@ -59,17 +59,37 @@ pub(super) fn one_site(site: Site) -> Site {
 /// command index (two per command: a value write's and its release's, a wait's): a command
 /// list runs its commands in order, so these, and the records they point to (created in the
 /// same order), are read sequentially, where the hash index costs a cache miss or two per
-/// lookup once a long list's records outgrow the caches. An entry is only a hint: the record
-/// it points to is compared with the one looked up, and a mismatch falls back to the index.
+/// lookup once a long list's records outgrow the caches. An entry is only a hint: it keeps
+/// what, besides its list, queue and command, makes the record (the stage, the kind and the
+/// operation's name, by address), and one that does not match falls back to the index.
 #[derive(Debug, Default)]
 pub(super) struct AccIndex {
     by_hash: FxHashMap<u64, AccId>,
     collided: FxHashMap<AccRec, AccId>,
-    by_command: FxHashMap<(u32, u32), Vec<[AccId; 2]>>,
+    by_command: FxHashMap<(u32, u32), Vec<Hints>>,
+}
+
+/// The remembered ids of a list command's records ([`AccIndex::by_command`]): per slot (a
+/// release, anything else), the record of that list, queue and command whose stage and kind
+/// are these and whose operation is `op`. A list command's record is made of nothing else
+/// ([`one_site`] leaves its submission out), so a hint that matches needs no look at the
+/// record. The operation is compared by address and length ([`std::ptr::eq`]): the same text
+/// at another address only misses the hint. A command's records share their operation.
+#[derive(Debug, Clone, Copy)]
+struct Hints {
+    ids: [AccId; 2],
+    stages: [u8; 2],
+    kinds: [AccessKind; 2],
+    op: &'static str,
 }
 
 /// No id remembered in [`AccIndex::by_command`].
-const NO_ACC: AccId = AccId::MAX;
+const NO_HINTS: Hints = Hints {
+    ids: [AccId::MAX; 2],
+    stages: [u8::MAX; 2],
+    kinds: [AccessKind::Read; 2],
+    op: "",
+};
 
 fn rec_hash(r: &AccRec) -> u64 {
     use std::hash::BuildHasher;
@@ -131,21 +151,35 @@ impl Model {
         };
         let slot = usize::from(kind == AccessKind::Release);
         let command = command as usize;
-        let hint = self
+        let hit = self
             .acc_index
             .by_command
             .get(&(list, queue))
             .and_then(|v| v.get(command))
-            .map_or(NO_ACC, |ids| ids[slot]);
-        if hint != NO_ACC && self.accs.get(hint as usize) == Some(&r) {
-            return hint;
+            .filter(|h| {
+                h.ids[slot] != AccId::MAX
+                    && h.stages[slot] == stage
+                    && h.kinds[slot] == kind
+                    && std::ptr::eq(h.op, op)
+            });
+        if let Some(h) = hit {
+            return h.ids[slot];
         }
         let id = self.acc(r);
         let v = self.acc_index.by_command.entry((list, queue)).or_default();
         if v.len() <= command {
-            v.resize(command + 1, [NO_ACC; 2]);
+            v.resize(command + 1, NO_HINTS);
         }
-        v[command][slot] = id;
+        let h = &mut v[command];
+        if !std::ptr::eq(h.op, op) {
+            // Another operation on this command (a list recorded again): the other slot's
+            // id is of the old one.
+            *h = NO_HINTS;
+            h.op = op;
+        }
+        h.ids[slot] = id;
+        h.stages[slot] = stage;
+        h.kinds[slot] = kind;
         id
     }
 }
@@ -219,6 +253,19 @@ mod tests {
             a
         );
         assert_eq!(m.queue_acc(0, 1, site(1, 5), "wait", AccessKind::Wait), b);
+        // After another op took the command's hints, the first op's release is its own
+        // record still (not the other op's, whose stage and kind are the same).
+        let w = m.queue_acc(0, 1, site(0, 5), "other-write", AccessKind::ValueWrite);
+        let wr = m.queue_acc(0, 1, site(0, 5), "other-write", AccessKind::Release);
+        assert!(w != a && wr != r);
+        assert_eq!(
+            m.queue_acc(0, 1, site(2, 5), "write", AccessKind::Release),
+            r
+        );
+        assert_eq!(
+            m.queue_acc(0, 1, site(2, 5), "other-write", AccessKind::Release),
+            wr
+        );
         // Another queue or stage has its own records.
         assert_ne!(
             m.queue_acc(1, 1, site(0, 5), "write", AccessKind::ValueWrite),
@@ -228,6 +275,6 @@ mod tests {
             m.queue_acc(0, 0, site(0, 5), "write", AccessKind::ValueWrite),
             a
         );
-        assert_eq!(m.accs.len(), 5);
+        assert_eq!(m.accs.len(), 7);
     }
 }

@@ -109,9 +109,8 @@ impl Model {
         pushed: u64,
     ) {
         let acc = self.queue_acc(queue, if pfp { 0 } else { 1 }, site, op, AccessKind::Wait);
-        let me_c = self.comp(Comp::Me(queue));
-        let pfp_c = self.comp(Comp::Pfp(queue));
         let s = self.q(queue);
+        let (me_c, pfp_c) = (s.me_c, s.pfp_c);
         // The waiting stage's clock is lent to the check, not copied (the check reads no
         // queue's clocks), and put back before the wait acquires.
         let (clock, me) = if pfp {
@@ -157,8 +156,8 @@ impl Model {
     /// The PFP reads a `dispatch_indirect`'s arguments for packet `packet`.
     pub(crate) fn pfp_read(&mut self, queue: u32, site: Site, address: u64, packet: u64) {
         let acc = self.queue_acc(queue, 0, site, "dispatch-indirect", AccessKind::Read);
-        let pfp_c = self.comp(Comp::Pfp(queue));
         let s = self.q(queue);
+        let pfp_c = s.pfp_c;
         let v = s.p.get(pfp_c) + 1;
         s.p.raise(pfp_c, v);
         s.pfp_reads.push_back((packet, v));
@@ -176,8 +175,8 @@ impl Model {
 
     /// The ME pops packet `packet`: what the PFP acquired up to it joins the ME's clocks.
     pub(crate) fn me_packet(&mut self, queue: u32, packet: u64) {
-        let pfp_c = self.comp(Comp::Pfp(queue));
         let s = self.q(queue);
+        let pfp_c = s.pfp_c;
         while s.pending.front().is_some_and(|(k, _)| *k <= packet) {
             if let Some((_, c)) = s.pending.pop_front() {
                 s.o.join(&c);
@@ -225,8 +224,7 @@ impl Model {
         address: u64,
         width: Width,
     ) {
-        let rel = Arc::new(self.q(queue).r.clone());
-        self.value_write_at(queue, site, op, address, width, rel, RelKind::Top);
+        self.value_write_at(queue, site, op, address, width, None, RelKind::Top);
     }
 
     /// A bottom-of-pipe write or signal enters the retire queue: its release clock is fixed now.
@@ -263,7 +261,7 @@ impl Model {
             op,
             address,
             width,
-            Arc::new(clock),
+            Some(Arc::new(clock)),
             RelKind::Bop {
                 writeback,
                 volatile,
@@ -279,12 +277,15 @@ impl Model {
         op: &'static str,
         address: u64,
         width: Width,
-        rel: Arc<Vc>,
+        rel: Option<Arc<Vc>>,
         kind: RelKind,
     ) {
         let acc = self.queue_acc(queue, 1, site, op, AccessKind::ValueWrite);
-        let me_c = self.comp(Comp::Me(queue));
+        let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
         let s = self.q(queue);
+        let me_c = s.me_c;
+        // `None`: the ME's release clock now (a top-of-pipe write).
+        let rel = rel.unwrap_or_else(|| Arc::new(s.r.clone()));
         // The ME's clock is lent to the check, not copied (nothing below reads a queue's
         // clocks), and put back before the ME ticks.
         let clock = std::mem::take(&mut s.o);
@@ -293,8 +294,6 @@ impl Model {
             v: clock.get(me_c),
         };
         let (d, c) = (s.disp, s.copy);
-        let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
-        let s = self.q(queue);
         if s.releases.len() >= RELEASE_LOG {
             s.releases.pop_front();
         }

@@ -44,6 +44,10 @@ pub(super) struct QState {
     /// Tasks launched so far (dispatches, copies).
     pub(super) disp: u32,
     pub(super) copy: u32,
+    /// The numbers of this queue's ME and PFP clock components (`Model::comp`), fixed when
+    /// its state is created: the hot hooks read them here instead of looking them up.
+    pub(super) me_c: u32,
+    pub(super) pfp_c: u32,
 }
 
 impl QState {
@@ -119,7 +123,11 @@ impl Model {
             ] {
                 comp(c(queue));
             }
-            let mut s = QState::default();
+            let mut s = QState {
+                me_c: me,
+                pfp_c: pfp,
+                ..QState::default()
+            };
             for c in [&mut s.p, &mut s.o, &mut s.r] {
                 c.raise(me, 1);
                 c.raise(pfp, 0);
