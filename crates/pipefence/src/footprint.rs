@@ -239,22 +239,31 @@ pub fn forced(o: Obj) -> bool {
     )
 }
 
-/// A quick over-approximation of an object as a set of 64 bits (a bit per hash of the object,
-/// memory by 64-byte line): two objects that overlap ([`objects_overlap`]) always share a
-/// bit, so objects whose bits do not meet do not overlap.
+/// A quick over-approximation of an object as a set of 64 bits: two objects that overlap
+/// ([`objects_overlap`]) always share a bit, so objects whose bits do not meet do not overlap.
+/// Memory takes the low [`MEM_BITS`] bits, a 64-byte line's bit by its number modulo that (the
+/// disjoint ranges of a dispatch's groups, side by side, share bits only that many lines
+/// apart); the device (read by every action) and the clock a bit each; every other object
+/// one of the bits left, by a hash.
 fn object_bits(o: Obj) -> u64 {
-    let bit = |h: u64| 1u64 << (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+    const MEM: u64 = (1 << MEM_BITS) - 1;
+    const OTHER: u64 = 62 - MEM_BITS;
+    let bit = |h: u64| {
+        let x = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        1u64 << (MEM_BITS + ((x * OTHER) >> 32))
+    };
     match o {
         Obj::All => u64::MAX,
         Obj::Mem(s, e) | Obj::Writers(s, e) => {
             // An empty range overlaps nothing but `All`: one bit.
             let (a, b) = (s / 64, e.saturating_sub(1) / 64);
+            let line = |l: u64| 1u64 << (l % MEM_BITS);
             if s >= e {
-                bit(a)
-            } else if b - a > 16 {
-                u64::MAX
+                line(a)
+            } else if b - a >= MEM_BITS - 1 {
+                MEM
             } else {
-                (a..=b).fold(0, |m, l| m | bit(l))
+                (a..=b).fold(0, |m, l| m | line(l))
             }
         }
         Obj::Line(q, _) | Obj::Cache(q) | Obj::Dirty(q) => bit(0x1000_0000_0000 | u64::from(q)),
@@ -272,11 +281,14 @@ fn object_bits(o: Obj) -> u64 {
         Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
         // One bit per queue for a dispatch and a range of them (they overlap).
         Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
-        Obj::Clock => bit(0x5000_0000_0000),
+        Obj::Clock => 1 << 62,
         Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
-        Obj::Device => bit(0x7000_0000_0000),
+        Obj::Device => 1 << 63,
     }
 }
+
+/// The bits of [`object_bits`] that memory takes.
+const MEM_BITS: u64 = 48;
 
 fn objects_overlap(a: Obj, b: Obj) -> bool {
     match (a, b) {
@@ -319,16 +331,24 @@ pub(crate) fn start() {
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
 /// was not recording).
 pub(crate) fn take() -> Footprint {
+    Footprint::new(take_raw())
+}
+
+/// [`take`], as recorded: in the order made, repeats and all (for a caller that adds more
+/// before it makes a [`Footprint`], which orders and merges them once).
+pub(crate) fn take_raw() -> Vec<Access> {
     REC.with(|r| match r.borrow_mut().take() {
         Some(v) => {
             ACTIVE.fetch_sub(1, Ordering::Relaxed);
-            Footprint::new(v)
+            v
         }
-        None => Footprint::default(),
+        None => Vec::new(),
     })
 }
 
-/// Records an access, when this thread records.
+/// Records an access, when this thread records. The same access as the last one, or a memory
+/// range of the same kind that meets the last one's (a loop over words), extends that one
+/// instead: [`Footprint::new`] would merge them into the same footprint.
 #[inline]
 pub(crate) fn record(obj: Obj, kind: Kind) {
     if !active() {
@@ -336,7 +356,16 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     }
     REC.with(|r| {
         if let Some(v) = r.borrow_mut().as_mut() {
-            v.push((obj, kind));
+            match (v.last_mut(), obj) {
+                (Some(last), _) if *last == (obj, kind) => {}
+                (Some((Obj::Mem(s0, e0), k0)), Obj::Mem(s1, e1))
+                    if *k0 == kind && s1 <= *e0 && *s0 <= e1 =>
+                {
+                    *s0 = (*s0).min(s1);
+                    *e0 = (*e0).max(e1);
+                }
+                _ => v.push((obj, kind)),
+            }
         }
     });
 }

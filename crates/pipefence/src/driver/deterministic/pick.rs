@@ -399,7 +399,7 @@ impl Scheduler {
                     // the same way).
                     let mut arrival: Vec<crate::footprint::Access> = Vec::new();
                     if reducing && stage == Stage::Pfp && matches!(step, Step::Progressed) {
-                        arrival = footprint::take().accesses().to_vec();
+                        arrival = footprint::take_raw();
                         let mut e = lock(&q.engine);
                         if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, true) {
                             arrival.extend(read);
@@ -480,7 +480,7 @@ impl Scheduler {
                     }
                     if reducing {
                         if keep {
-                            footprint::take();
+                            footprint::take_raw();
                         } else {
                             // What the stage touched of its queue's state the engine
                             // recorded (`footprint.rs`); an ME step changes what the queue
@@ -910,7 +910,7 @@ fn try_pfp(
     }
     let ok = runnable(dev, e, Stage::Pfp, trace);
     let read = if record {
-        footprint::take().accesses().to_vec()
+        footprint::take_raw()
     } else {
         Vec::new()
     };
@@ -950,10 +950,10 @@ impl Scheduler {
         mut extra: Vec<crate::footprint::Access>,
     ) {
         let Some(script) = st.script.clone() else {
-            footprint::take();
+            footprint::take_raw();
             return;
         };
-        let mut v = footprint::take().accesses().to_vec();
+        let mut v = footprint::take_raw();
         v.append(&mut extra);
         v.push((Obj::Device, Kind::Read));
         script.event(actor, crate::footprint::Footprint::new(v));
