@@ -290,6 +290,11 @@ impl Script {
         self.lock().events.clone()
     }
 
+    /// `f` of the events recorded so far, without copying them.
+    pub(crate) fn with_events<R>(&self, f: impl FnOnce(&[Event]) -> R) -> R {
+        f(&self.lock().events)
+    }
+
     /// Every enabled alternative at some point was asleep, so the run stopped there.
     pub fn sleep_blocked(&self) -> bool {
         self.lock().sleep_blocked

@@ -441,8 +441,7 @@ impl History {
                 let same = self.events[i].actor == self.events[j].actor;
                 if (same && !same_actor_seen) || self.dependent(i, j) {
                     same_actor_seen |= same;
-                    let pi = self.preds[i].clone();
-                    p.union(&pi);
+                    p.union(&self.preds[i]);
                     p.insert(i);
                 }
             }
@@ -690,7 +689,7 @@ pub(super) fn first_run<T>(body: impl FnOnce(&Arc<Script>) -> T) -> (Root<T>, bo
     let value = body(&script);
     // A first run has no sleep set, so it is never stopped asleep: its record has every
     // event ([`run_record`]).
-    let clock_matters = writes_clock(&script.events());
+    let clock_matters = script.with_events(writes_clock);
     let root = Root {
         script,
         value,
@@ -1127,8 +1126,8 @@ fn choose<T>(
 /// `hazard/strict.rs`). `ended`: the run went to its end (the actors that could run at its
 /// last point and did not were disabled by its last action).
 fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink: &mut Sink) {
-    let mut last: std::collections::HashMap<ActorKey, usize> = std::collections::HashMap::new();
-    let mut removal = std::collections::HashSet::new();
+    let mut last: rustc_hash::FxHashMap<ActorKey, usize> = rustc_hash::FxHashMap::default();
+    let mut removal = rustc_hash::FxHashSet::default();
     for e in &h.events {
         // A host released from a wait that timed out or that a removal ended (it reads
         // everything) did not run the action it could run before: a poll that could pass,
@@ -1222,22 +1221,26 @@ fn add_backtracks(
 ) {
     let n = h.events.len();
     for j in first_new..n {
-        let before: Bits = match h.prev_same(j) {
-            Some(p) => {
-                let mut b = h.preds[p].clone();
-                b.insert(p);
-                b
+        // The events that happen before j but not before (or at) the previous event of j's
+        // actor, in order, that another actor made and that j depends on.
+        let prev = h.prev_same(j);
+        let mut racing: Vec<usize> = Vec::new();
+        for (w, &word) in h.preds[j].0.iter().enumerate() {
+            let mut m = word;
+            if let Some(p) = prev {
+                m &= !h.preds[p].0.get(w).copied().unwrap_or(0);
+                if p / 64 == w {
+                    m &= !(1u64 << (p % 64));
+                }
             }
-            None => Bits::default(),
-        };
-        let mut racing: Vec<usize> = (0..j)
-            .filter(|&i| {
-                h.events[i].actor != h.events[j].actor
-                    && !before.contains(i)
-                    && h.preds[j].contains(i)
-                    && h.dependent(i, j)
-            })
-            .collect();
+            while m != 0 {
+                let i = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                if h.events[i].actor != h.events[j].actor && h.dependent(i, j) {
+                    racing.push(i);
+                }
+            }
+        }
         // Only the dependences some schedule reverses: not the queue's plumbing or a wait
         // (`Footprint::races`: one conflict that orders the two in every schedule orders
         // them), nor two parts of one step (an action and the PFP steps or write-backs it
