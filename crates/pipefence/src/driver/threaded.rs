@@ -253,6 +253,10 @@ const ME_BATCH: u32 = 64;
 /// injected clock when it wakes).
 const WATCHDOG_PARK: Duration = Duration::from_millis(100);
 
+/// How long an engine with nothing to do spins for a wake before it parks (as a CPU fence wait
+/// does, `sync/fence.rs`).
+const ENGINE_SPIN_NS: u64 = 20_000;
+
 fn engine_main(q: &Arc<QueueShared>) {
     // A wake before this only sets the flag, which the loop reads before it first parks.
     q.waker.set_thread(crate::sync::shim::current_thread());
@@ -271,6 +275,7 @@ fn engine_main(q: &Arc<QueueShared>) {
     let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
     // This engine's completed commands and submissions, as last seen (device progress, D6).
     let mut completed: u64 = 0;
+    let mut spin = SpinCredit::default();
     loop {
         // Q8: after the last handle is gone the engine still runs what was submitted.
         if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
@@ -408,11 +413,23 @@ fn engine_main(q: &Arc<QueueShared>) {
             // Registered something new: re-check before sleeping.
             continue;
         }
+        let polling = polling_views(&dev, &conds);
+        // Spin, then park: a wait that the host or another engine releases soon (a host that
+        // signals and waits for the answer) is released without a system call on either side.
+        // Not while polling a memory view (that has its own back-off), and only while spinning
+        // pays ([`SpinCredit`]): on two CPUs an engine that spins in vain holds a CPU that the
+        // thread it waits for needs (a fence handed along a chain of queues).
+        if !polling && spin.allowed() {
+            let woken = q.waker.spin_for_wake(ENGINE_SPIN_NS);
+            spin.outcome(woken);
+            if woken {
+                continue;
+            }
+        }
         if !q.waker.begin_park(pfp_held) {
             // A wake arrived since the clear: step again. Otherwise later wakes unpark.
             continue;
         }
-        let polling = polling_views(&dev, &conds);
         let watchdog_park =
             park_for.map(|ns| Duration::from_nanos(ns.max(1_000_000)).min(WATCHDOG_PARK));
         if polling {
@@ -431,6 +448,51 @@ fn engine_main(q: &Arc<QueueShared>) {
     // The interval in progress when the engine stops (a queue stuck until removal) counts.
     let now = monotonic_ns();
     close_interval(q, state, now.saturating_sub(state_since), None, now);
+}
+
+/// Whether an engine with nothing to do spins before it parks: while recent spins found a
+/// wake. Each spin that does refills the credit, each that does not spends one; without
+/// credit the engine parks at once, and tries a spin again after [`SpinCredit::RETRY`] parks.
+#[derive(Debug)]
+struct SpinCredit {
+    credit: u32,
+    parks: u32,
+}
+
+impl Default for SpinCredit {
+    fn default() -> Self {
+        SpinCredit {
+            credit: Self::FULL,
+            parks: 0,
+        }
+    }
+}
+
+impl SpinCredit {
+    /// The credit a spin that found a wake gives back.
+    const FULL: u32 = 4;
+    /// Parks without spinning before one more try.
+    const RETRY: u32 = 256;
+
+    fn allowed(&mut self) -> bool {
+        if self.credit > 0 {
+            return true;
+        }
+        self.parks += 1;
+        if self.parks >= Self::RETRY {
+            self.parks = 0;
+            return true;
+        }
+        false
+    }
+
+    fn outcome(&mut self, woken: bool) {
+        self.credit = if woken {
+            Self::FULL
+        } else {
+            self.credit.saturating_sub(1)
+        };
+    }
 }
 
 /// Whether the engine polls a memory-value wait (an atomic view exists, D8).
@@ -807,5 +869,32 @@ fn worker_main(pool: Arc<Pool>, dev: std::sync::Weak<DeviceShared>, index: usize
             lock(&q.engine).groups_done(job.launch.index, job.launch.groups);
             q.waker.wake();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SpinCredit;
+
+    /// An engine spins while its spins find wakes; after `FULL` spins in vain in a row it
+    /// parks at once, but for one try every `RETRY` parks, and a try that finds a wake gives
+    /// the full credit back.
+    #[test]
+    fn spin_credit_stops_spinning_in_vain_and_tries_again() {
+        let mut s = SpinCredit::default();
+        for _ in 0..SpinCredit::FULL {
+            assert!(s.allowed());
+            s.outcome(false);
+        }
+        let tries = (0..3 * SpinCredit::RETRY).filter(|_| s.allowed()).count();
+        assert_eq!(tries, 3, "one try per RETRY parks once the credit is spent");
+        assert!((1..SpinCredit::RETRY).all(|_| !s.allowed()));
+        assert!(s.allowed());
+        s.outcome(true);
+        for _ in 0..SpinCredit::FULL {
+            assert!(s.allowed());
+            s.outcome(false);
+        }
+        assert!(!s.allowed());
     }
 }

@@ -216,6 +216,14 @@ impl EngineWaker {
         self.state.swap(RUNNING, Ordering::AcqRel);
     }
 
+    /// Spins for at most `budget_ns` (not at all on one CPU, [`spin_allowed`]) until a wake
+    /// arrives; returns whether one did. Only reads the state: a wake meanwhile finds the
+    /// engine running and costs its waker no system call, and the engine steps again.
+    #[inline]
+    pub(crate) fn spin_for_wake(&self, budget_ns: u64) -> bool {
+        spin_until(budget_ns, || self.state.load(Ordering::Acquire) != RUNNING)
+    }
+
     /// Whether a wake arrived since the last clear (the loom models check it).
     #[cfg(loom)]
     pub(crate) fn is_set(&self) -> bool {
