@@ -1016,11 +1016,10 @@ fn search<T>(
             // A subtree's search starts with no nodes: its first run makes those above it
             // too (read-only: their changes are kept for the owner).
             let have = st.path.len();
-            for p in &points[have..] {
-                st.path.push(Node::new(p.clone()));
-            }
+            let n_points = points.len();
+            st.path.extend(points.into_iter().skip(have).map(Node::new));
             st.tries = script.tries();
-            result.max_depth = result.max_depth.max(points.len());
+            result.max_depth = result.max_depth.max(n_points);
             let first_new = if have < from {
                 // A subtree's first run: its events before the branch point are those of
                 // the search that wants it (`hint`), whose happens-before it keeps, or it
@@ -1057,7 +1056,7 @@ fn search<T>(
             );
             let run = if script.sleep_blocked() {
                 result.sleep_blocked += 1;
-                Run::SleepBlocked(points.len())
+                Run::SleepBlocked(n_points)
             } else {
                 result.schedules += 1;
                 Run::Schedule(value, &script)
