@@ -459,3 +459,27 @@ fn x6_threads_explore_ahead_the_same_schedules_in_the_same_order() {
         }
     }
 }
+
+/// An exhaustive check leaves no footprint recorder on in the thread that called it, on one
+/// thread or two: one left on kept the whole process on the recording path (every access of
+/// every device, threaded ones too, paid for it: half the threaded command throughput).
+#[test]
+fn x1_an_exhaustive_check_leaves_no_recorder_on() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for name in ["async-compute.kdl", "cpu-gpu-handshake.kdl"] {
+        let path = dir.join(name);
+        let src = std::fs::read_to_string(&path).expect("the example");
+        let sc = pipefence_scenario::parse(name, &src).expect("a valid scenario");
+        for jobs in [1, 2] {
+            let mut o = opts(false, 100);
+            o.parallel.jobs = jobs;
+            o.bounds.reduction = true;
+            let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+            assert!(r.schedules > 0, "{name}");
+            assert!(
+                !pipefence::footprint::recording(),
+                "{name}, {jobs} thread(s): still recording"
+            );
+        }
+    }
+}

@@ -313,19 +313,44 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
 /// Recorders active in the process (a quick test before the thread-local one).
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
+/// A thread's recorder: what it recorded since [`start`], `None` when it does not record. A
+/// thread that ends while recording stops (its count in [`ACTIVE`] goes with it).
+struct Recorder(Option<Vec<Access>>);
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if self.0.take().is_some() {
+            ACTIVE.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
 thread_local! {
-    static REC: RefCell<Option<Vec<Access>>> = const { RefCell::new(None) };
+    static REC: RefCell<Recorder> = const { RefCell::new(Recorder(None)) };
 }
 
 /// Starts recording on this thread (dropping whatever was recorded).
 pub(crate) fn start() {
     REC.with(|r| {
         let mut r = r.borrow_mut();
-        if r.is_none() {
+        if r.0.is_none() {
             ACTIVE.fetch_add(1, Ordering::Relaxed);
         }
-        *r = Some(Vec::new());
+        r.0 = Some(Vec::new());
     });
+}
+
+/// Whether this thread records footprints now (between a reducing run's actions it does;
+/// after a run it must not: [`stop`]).
+pub fn recording() -> bool {
+    REC.with(|r| r.borrow().0.is_some())
+}
+
+/// Stops recording on this thread, dropping what was recorded: a run that ends leaves no
+/// recorder on (one left on would send every access of the process, on every device, down
+/// the recording path; [`active`]).
+pub(crate) fn stop() {
+    take_raw();
 }
 
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
@@ -337,7 +362,7 @@ pub(crate) fn take() -> Footprint {
 /// [`take`], as recorded: in the order made, repeats and all (for a caller that adds more
 /// before it makes a [`Footprint`], which orders and merges them once).
 pub(crate) fn take_raw() -> Vec<Access> {
-    REC.with(|r| match r.borrow_mut().take() {
+    REC.with(|r| match r.borrow_mut().0.take() {
         Some(v) => {
             ACTIVE.fetch_sub(1, Ordering::Relaxed);
             v
@@ -355,7 +380,7 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
         return;
     }
     REC.with(|r| {
-        if let Some(v) = r.borrow_mut().as_mut() {
+        if let Some(v) = r.borrow_mut().0.as_mut() {
             match (v.last_mut(), obj) {
                 (Some(last), _) if *last == (obj, kind) => {}
                 (Some((Obj::Mem(s0, e0), k0)), Obj::Mem(s1, e1))

@@ -270,6 +270,7 @@ pub(super) fn search_plain<T>(
                     }
                 });
                 let value = body(&script);
+                crate::footprint::stop();
                 (script, value)
             }
         };

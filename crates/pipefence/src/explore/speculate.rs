@@ -179,6 +179,7 @@ where
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
         let script = Arc::new(spec.script());
         let value = (self.ctx.body)(&script);
+        crate::footprint::stop();
         (script, value)
     }
 
