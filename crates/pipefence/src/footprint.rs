@@ -346,9 +346,9 @@ pub fn recording() -> bool {
     REC.with(|r| r.borrow().0.is_some())
 }
 
-/// Stops recording on this thread, dropping what was recorded: a run that ends leaves no
-/// recorder on (one left on would send every access of the process, on every device, down
-/// the recording path; [`active`]).
+/// Stops recording on this thread, dropping what was recorded: a host that leaves a scripted
+/// device leaves no recorder on (one left on would send every access of the process, on
+/// every device, down the recording path; [`active`]).
 pub(crate) fn stop() {
     take_raw();
 }

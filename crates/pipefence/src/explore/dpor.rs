@@ -602,7 +602,6 @@ impl<T, B: FnMut(&Arc<Script>) -> T> Runs<T> for Direct<B> {
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
         let script = Arc::new(spec.script());
         let value = (self.0)(&script);
-        crate::footprint::stop();
         (script, value)
     }
 }
@@ -688,7 +687,6 @@ pub(super) fn enumerate_reduced<T>(
 pub(super) fn first_run<T>(body: impl FnOnce(&Arc<Script>) -> T) -> (Root<T>, bool) {
     let script = Arc::new(Spec::first().script());
     let value = body(&script);
-    crate::footprint::stop();
     // A first run has no sleep set, so it is never stopped asleep: its record has every
     // event ([`run_record`]).
     let clock_matters = script.with_events(writes_clock);

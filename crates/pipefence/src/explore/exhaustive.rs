@@ -270,7 +270,6 @@ pub(super) fn search_plain<T>(
                     }
                 });
                 let value = body(&script);
-                crate::footprint::stop();
                 (script, value)
             }
         };

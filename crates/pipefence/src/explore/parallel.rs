@@ -293,7 +293,6 @@ fn expand<T>(
         };
         let script = Arc::new(script);
         let value = body(&script);
-        crate::footprint::stop();
         tried.push(alt);
         let (new_points, new_events) = if reduced {
             run_record(&script, clock_matters).map_err(|_| Halt::Clock)?
@@ -367,7 +366,6 @@ fn attempt<T: Send>(
     } else {
         let script = Arc::new(Script::new(Vec::new()));
         let value = body(&script);
-        crate::footprint::stop();
         (script, value, clock_matters)
     };
     let weight = weight(&unit_points(&script, reduced), 0, reduced);

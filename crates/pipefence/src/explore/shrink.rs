@@ -84,7 +84,6 @@ pub fn shrink<T, K: PartialEq>(
         let script = Arc::new(script);
         runs += 1;
         let v = body(&script);
-        crate::footprint::stop();
         let same = key(v).is_some_and(|got| got == *k);
         best.push(same.then(|| Best::of(&script)));
     }
@@ -177,7 +176,6 @@ pub fn shrink<T, K: PartialEq>(
                 });
                 runs += 1;
                 let v = body(&script);
-                crate::footprint::stop();
                 if key(v).is_some_and(|got| got == targets[i].0) {
                     let b = Best::of(&script);
                     if b.preemptions < cur.preemptions {
@@ -195,7 +193,6 @@ pub fn shrink<T, K: PartialEq>(
         let replayed = best[i].as_ref().and_then(|b| {
             let script = Arc::new(Script::from_schedule_string(&b.replay).ok()?.narrating());
             let v = body(&script);
-            crate::footprint::stop();
             let steps = script
                 .narration()
                 .into_iter()

@@ -179,7 +179,6 @@ where
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
         let script = Arc::new(spec.script());
         let value = (self.ctx.body)(&script);
-        crate::footprint::stop();
         (script, value)
     }
 

@@ -522,6 +522,9 @@ impl Backend for Scheduler {
     fn host_done(&self, dev: &DeviceShared, slot: usize) {
         self.schedule(dev, slot, HostStep::Done);
         unregister_current(dev.id);
+        // The host has left the device: nothing more of it is an action (a scheduling point
+        // would end one), so its thread records nothing more.
+        crate::footprint::stop();
     }
 
     fn last_handle_dropped(&self, dev: &DeviceShared) {
@@ -531,6 +534,9 @@ impl Backend for Scheduler {
             }
         }
         unregister_current(dev.id);
+        // As in `host_done`: the drain gave the host its turn back, and recording with it,
+        // for an action that no scheduling point will end.
+        crate::footprint::stop();
     }
 
     fn schedule_stats(&self) -> Option<ScheduleStats> {
