@@ -134,13 +134,9 @@ impl Footprint {
         // records one range per word).
         let mut out: Vec<Access> = Vec::with_capacity(accesses.len());
         for a in accesses {
-            if let (Some((Obj::Mem(_, e0), k0)), (Obj::Mem(s1, e1), k1)) = (out.last_mut(), a) {
-                if *k0 == k1 && s1 <= *e0 {
-                    *e0 = (*e0).max(e1);
-                    continue;
-                }
+            if !out.last_mut().is_some_and(|last| join_ranges(last, a)) {
+                out.push(a);
             }
-            out.push(a);
         }
         let bits = out.iter().map(|&(o, _)| object_bits(o)).collect();
         Footprint {
@@ -287,6 +283,21 @@ fn object_bits(o: Obj) -> u64 {
     }
 }
 
+/// Joins memory range `a` into `last` when they are of the same kind and meet (touch or
+/// overlap); returns whether it did. [`Footprint::new`] joins the ranges of a sorted list so,
+/// and [`record`] the ranges of a word loop as they come: the same joins, so the same
+/// footprint.
+fn join_ranges(last: &mut Access, a: Access) -> bool {
+    match (last, a) {
+        ((Obj::Mem(s0, e0), k0), (Obj::Mem(s1, e1), k1)) if *k0 == k1 && s1 <= *e0 && *s0 <= e1 => {
+            *s0 = (*s0).min(s1);
+            *e0 = (*e0).max(e1);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The bits of [`object_bits`] that memory takes.
 const MEM_BITS: u64 = 48;
 
@@ -381,15 +392,12 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     }
     REC.with(|r| {
         if let Some(v) = r.borrow_mut().0.as_mut() {
-            match (v.last_mut(), obj) {
-                (Some(last), _) if *last == (obj, kind) => {}
-                (Some((Obj::Mem(s0, e0), k0)), Obj::Mem(s1, e1))
-                    if *k0 == kind && s1 <= *e0 && *s0 <= e1 =>
-                {
-                    *s0 = (*s0).min(s1);
-                    *e0 = (*e0).max(e1);
-                }
-                _ => v.push((obj, kind)),
+            let a = (obj, kind);
+            if !v
+                .last_mut()
+                .is_some_and(|last| *last == a || join_ranges(last, a))
+            {
+                v.push(a);
             }
         }
     });
