@@ -253,10 +253,6 @@ const ME_BATCH: u32 = 64;
 /// injected clock when it wakes).
 const WATCHDOG_PARK: Duration = Duration::from_millis(100);
 
-/// How long an engine with nothing to do spins for a wake before it parks (as a CPU fence wait
-/// does, `sync/fence.rs`).
-const ENGINE_SPIN_NS: u64 = 20_000;
-
 fn engine_main(q: &Arc<QueueShared>) {
     // A wake before this only sets the flag, which the loop reads before it first parks.
     q.waker.set_thread(crate::sync::shim::current_thread());
@@ -420,7 +416,7 @@ fn engine_main(q: &Arc<QueueShared>) {
         // pays ([`SpinCredit`]): on two CPUs an engine that spins in vain holds a CPU that the
         // thread it waits for needs (a fence handed along a chain of queues).
         if !polling && spin.allowed() {
-            let woken = q.waker.spin_for_wake(ENGINE_SPIN_NS);
+            let woken = q.waker.spin_for_wake();
             spin.outcome(woken);
             if woken {
                 continue;

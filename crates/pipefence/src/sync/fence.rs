@@ -15,7 +15,7 @@
 //! `n` waiters costs `O(k + log n)` (lowest first, nothing proportional to the waiters left
 //! behind) and a timed-out waiter removes itself in `O(log n)` (amortized).
 
-use super::notify::{spin_until, Crossing, Notify, Parker, Release};
+use super::notify::{spin_until, Crossing, Notify, Parker, Release, SPIN_NS};
 use super::shim::{lock, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::footprint::{self, Kind, Obj};
 use std::collections::{BTreeMap, VecDeque};
@@ -129,9 +129,6 @@ thread_local! {
     /// value under the lock (a deliberately broken wake handshake that loom must catch).
     pub(crate) static BREAK_REGISTER_RECHECK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
-
-/// Spin budget before a blocked CPU wait parks (D8; none on one CPU).
-const SPIN_NS: u64 = 20_000;
 
 impl FenceCore {
     pub(crate) fn new(initial: u64) -> Self {

@@ -2,7 +2,7 @@
 //! fires once, at the first.
 
 use super::fence::{FenceCore, Registration, WaitOutcome};
-use super::notify::{spin_until, Notify, Parker};
+use super::notify::{spin_until, Notify, Parker, SPIN_NS};
 use super::shim::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -114,7 +114,7 @@ pub(crate) fn wait_multiple(
     if deadline.is_some_and(|d| d <= Instant::now()) {
         return WaitOutcome::TimedOut;
     }
-    if spin_until(20_000, || reached() || removed()) {
+    if spin_until(SPIN_NS, || reached() || removed()) {
         return if removed() {
             WaitOutcome::Removed
         } else {

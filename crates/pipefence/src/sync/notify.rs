@@ -122,6 +122,10 @@ pub(crate) fn cpus() -> usize {
     *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// Spin budget before a blocked wait parks: a CPU fence wait, a wait for several fences, an
+/// engine with nothing to do (D8; none on one CPU).
+pub(crate) const SPIN_NS: u64 = 20_000;
+
 /// Spins for at most `budget_ns` while `done()` is false; returns `done()`'s last answer.
 #[inline]
 pub(crate) fn spin_until(budget_ns: u64, mut done: impl FnMut() -> bool) -> bool {
@@ -216,12 +220,12 @@ impl EngineWaker {
         self.state.swap(RUNNING, Ordering::AcqRel);
     }
 
-    /// Spins for at most `budget_ns` (not at all on one CPU, [`spin_allowed`]) until a wake
+    /// Spins for at most [`SPIN_NS`] (not at all on one CPU, [`spin_allowed`]) until a wake
     /// arrives; returns whether one did. Only reads the state: a wake meanwhile finds the
     /// engine running and costs its waker no system call, and the engine steps again.
     #[inline]
-    pub(crate) fn spin_for_wake(&self, budget_ns: u64) -> bool {
-        spin_until(budget_ns, || self.state.load(Ordering::Acquire) != RUNNING)
+    pub(crate) fn spin_for_wake(&self) -> bool {
+        spin_until(SPIN_NS, || self.state.load(Ordering::Acquire) != RUNNING)
     }
 
     /// Whether a wake arrived since the last clear (the loom models check it).
