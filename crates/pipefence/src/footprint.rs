@@ -85,6 +85,10 @@ pub enum Obj {
     /// words, making them visible to its own CP): it overlaps every [`Obj::Line`] of the
     /// queue, not its read cache ([`Obj::Cache`]).
     Dirty(u32),
+    /// The end of the run, reached: every host but the last is done and every queue is idle.
+    /// Only the pass of the last host's wait for it reads it (nothing writes it): it marks an
+    /// action that could not run before any retirement or dispatch group of the run.
+    Settled,
     /// The virtual clock.
     Clock,
     /// A host thread (its state: running, finished).
@@ -273,6 +277,7 @@ fn object_bits(o: Obj) -> u64 {
         Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
         Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
+        Obj::Settled => bit(0x3b00_0000_0000),
         Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
         Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
         // One bit per queue for a dispatch and a range of them (they overlap).

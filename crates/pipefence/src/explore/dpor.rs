@@ -1432,6 +1432,14 @@ fn awaits_idle(f: &Footprint) -> bool {
         .any(|&(o, k)| matches!(o, Obj::Idle(_)) && k == Kind::Await)
 }
 
+/// Whether an action with this footprint comes after every retirement and dispatch group of
+/// queue `q` submitted before it: a host's wait for idle that passes or that a hang releases
+/// ([`awaits_idle`]), or the pass of the wait for the end of the run ([`Obj::Settled`]).
+fn needs_idle(f: &Footprint, q: u32) -> bool {
+    let a = f.accesses();
+    a.contains(&(Obj::Idle(q), Kind::Await)) || a.contains(&(Obj::Settled, Kind::Read))
+}
+
 /// A race of `i`, a write-back that another actor's step did (a release, an atomic or a CP
 /// write that cleans a dirty line records it as an action of the line's write-back actor, at
 /// the step's point): reversing the race puts the later event before the whole step, but the
@@ -1528,6 +1536,20 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     let aj = h.events[j].actor;
     if (first..=last).any(|x| h.events[x].actor == aj) {
         return None;
+    }
+    // j waits for the queue of i's step (a retirement, or the completion of a dispatch's
+    // group or groups) to be idle, or for the end of the run: what the step does was submitted
+    // before it, and the queue is idle only when all of that has completed, so j cannot come
+    // before the step. (A removal that releases j instead disables the step: that race is the
+    // removal's.)
+    let step_actor = path
+        .get(h.events[i].point)
+        .and_then(|n| n.taken_actor())
+        .unwrap_or(h.events[first].actor);
+    if let ActorKey::Group(q, ..) | ActorKey::Dispatch(q, _) | ActorKey::Retire(q) = step_actor {
+        if needs_idle(&h.events[j].footprint, q) {
+            return None;
+        }
     }
     // Whether event k is the action chosen at its point (not a PFP step or write-back that
     // it brought about).

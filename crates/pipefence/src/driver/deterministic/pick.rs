@@ -363,6 +363,13 @@ impl Scheduler {
                                     extra.push((Obj::Submit(q.id), Kind::Read));
                                 }
                             }
+                            // The end of the run, passed: every other host is done and every
+                            // queue idle. It reads everything (the outcome), and says that it
+                            // could not come before any retirement or group of the run.
+                            HostState::Blocked(HostWait::Settled) if wake == Wake::Ok => {
+                                extra.push((Obj::All, Kind::Read));
+                                extra.push((Obj::Settled, Kind::Read));
+                            }
                             HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
                             _ => {}
                         }
