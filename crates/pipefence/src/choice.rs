@@ -290,6 +290,11 @@ impl Script {
         self.lock().events.clone()
     }
 
+    /// The events recorded so far, moved out (the script keeps none).
+    pub(crate) fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut self.lock().events)
+    }
+
     /// `f` of the events recorded so far, without copying them.
     pub(crate) fn with_events<R>(&self, f: impl FnOnce(&[Event]) -> R) -> R {
         f(&self.lock().events)

@@ -127,25 +127,58 @@ pub struct Footprint {
     /// [`object_bits`] of each access, in the same order: a pair of accesses whose bits do
     /// not meet does not overlap, tested before the objects themselves.
     bits: Vec<u64>,
+    /// The union of `bits` of the reads (awaits included), the updates and the writes: an
+    /// access whose bits do not meet those of another footprint's accesses of a kind that
+    /// conflicts with its own ([`Footprint::against`]) conflicts with none of them.
+    kinds: [u64; 3],
 }
 
 impl Footprint {
     /// A footprint of these accesses.
     pub fn new(mut accesses: Vec<Access>) -> Self {
         accesses.sort_unstable_by_key(|&(o, k)| (k, o));
-        accesses.dedup();
-        // Merge adjacent or overlapping memory ranges of the same kind (a loop over words
-        // records one range per word).
-        let mut out: Vec<Access> = Vec::with_capacity(accesses.len());
-        for a in accesses {
-            if !out.last_mut().is_some_and(|last| join_ranges(last, a)) {
-                out.push(a);
+        // Drop duplicates and merge adjacent or overlapping memory ranges of the same kind (a
+        // loop over words records one range per word), in place.
+        let mut n = 0;
+        for i in 0..accesses.len() {
+            let a = accesses[i];
+            if n > 0 && (accesses[n - 1] == a || join_ranges(&mut accesses[n - 1], a)) {
+                continue;
             }
+            accesses[n] = a;
+            n += 1;
         }
-        let bits = out.iter().map(|&(o, _)| object_bits(o)).collect();
+        accesses.truncate(n);
+        let bits: Vec<u64> = accesses.iter().map(|&(o, _)| object_bits(o)).collect();
+        let kinds = kind_bits(&accesses, &bits);
         Footprint {
-            accesses: out,
+            accesses,
             bits,
+            kinds,
+        }
+    }
+
+    /// Whether this footprint has access `a` (the accesses are sorted by kind, then object:
+    /// a binary search).
+    pub fn has(&self, a: Access) -> bool {
+        let key = (a.1, a.0);
+        self.accesses
+            .binary_search_by(|&(o, k)| (k, o).cmp(&key))
+            .is_ok()
+    }
+
+    /// The bits of the reads (awaits included), the updates and the writes.
+    pub fn kind_bits(&self) -> [u64; 3] {
+        self.kinds
+    }
+
+    /// The bits of this footprint's accesses of the kinds that conflict with `k`.
+    fn against(&self, k: Kind) -> u64 {
+        let [r, u, w] = self.kinds;
+        match k {
+            Kind::Read | Kind::Await => u | w,
+            Kind::Update => r | w,
+            Kind::Write => r | u | w,
         }
     }
 
@@ -166,6 +199,7 @@ impl Footprint {
             keep
         });
         self.accesses.retain(|&(x, _)| x != o);
+        self.kinds = kind_bits(&self.accesses, &self.bits);
     }
 
     /// A quick over-approximation of each access's object as 64 bits, in the order of
@@ -177,6 +211,9 @@ impl Footprint {
     /// Whether two actions with these footprints are dependent (they may not commute).
     pub fn conflicts(&self, other: &Footprint) -> bool {
         for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
+            if b1 & other.against(k1) == 0 {
+                continue;
+            }
             for (&(o2, k2), &b2) in other.accesses.iter().zip(&other.bits) {
                 if b1 & b2 != 0 && kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
                     return true;
@@ -195,10 +232,13 @@ impl Footprint {
     pub fn races(&self, later: &Footprint) -> bool {
         // A removal waits for nothing and nothing waits for it: what it reads of the plumbing
         // (the tickets a report names) orders nothing.
-        let removal = |f: &Footprint| f.accesses.contains(&(Obj::Device, Kind::Write));
+        let removal = |f: &Footprint| f.has((Obj::Device, Kind::Write));
         let orders = !removal(self) && !removal(later);
         let mut race = false;
         for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
+            if b1 & later.against(k1) == 0 {
+                continue;
+            }
             for (&(o2, k2), &b2) in later.accesses.iter().zip(&later.bits) {
                 if b1 & b2 != 0 && kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
                     // One conflict that orders them in every schedule orders them: both touch
@@ -212,6 +252,20 @@ impl Footprint {
         }
         race
     }
+}
+
+/// The union of the bits of the reads (awaits included), the updates and the writes.
+fn kind_bits(accesses: &[Access], bits: &[u64]) -> [u64; 3] {
+    let mut m = [0u64; 3];
+    for (&(_, k), &b) in accesses.iter().zip(bits) {
+        let x = match k {
+            Kind::Read | Kind::Await => 0,
+            Kind::Update => 1,
+            Kind::Write => 2,
+        };
+        m[x] |= b;
+    }
+    m
 }
 
 fn kinds_conflict(a: Kind, b: Kind) -> bool {
@@ -441,6 +495,53 @@ mod tests {
 
     fn fp(a: &[Access]) -> Footprint {
         Footprint::new(a.to_vec())
+    }
+
+    /// `has` (a binary search) finds what a scan finds, after duplicates are dropped and
+    /// memory ranges merged, and after an object is removed; `kind_bits` follows.
+    #[test]
+    fn has_finds_every_access_of_the_sorted_footprint_and_no_other() {
+        let raw = vec![
+            (Obj::Mem(8, 16), Kind::Write),
+            (Obj::Device, Kind::Read),
+            (Obj::Clock, Kind::Update),
+            (Obj::Mem(0, 8), Kind::Write),
+            (Obj::Mem(64, 72), Kind::Read),
+            (Obj::Idle(1), Kind::Await),
+            (Obj::Settled, Kind::Read),
+            (Obj::All, Kind::Read),
+            (Obj::Device, Kind::Read),
+            (Obj::Fence(3), Kind::Write),
+            (Obj::Line(0, 64), Kind::Write),
+            (Obj::Mem(16, 24), Kind::Write),
+        ];
+        let mut f = fp(&raw);
+        let probes = [
+            (Obj::Mem(0, 24), Kind::Write),
+            (Obj::Mem(0, 8), Kind::Write),
+            (Obj::Mem(64, 72), Kind::Read),
+            (Obj::Mem(64, 72), Kind::Write),
+            (Obj::Device, Kind::Read),
+            (Obj::Device, Kind::Write),
+            (Obj::Clock, Kind::Update),
+            (Obj::Clock, Kind::Write),
+            (Obj::Idle(1), Kind::Await),
+            (Obj::Idle(2), Kind::Await),
+            (Obj::Settled, Kind::Read),
+            (Obj::All, Kind::Read),
+            (Obj::All, Kind::Write),
+            (Obj::Fence(3), Kind::Write),
+            (Obj::Line(0, 64), Kind::Write),
+        ];
+        for step in 0..2 {
+            for p in probes {
+                assert_eq!(f.has(p), f.accesses().contains(&p), "{p:?}, step {step}");
+            }
+            assert!(f.has((Obj::Mem(0, 24), Kind::Write)) || step == 1);
+            assert_eq!(f.kind_bits(), kind_bits(f.accesses(), f.bits()));
+            f.remove_object(Obj::Clock);
+            assert!(!f.has((Obj::Clock, Kind::Update)));
+        }
     }
 
     #[test]

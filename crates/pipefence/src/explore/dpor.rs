@@ -25,7 +25,7 @@ use super::exhaustive::{
 };
 use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -49,13 +49,54 @@ impl Sequences {
     }
 }
 
+/// A node's set of alternatives, in ascending order (a sorted list: a node has few).
+#[derive(Debug, Clone, Default)]
+struct Alts(Vec<u32>);
+
+impl Alts {
+    fn insert(&mut self, a: u32) -> bool {
+        match self.0.binary_search(&a) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, a);
+                true
+            }
+        }
+    }
+
+    fn contains(&self, a: &u32) -> bool {
+        self.0.binary_search(a).is_ok()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, u32> {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<u32> for Alts {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
+        let mut v: Vec<u32> = iter.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        Alts(v)
+    }
+}
+
+impl Extend<u32> for Alts {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, iter: I) {
+        for a in iter {
+            self.insert(a);
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Node {
     point: ChoicePoint,
     /// Alternatives to explore here.
-    backtrack: BTreeSet<u32>,
+    backtrack: Alts,
     /// Alternatives explored here, or found disabled.
-    done: BTreeSet<u32>,
+    done: Alts,
     /// The explored alternatives' actors with the footprint of their action here: asleep in
     /// the siblings explored after them.
     slept: Vec<(ActorKey, Footprint)>,
@@ -68,7 +109,7 @@ struct Node {
 
 impl Node {
     fn new(point: ChoicePoint) -> Self {
-        let mut done: BTreeSet<u32> = point.disabled.iter().copied().collect();
+        let mut done: Alts = point.disabled.iter().copied().collect();
         done.extend(point.taken);
         let backtrack = if point.scheduling {
             point.taken.into_iter().collect()
@@ -360,19 +401,12 @@ impl Bits {
 }
 
 /// A quick over-approximation of which objects a footprint reads, updates and writes
-/// ([`Footprint::bits`]): two footprints conflict only where their
+/// ([`Footprint::kind_bits`]): two footprints conflict only where their
 /// masks meet in conflicting kinds ([`Masks::may_conflict`]). The kinds are kept apart
 /// because nearly every action reads the device's state and the groups of a dispatch all
 /// update its completion count (and often one word, with atomics).
 fn mask(f: &Footprint) -> Masks {
-    let (mut reads, mut updates, mut writes) = (0u64, 0u64, 0u64);
-    for (&(_, k), &m) in f.accesses().iter().zip(f.bits()) {
-        match k {
-            Kind::Read | Kind::Await => reads |= m,
-            Kind::Update => updates |= m,
-            Kind::Write => writes |= m,
-        }
-    }
+    let [reads, updates, writes] = f.kind_bits();
     Masks {
         reads,
         updates,
@@ -465,12 +499,9 @@ pub(super) struct ClockMatters;
 
 /// Whether an action of `events` writes the clock (a timestamp).
 pub(super) fn writes_clock(events: &[Event]) -> bool {
-    events.iter().any(|e| {
-        e.footprint
-            .accesses()
-            .iter()
-            .any(|&(o, k)| o == Obj::Clock && k == Kind::Write)
-    })
+    events
+        .iter()
+        .any(|e| e.footprint.has((Obj::Clock, Kind::Write)))
 }
 
 /// A reducing run's choice points and actions as the search keeps them: a sleep-blocked run
@@ -483,8 +514,23 @@ pub(super) fn run_record(
     script: &Script,
     clock_matters: bool,
 ) -> Result<(Vec<ChoicePoint>, Vec<Event>), ClockMatters> {
-    let mut points = script.points();
-    let mut events = script.events();
+    record_of(script.points(), script.events(), script, clock_matters)
+}
+
+/// [`run_record`], moving the events out of `script` (a search's run, recorded once).
+fn take_record(
+    script: &Script,
+    clock_matters: bool,
+) -> Result<(Vec<ChoicePoint>, Vec<Event>), ClockMatters> {
+    record_of(script.points(), script.take_events(), script, clock_matters)
+}
+
+fn record_of(
+    mut points: Vec<ChoicePoint>,
+    mut events: Vec<Event>,
+    script: &Script,
+    clock_matters: bool,
+) -> Result<(Vec<ChoicePoint>, Vec<Event>), ClockMatters> {
     if let Some(b) = script.sleep_blocked_point() {
         points.truncate(b + 1);
         events.retain(|e| e.point < b);
@@ -986,7 +1032,7 @@ fn search<T>(
                 (script, value, first_try)
             }
         };
-        let (points, events) = run_record(&script, clock_matters)?;
+        let (points, events) = take_record(&script, clock_matters)?;
         let from = match next {
             None => 0,
             Some((d, alt)) => {
@@ -1131,22 +1177,25 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
         // A host released from a wait that timed out or that a removal ended (it reads
         // everything) did not run the action it could run before: a poll that could pass,
         // disabled by a write, then timed out, must still be run before that write.
-        let released = matches!(e.actor, ActorKey::Host(_))
-            && e.footprint.accesses().contains(&(Obj::All, Kind::Read));
+        let released =
+            matches!(e.actor, ActorKey::Host(_)) && e.footprint.has((Obj::All, Kind::Read));
         if !released {
             last.insert(e.actor, e.point);
         }
-        if e.footprint.accesses().contains(&(Obj::Device, Kind::Write)) {
+        if e.footprint.has((Obj::Device, Kind::Write)) {
             removal.insert(e.point);
         }
     }
     let sched: Vec<usize> = (frozen..path.len())
         .filter(|&k| path[k].point.scheduling)
         .collect();
+    // The changes are made after the pass: they add alternatives to explore, and the pass
+    // reads only the points' listings.
+    let mut ops = Vec::new();
     for (i, &k) in sched.iter().enumerate() {
-        let later: Vec<ActorKey> = match sched.get(i + 1) {
-            Some(&k2) => path[k2].point.actors.clone(),
-            None if ended => Vec::new(),
+        let later: &[ActorKey] = match sched.get(i + 1) {
+            Some(&k2) => &path[k2].point.actors,
+            None if ended => &[],
             None => continue,
         };
         let Some(taken) = path[k].point.taken else {
@@ -1169,13 +1218,15 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
             {
                 continue;
             }
-            let op = Op::Disabled {
+            ops.push(Op::Disabled {
                 at: k,
                 alt,
                 actor: p,
-            };
-            sink.put(op, path);
+            });
         }
+    }
+    for op in ops {
+        sink.put(op, path);
     }
 }
 
@@ -1219,11 +1270,13 @@ fn add_backtracks(
     sink: &mut Sink,
 ) {
     let n = h.events.len();
+    let mut racing: Vec<usize> = Vec::new();
+    let mut starts: Vec<Option<Reversal>> = Vec::new();
     for j in first_new..n {
         // The events that happen before j but not before (or at) the previous event of j's
         // actor, in order, that another actor made and that j depends on.
         let prev = h.prev_same(j);
-        let mut racing: Vec<usize> = Vec::new();
+        racing.clear();
         for (w, &word) in h.preds[j].0.iter().enumerate() {
             let mut m = word;
             if let Some(p) = prev {
@@ -1250,41 +1303,37 @@ fn add_backtracks(
                 && h.events[i].footprint.races(&h.events[j].footprint)
                 && !pinned_after_step(h, i, j)
         });
-        // Who could start each race's reversal (None: no schedule reverses it).
-        let starts: Vec<Option<Reversal>> = racing
-            .iter()
-            .map(|&i| reversal_starts(h, i, j, path))
-            .collect();
-        // Only the races not implied by another: i happens before no other racing event that
-        // some schedule reverses (the reversal of that one's race comes first; a dependence
-        // that no schedule reverses implies nothing, or a chain through it would hide i's race
-        // for good: a host's read before a submission that the queue's later write follows in
-        // this run but need not).
+        // Who could start the reversal of each race not implied by another (None: no
+        // schedule reverses it, or another race implies it). Only the races not implied by
+        // another: i happens before no other racing event that some schedule reverses (the
+        // reversal of that one's race comes first; a dependence that no schedule reverses
+        // implies nothing, or a chain through it would hide i's race for good: a host's read
+        // before a submission that the queue's later write follows in this run but need
+        // not). Not for a host's wait for idle (passing, or released by a hang): every
+        // submission before it keeps it waiting, so reversing the race of a later one does
+        // not make the race of an earlier one direct (the wait still cannot pass before the
+        // later one while the earlier one keeps a queue busy), and each is reversed on its
+        // own. Worked out from the latest race back, so that an implied race's start is never
+        // looked for: a race that an implied one would imply is implied by what implies that
+        // one (happens-before is transitive), so its own start does not matter.
+        let waits_idle = awaits_idle(&h.events[j].footprint);
+        starts.clear();
+        starts.resize_with(racing.len(), || None);
+        for x in (0..racing.len()).rev() {
+            let i = racing[x];
+            let implied = !waits_idle
+                && (x + 1..racing.len())
+                    .any(|y| starts[y].is_some() && h.preds[racing[y]].contains(i));
+            if !implied {
+                starts[x] = reversal_starts(h, i, j, path);
+            }
+        }
         for &i in &racing {
             split_writeback(h, i, j, frozen, path, sink);
         }
-        // Not for a host's wait for idle (passing, or released by a hang): every submission
-        // before it keeps it waiting, so reversing the race of a later one does not make the
-        // race of an earlier one direct (the wait still cannot pass before the later one
-        // while the earlier one keeps a queue busy), and each is reversed on its own.
-        let waits_idle = awaits_idle(&h.events[j].footprint);
-        let implied: Vec<bool> = racing
-            .iter()
-            .map(|&i| {
-                !waits_idle
-                    && racing
-                        .iter()
-                        .zip(&starts)
-                        .any(|(&k, s)| k > i && s.is_some() && h.preds[k].contains(i))
-            })
-            .collect();
-        let kept = racing
-            .iter()
-            .zip(starts)
-            .zip(implied)
-            .filter_map(|((&i, s), implied)| s.filter(|_| !implied).map(|s| (i, s)));
-        for (i, r) in kept {
-            let pi = h.events[i].point;
+        for (x, r) in starts.iter_mut().enumerate() {
+            let Some(r) = r.take() else { continue };
+            let pi = h.events[racing[x]].point;
             if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
                 continue;
             }
@@ -1436,8 +1485,7 @@ fn awaits_idle(f: &Footprint) -> bool {
 /// queue `q` submitted before it: a host's wait for idle that passes or that a hang releases
 /// ([`awaits_idle`]), or the pass of the wait for the end of the run ([`Obj::Settled`]).
 fn needs_idle(f: &Footprint, q: u32) -> bool {
-    let a = f.accesses();
-    a.contains(&(Obj::Idle(q), Kind::Await)) || a.contains(&(Obj::Settled, Kind::Read))
+    f.has((Obj::Idle(q), Kind::Await)) || f.has((Obj::Settled, Kind::Read))
 }
 
 /// A race of `i`, a write-back that another actor's step did (a release, an atomic or a CP
