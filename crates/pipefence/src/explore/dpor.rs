@@ -390,6 +390,11 @@ impl Bits {
         self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
+    /// Whether the two sets have an index in common.
+    fn meets(&self, o: &Bits) -> bool {
+        self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
+    }
+
     fn union(&mut self, o: &Bits) {
         if self.0.len() < o.0.len() {
             self.0.resize(o.0.len(), 0);
@@ -1611,8 +1616,14 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     // idle that passes: it follows the retirement of every submission made before it, so the
     // plumbing of i's submission orders it here only because i came first (without i it
     // passes sooner), and the reversal must be looked for here.
+    // (The quick test of the masks first: most of the events between are independent of i.)
     if !awaits_idle(&h.events[j].footprint)
-        && (last + 1..j).any(|k| chosen(k) && h.preds[j].contains(k) && h.dependent(i, k))
+        && (last + 1..j).any(|k| {
+            h.masks[i].may_conflict(h.masks[k])
+                && h.preds[j].contains(k)
+                && chosen(k)
+                && h.dependent(i, k)
+        })
     {
         return None;
     }
@@ -1625,11 +1636,16 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         }
         initials.push(aj);
     }
-    for (x, &k) in v.iter().enumerate() {
+    // The first events of v: those after no earlier event of v (the events of v so far as a
+    // set, met with each one's happens-before).
+    let mut seen = Bits::default();
+    let mut listed: rustc_hash::FxHashSet<ActorKey> = initials.iter().copied().collect();
+    for &k in &v {
         let a = h.events[k].actor;
-        if !v[..x].iter().any(|&k2| h.preds[k].contains(k2)) && !initials.contains(&a) {
+        if !h.preds[k].meets(&seen) && listed.insert(a) {
             initials.push(a);
         }
+        seen.insert(k);
     }
     // The sequence, kept only where a branch's first run can lose the race: `i` is a PFP
     // step that another actor's action brought about (a run-ahead, whose extent depends on
