@@ -151,6 +151,8 @@ struct ScriptState {
     prefix: Vec<u32>,
     tries: Vec<u32>,
     points: Vec<ChoicePoint>,
+    /// How many points a search moved out after the run ([`Script::take_record`]).
+    points_moved: usize,
     /// The open scheduling point (it stays open while its tries find blocked stages; choices
     /// within the action it runs may follow before it is closed), and the index of its last
     /// try.
@@ -285,14 +287,20 @@ impl Script {
         out
     }
 
-    /// The actions of the run so far ([`Script::reducing`] only).
+    /// The actions of the run so far ([`Script::reducing`] only; a reduced search moves them
+    /// out of a run's script before it hands the script to its visitor, as a schedule taken
+    /// from another thread has none).
     pub fn events(&self) -> Vec<Event> {
         self.lock().events.clone()
     }
 
-    /// The events recorded so far, moved out (the script keeps none).
-    pub(crate) fn take_events(&self) -> Vec<Event> {
-        std::mem::take(&mut self.lock().events)
+    /// The choice points and events recorded, moved out (the script keeps none of them, and
+    /// still counts the points: [`Script::point_count`]).
+    pub(crate) fn take_record(&self) -> (Vec<ChoicePoint>, Vec<Event>) {
+        let mut st = self.lock();
+        let points = std::mem::take(&mut st.points);
+        st.points_moved = points.len();
+        (points, std::mem::take(&mut st.events))
     }
 
     /// `f` of the events recorded so far, without copying them.
@@ -400,7 +408,8 @@ impl Script {
 
     /// The number of choice points so far.
     pub(crate) fn point_count(&self) -> usize {
-        self.lock().points.len()
+        let st = self.lock();
+        st.points.len().max(st.points_moved)
     }
 
     /// Every choice point so far.

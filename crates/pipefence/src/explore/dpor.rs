@@ -49,9 +49,10 @@ impl Sequences {
     }
 }
 
-/// A node's set of alternatives, in ascending order (a sorted list: a node has few).
+/// A node's set of alternatives, in ascending order (a sorted list: a node has few, kept
+/// inline up to six).
 #[derive(Debug, Clone, Default)]
-struct Alts(Vec<u32>);
+struct Alts(smallvec::SmallVec<[u32; 6]>);
 
 impl Alts {
     fn insert(&mut self, a: u32) -> bool {
@@ -75,7 +76,7 @@ impl Alts {
 
 impl FromIterator<u32> for Alts {
     fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
-        let mut v: Vec<u32> = iter.into_iter().collect();
+        let mut v: smallvec::SmallVec<[u32; 6]> = iter.into_iter().collect();
         v.sort_unstable();
         v.dedup();
         Alts(v)
@@ -522,12 +523,14 @@ pub(super) fn run_record(
     record_of(script.points(), script.events(), script, clock_matters)
 }
 
-/// [`run_record`], moving the events out of `script` (a search's run, recorded once).
+/// [`run_record`], moving the points and events out of `script` (a search's run, recorded
+/// once).
 fn take_record(
     script: &Script,
     clock_matters: bool,
 ) -> Result<(Vec<ChoicePoint>, Vec<Event>), ClockMatters> {
-    record_of(script.points(), script.take_events(), script, clock_matters)
+    let (points, events) = script.take_record();
+    record_of(points, events, script, clock_matters)
 }
 
 fn record_of(
