@@ -1489,11 +1489,26 @@ fn awaits_idle(f: &Footprint) -> bool {
         .any(|&(o, k)| matches!(o, Obj::Idle(_)) && k == Kind::Await)
 }
 
-/// Whether an action with this footprint comes after every retirement and dispatch group of
-/// queue `q` submitted before it: a host's wait for idle that passes or that a hang releases
-/// ([`awaits_idle`]), or the pass of the wait for the end of the run ([`Obj::Settled`]).
-fn needs_idle(f: &Footprint, q: u32) -> bool {
-    f.has((Obj::Idle(q), Kind::Await)) || f.has((Obj::Settled, Kind::Read))
+/// Whether event `j` comes after every retirement and dispatch group of queue `q` submitted
+/// before it, and reverses no race with them: a host's wait for idle that passes or that a
+/// hang releases ([`awaits_idle`]), or the pass of the wait for the end of the run
+/// ([`Obj::Settled`]) when it wrote nothing back. An end of the run that wrote dirty lines
+/// back keeps those races: the host's reads before it race with those write-backs, but its
+/// own next action, which no schedule puts first, orders the write-backs after them
+/// ([`reversal_starts`]: that race is left to a race there is not), and the early
+/// write-backs before the reads are what the reversals of those races with the groups and
+/// retirements explore
+/// (`d4_regression_strict_the_end_of_the_run_that_writes_back_keeps_its_races`).
+fn needs_idle(h: &History, j: usize, q: u32) -> bool {
+    let f = &h.events[j].footprint;
+    if f.has((Obj::Idle(q), Kind::Await)) {
+        return true;
+    }
+    let p = h.events[j].point;
+    let alone = |k: Option<&Event>| k.is_none_or(|e| e.point != p);
+    f.has((Obj::Settled, Kind::Read))
+        && alone(j.checked_sub(1).map(|k| &h.events[k]))
+        && alone(h.events.get(j + 1))
 }
 
 /// A race of `i`, a write-back that another actor's step did (a release, an atomic or a CP
@@ -1603,7 +1618,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         .and_then(|n| n.taken_actor())
         .unwrap_or(h.events[first].actor);
     if let ActorKey::Group(q, ..) | ActorKey::Dispatch(q, _) | ActorKey::Retire(q) = step_actor {
-        if needs_idle(&h.events[j].footprint, q) {
+        if needs_idle(h, j, q) {
             return None;
         }
     }
