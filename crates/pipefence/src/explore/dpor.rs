@@ -1609,10 +1609,10 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         return None;
     }
     // j waits for the queue of i's step (a retirement, or the completion of a dispatch's
-    // group or groups) to be idle, or for the end of the run: what the step does was submitted
-    // before it, and the queue is idle only when all of that has completed, so j cannot come
-    // before the step. (A removal that releases j instead disables the step: that race is the
-    // removal's.)
+    // group or groups) to be idle, or is the end of the run and wrote nothing back
+    // ([`needs_idle`]): what the step does was submitted before it, and the queue is idle
+    // only when all of that has completed, so j cannot come before the step. (A removal that
+    // releases j instead disables the step: that race is the removal's.)
     let step_actor = path
         .get(h.events[i].point)
         .and_then(|n| n.taken_actor())
