@@ -174,12 +174,7 @@ impl Footprint {
 
     /// The bits of this footprint's accesses of the kinds that conflict with `k`.
     fn against(&self, k: Kind) -> u64 {
-        let [r, u, w] = self.kinds;
-        match k {
-            Kind::Read | Kind::Await => u | w,
-            Kind::Update => r | w,
-            Kind::Write => r | u | w,
-        }
+        against(self.kinds, k)
     }
 
     /// The accesses.
@@ -252,6 +247,25 @@ impl Footprint {
         }
         race
     }
+}
+
+/// Of the bits of reads, updates and writes `kinds` ([`Footprint::kind_bits`]), those of the
+/// kinds that conflict with `k`.
+fn against(kinds: [u64; 3], k: Kind) -> u64 {
+    let [r, u, w] = kinds;
+    match k {
+        Kind::Read | Kind::Await => u | w,
+        Kind::Update => r | w,
+        Kind::Write => r | u | w,
+    }
+}
+
+/// Whether footprints with these [`Footprint::kind_bits`] may conflict (`false`: they
+/// cannot): some kind's bits of one meet the other's bits of a kind that conflicts with it.
+pub fn kinds_may_conflict(a: [u64; 3], b: [u64; 3]) -> bool {
+    let [r, u, w] = a;
+    (r & against(b, Kind::Read)) | (u & against(b, Kind::Update)) | (w & against(b, Kind::Write))
+        != 0
 }
 
 /// The union of the bits of the reads (awaits included), the updates and the writes.

@@ -407,34 +407,22 @@ impl Bits {
 }
 
 /// A quick over-approximation of which objects a footprint reads, updates and writes
-/// ([`Footprint::kind_bits`]): two footprints conflict only where their
-/// masks meet in conflicting kinds ([`Masks::may_conflict`]). The kinds are kept apart
-/// because nearly every action reads the device's state and the groups of a dispatch all
-/// update its completion count (and often one word, with atomics).
+/// ([`Footprint::kind_bits`]): two footprints conflict only where their masks meet in
+/// conflicting kinds ([`Masks::may_conflict`]). The kinds are kept apart because nearly every
+/// action reads the device's state and the groups of a dispatch all update its completion
+/// count (and often one word, with atomics).
 fn mask(f: &Footprint) -> Masks {
-    let [reads, updates, writes] = f.kind_bits();
-    Masks {
-        reads,
-        updates,
-        writes,
-    }
+    Masks(f.kind_bits())
 }
 
 /// A footprint's [`mask`]s.
 #[derive(Debug, Clone, Copy)]
-struct Masks {
-    reads: u64,
-    updates: u64,
-    writes: u64,
-}
+struct Masks([u64; 3]);
 
 impl Masks {
     /// Whether footprints with these masks may conflict (`false`: they cannot).
     fn may_conflict(self, o: Masks) -> bool {
-        (self.writes & (o.reads | o.updates | o.writes))
-            | (self.updates & (o.reads | o.writes))
-            | (self.reads & (o.updates | o.writes))
-            != 0
+        crate::footprint::kinds_may_conflict(self.0, o.0)
     }
 }
 
