@@ -10,6 +10,16 @@
 //! running engine costs no system call, and the engine never wakes to find nothing new.
 //! Writes the device cannot observe (atomic views) are polled with a 50 µs - 4 ms backoff, only
 //! while a view exists (D8).
+//!
+//! Hand-off: a wake that an engine thread makes of a parked engine (its signal satisfies that
+//! queue's ticket, its write reaches that engine's memory watch) is kept by the thread
+//! (`crate::sync::defer_wakes`) instead of unparking the other thread. Once its own engine has
+//! nothing to do, the thread steps those engines itself ([`serve_deferred`]): a fence handed
+//! from queue to queue then costs no thread switch (the chain of queues of `pipefence-bench`'s
+//! engine/cross-queue-chain runs on the one thread the host woke). An engine that needs its own
+//! thread (a memory-value wait to watch, dispatches in flight, a watchdog deadline, a fault, a
+//! device stopping) has it woken, and kept wakes are handed on as soon as the thread has more
+//! work of its own, so queues with work still run in parallel.
 
 use super::{Backend, Cond};
 use crate::clock::{duration_ns, monotonic_ns};
@@ -20,7 +30,7 @@ use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering,
 };
-use crate::sync::{wait_multiple, Parker, WaitOutcome, WatchKey};
+use crate::sync::{wait_multiple, Deferred, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -264,110 +274,36 @@ fn engine_main(q: &Arc<QueueShared>) {
     let mut watchdog = Watchdog::default();
     let memory_ns = duration_ns(dev.desc.watchdog_timeout);
     let tracing = dev.trace_sink().is_some();
-    // Busy/blocked accounting: what the engine was doing since `state_since` (ns of
-    // `monotonic_ns`), published in the queue so that its stats include the open interval.
-    let mut state_since = monotonic_ns();
-    let mut state: Option<bool> = None; // None idle, Some(true) blocked, Some(false) busy
     let fence_ns = dev.desc.fence_wait_timeout.map(duration_ns);
     // This engine's completed commands and submissions, as last seen (device progress, D6).
     let mut completed: u64 = 0;
     let mut spin = SpinCredit::default();
+    // Wakes of parked engines that this thread makes are kept (`defer_wakes`): when this
+    // engine runs out of work, the thread steps those engines itself (`serve_deferred`): a
+    // fence handed from queue to queue costs no thread switch.
+    crate::sync::defer_wakes();
+    let _hand_on_at_exit = HandOnAtExit;
+    let mut deferred: Vec<Deferred> = Vec::new();
     loop {
         // Q8: after the last handle is gone the engine still runs what was submitted.
         if dev.is_removed() || (dev.is_shut_down() && lock(&q.engine).is_idle()) {
             break;
         }
         q.waker.clear();
-        let mut launches: Vec<Launch> = Vec::new();
-        let mut fault = None;
-        let mut more = false;
-        // Whether the PFP's last step was held by a queue wait (a submission cannot help then).
-        let mut pfp_held = false;
-        let blocked;
-        let in_flight;
-        let trace_events;
-        let completed_now;
-        conds.clear();
-        ctx.refresh();
-        {
-            let mut e = lock(&q.engine);
-            let mut rounds: u32 = 0;
-            loop {
-                rounds = rounds.wrapping_add(1);
-                if tracing || rounds.is_multiple_of(256) {
-                    ctx.refresh();
-                }
-                conds.clear();
-                let mut progressed = false;
-                if q.kind.has_pfp() {
-                    let (p, end) = e.run_pfp(&ctx);
-                    progressed |= p;
-                    pfp_held = matches!(end, Step::Blocked(WaitCondition::Fence { .. }));
-                    match end {
-                        Step::Blocked(c) => conds.push(c),
-                        Step::Faulted(f) => fault = Some(f),
-                        Step::Progressed | Step::Idle => {}
-                    }
-                }
-                // The ME drains what the PFP parsed (a bounded batch, then the PFP refills).
-                if fault.is_none() {
-                    let (p, end) = e.run_me(&ctx, ME_BATCH);
-                    progressed |= p;
-                    match end {
-                        Step::Blocked(c) => conds.push(c),
-                        Step::Faulted(f) => fault = Some(f),
-                        Step::Progressed | Step::Idle => {}
-                    }
-                }
-                while fault.is_none() && e.retire_ready() {
-                    match e.retire(&ctx) {
-                        Step::Faulted(f) => fault = Some(f),
-                        _ => progressed = true,
-                    }
-                }
-                if e.has_launches() {
-                    launches.extend(e.take_launches());
-                }
-                if fault.is_some() || !progressed {
-                    break;
-                }
-                if launches.len() >= 32 {
-                    // Hand work to the workers now; come back without parking.
-                    more = true;
-                    break;
-                }
-            }
-            blocked = e
-                .blocked_on()
-                .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
-            in_flight = e.dispatches_in_flight();
-            completed_now = e.commands_completed + e.completed_submissions;
-            trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
-            if !trace_events.is_empty() {
-                // Taken under the lock, handed to the sink after it: `flush_trace` waits.
-                dev.trace_inflight.fetch_add(1, Ordering::AcqRel);
-            }
-            let new_state = (!e.is_idle()).then_some(blocked.is_some());
-            if new_state != state {
-                let now = monotonic_ns();
-                close_interval(q, state, now.saturating_sub(state_since), new_state, now);
-                state = new_state;
-                state_since = now;
-            }
-        }
+        let s = step_engine(q, &ctx, tracing, &mut conds);
         dev.reap_unmaps();
-        if !trace_events.is_empty() {
-            dev.emit(&trace_events);
+        if !s.trace_events.is_empty() {
+            dev.emit(&s.trace_events);
             dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
         }
-        if !launches.is_empty() {
-            dev.pool().submit(q, launches);
+        if !s.launches.is_empty() {
+            dev.pool().submit(q, s.launches);
         }
-        if let Some(f) = fault {
+        if let Some(f) = s.fault {
             dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
             break;
         }
-        if more {
+        if s.more {
             continue;
         }
         // The watchdog (D6): a memory-value wait (or, opted in, a fence wait) stuck while the
@@ -375,24 +311,26 @@ fn engine_main(q: &Arc<QueueShared>) {
         // The clock is read only when something below uses it: progress to note, a wait with a
         // timeout, or dispatches in flight (an engine parked on a plain queue wait reads none).
         let pool = dev.pool();
-        let timed_wait = blocked.is_some_and(|(_, memory)| memory || fence_ns.is_some());
-        let now = if completed_now != completed || timed_wait || in_flight > 0 {
+        let timed_wait = s
+            .blocked
+            .is_some_and(|(_, memory)| memory || fence_ns.is_some());
+        let now = if s.completed != completed || timed_wait || s.in_flight > 0 {
             dev.now_ns()
         } else {
             0
         };
-        if completed_now != completed {
-            completed = completed_now;
+        if s.completed != completed {
+            completed = s.completed;
             pool.note_progress(now);
         }
         let mut park_for: Option<u64> =
-            watchdog.update(blocked, now, pool.progress(), memory_ns, fence_ns);
+            watchdog.update(s.blocked, now, pool.progress(), memory_ns, fence_ns);
         if park_for == Some(0) {
             // An endless kernel running meanwhile is the fault, whichever watchdog fires first.
             dev.remove_hung();
             break;
         }
-        if in_flight > 0 {
+        if s.in_flight > 0 {
             if let Some(r) = pool.oldest_group(q.id) {
                 let ran = now.saturating_sub(r.start_ns);
                 if ran > memory_ns {
@@ -409,6 +347,14 @@ fn engine_main(q: &Arc<QueueShared>) {
             // Registered something new: re-check before sleeping.
             continue;
         }
+        // Nothing left to do here: step the engines this thread woke (then this one again
+        // if one of them woke it).
+        if crate::sync::has_deferred() {
+            serve_deferred(q, &ctx, tracing, fence_ns, &mut deferred);
+            if q.waker.notified() {
+                continue;
+            }
+        }
         let polling = polling_views(&dev, &conds);
         // Spin, then park: a wait that the host or another engine releases soon (a host that
         // signals and waits for the answer) is released without a system call on either side.
@@ -422,7 +368,7 @@ fn engine_main(q: &Arc<QueueShared>) {
                 continue;
             }
         }
-        if !q.waker.begin_park(pfp_held) {
+        if !q.waker.begin_park(s.pfp_held) {
             // A wake arrived since the clear: step again. Otherwise later wakes unpark.
             continue;
         }
@@ -440,10 +386,251 @@ fn engine_main(q: &Arc<QueueShared>) {
             }
         }
     }
+    // Wakes kept and not served: their engines' own threads take them (`HandOnAtExit`).
     regs.clear(q);
     // The interval in progress when the engine stops (a queue stuck until removal) counts.
-    let now = monotonic_ns();
-    close_interval(q, state, now.saturating_sub(state_since), None, now);
+    let _e = lock(&q.engine);
+    account(q, None);
+}
+
+/// What one stepping of an engine did ([`step_engine`]).
+struct Stepped {
+    launches: Vec<Launch>,
+    fault: Option<Fault>,
+    /// Stopped with work left (dispatches to hand to the workers first): step again at once.
+    more: bool,
+    /// Whether the PFP's last step was held by a queue wait (a submission cannot help then).
+    pfp_held: bool,
+    /// The wait it is blocked in (its site, and whether it is a memory-value wait).
+    blocked: Option<(Site, bool)>,
+    in_flight: usize,
+    /// Commands and submissions completed so far, and before this stepping.
+    completed: u64,
+    completed_before: u64,
+    trace_events: Vec<crate::trace::TraceEvent>,
+}
+
+/// Steps `q`'s engine under its lock: the PFP eagerly (up to the FIFO depth), the ME and the
+/// retire queue until nothing progresses (or dispatches pile up for the workers); `conds`
+/// gets the conditions it is blocked on. When wakes of parked engines kept by this thread
+/// were waiting through a round of its own that progressed, they are handed on then (the
+/// thread has more to do than step them).
+fn step_engine(
+    q: &QueueShared,
+    ctx: &EngineCtx<'_>,
+    tracing: bool,
+    conds: &mut Vec<WaitCondition>,
+) -> Stepped {
+    let dev = &q.device;
+    let mut launches: Vec<Launch> = Vec::new();
+    let mut fault = None;
+    let mut more = false;
+    let mut pfp_held = false;
+    conds.clear();
+    ctx.refresh();
+    let mut e = lock(&q.engine);
+    let completed_before = e.commands_completed + e.completed_submissions;
+    let mut rounds: u32 = 0;
+    loop {
+        rounds = rounds.wrapping_add(1);
+        if tracing || rounds.is_multiple_of(256) {
+            ctx.refresh();
+        }
+        let waiting = crate::sync::has_deferred();
+        conds.clear();
+        let mut progressed = false;
+        if q.kind.has_pfp() {
+            let (p, end) = e.run_pfp(ctx);
+            progressed |= p;
+            pfp_held = matches!(end, Step::Blocked(WaitCondition::Fence { .. }));
+            match end {
+                Step::Blocked(c) => conds.push(c),
+                Step::Faulted(f) => fault = Some(f),
+                Step::Progressed | Step::Idle => {}
+            }
+        }
+        // The ME drains what the PFP parsed (a bounded batch, then the PFP refills).
+        if fault.is_none() {
+            let (p, end) = e.run_me(ctx, ME_BATCH);
+            progressed |= p;
+            match end {
+                Step::Blocked(c) => conds.push(c),
+                Step::Faulted(f) => fault = Some(f),
+                Step::Progressed | Step::Idle => {}
+            }
+        }
+        while fault.is_none() && e.retire_ready() {
+            match e.retire(ctx) {
+                Step::Faulted(f) => fault = Some(f),
+                _ => progressed = true,
+            }
+        }
+        if e.has_launches() {
+            launches.extend(e.take_launches());
+        }
+        if waiting && progressed {
+            hand_on_deferred(&mut Vec::new());
+        }
+        if fault.is_some() || !progressed {
+            break;
+        }
+        if launches.len() >= 32 {
+            // Hand work to the workers now; come back without parking.
+            more = true;
+            break;
+        }
+    }
+    let blocked = e
+        .blocked_on()
+        .map(|(_, site, _, c)| (site, matches!(c, WaitCondition::Memory { .. })));
+    let in_flight = e.dispatches_in_flight();
+    let completed = e.commands_completed + e.completed_submissions;
+    let trace_events = e.trace.as_mut().map(|t| t.drain()).unwrap_or_default();
+    if !trace_events.is_empty() {
+        // Taken under the lock, handed to the sink after it: `flush_trace` waits.
+        dev.trace_inflight.fetch_add(1, Ordering::AcqRel);
+    }
+    account(q, (!e.is_idle()).then_some(blocked.is_some()));
+    drop(e);
+    Stepped {
+        launches,
+        fault,
+        more,
+        pfp_held,
+        blocked,
+        in_flight,
+        completed,
+        completed_before,
+        trace_events,
+    }
+}
+
+/// Publishes what `q`'s engine does from now on (`None` idle, `Some(true)` blocked,
+/// `Some(false)` busy), closing the interval of what it did before when that changes. Called
+/// under the engine's lock, by whichever thread stepped it.
+fn account(q: &QueueShared, next: Option<bool>) {
+    use crate::runtime::{STATE_BLOCKED, STATE_BUSY};
+    let state = match q.state.load(Ordering::Acquire) {
+        STATE_BLOCKED => Some(true),
+        STATE_BUSY => Some(false),
+        _ => None,
+    };
+    if next != state {
+        let now = monotonic_ns();
+        let since = q.state_since_ns.load(Ordering::Acquire);
+        close_interval(q, state, now.saturating_sub(since), next, now);
+    }
+}
+
+/// Hands the wakes this thread kept on to their engines' own threads.
+fn hand_on_deferred(buf: &mut Vec<Deferred>) {
+    crate::sync::take_deferred(buf);
+    for d in buf.drain(..) {
+        d.thread.unpark();
+    }
+}
+
+/// Hands on the wakes the thread kept when it ends (unwinding included): no engine is left
+/// parked with a wake nobody serves.
+struct HandOnAtExit;
+
+impl Drop for HandOnAtExit {
+    fn drop(&mut self) {
+        hand_on_deferred(&mut Vec::new());
+    }
+}
+
+/// Most engines a thread steps for others before it parks ([`serve_deferred`]); the rest are
+/// handed on to their own threads.
+const SERVE_MAX: u32 = 64;
+
+/// Steps the engines whose wakes this thread kept (engine `own`'s thread, with nothing left to
+/// do itself), as their own threads would, as long as that is all they need: an engine left
+/// blocked on a queue wait (without a fence watchdog) or idle, with no dispatch in flight,
+/// parks again (its thread never woke). One that needs its own thread (a memory-value wait to
+/// watch, dispatches to time, a watchdog, a fault, the device stopping) has its thread woken,
+/// as are the rest once this engine has a wake of its own or [`SERVE_MAX`] are served.
+fn serve_deferred(
+    own: &QueueShared,
+    ctx: &EngineCtx<'_>,
+    tracing: bool,
+    fence_ns: Option<u64>,
+    buf: &mut Vec<Deferred>,
+) {
+    let dev = &own.device;
+    let mut queues: Option<Vec<Arc<QueueShared>>> = None;
+    let mut conds: Vec<WaitCondition> = Vec::new();
+    let mut served = 0u32;
+    loop {
+        crate::sync::take_deferred(buf);
+        if buf.is_empty() {
+            return;
+        }
+        for d in std::mem::take(buf) {
+            if served >= SERVE_MAX || own.waker.notified() || dev.is_removed() {
+                d.thread.unpark();
+                continue;
+            }
+            let qs = queues.get_or_insert_with(|| dev.live_queues());
+            let Some(q) = qs
+                .iter()
+                .find(|q| std::ptr::eq(Arc::as_ptr(&q.waker), d.waker))
+            else {
+                // Another device's engine (or one that is gone): its thread serves it.
+                d.thread.unpark();
+                continue;
+            };
+            served += 1;
+            if !step_parked(q, ctx, tracing, fence_ns, &mut conds) {
+                q.waker.wake_thread();
+            }
+        }
+    }
+}
+
+/// Steps `q`'s engine (its thread parked, its waker notified: [`serve_deferred`]) until it
+/// parks again; `false` when it needs its own thread.
+fn step_parked(
+    q: &Arc<QueueShared>,
+    ctx: &EngineCtx<'_>,
+    tracing: bool,
+    fence_ns: Option<u64>,
+    conds: &mut Vec<WaitCondition>,
+) -> bool {
+    let dev = &q.device;
+    for _ in 0..4 {
+        if dev.is_shut_down() {
+            return false;
+        }
+        q.waker.clear();
+        let s = step_engine(q, ctx, tracing, conds);
+        if !s.trace_events.is_empty() {
+            dev.emit(&s.trace_events);
+            dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
+        }
+        let launched = !s.launches.is_empty();
+        if launched {
+            dev.pool().submit(q, s.launches);
+        }
+        if let Some(f) = s.fault {
+            dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
+            return false;
+        }
+        if s.completed_before != s.completed {
+            dev.pool().note_progress(dev.now_ns());
+        }
+        let memory = conds
+            .iter()
+            .any(|c| matches!(c, WaitCondition::Memory { .. }));
+        let timed = s.blocked.is_some_and(|(_, m)| m || fence_ns.is_some());
+        if s.more || launched || s.in_flight > 0 || memory || timed {
+            return false;
+        }
+        if q.waker.begin_park(s.pfp_held) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether an engine with nothing to do spins before it parks: while recent spins found a

@@ -29,6 +29,9 @@ pub(crate) use fence::{FenceWaitFuture, WaitOutcome, Writer};
 pub(crate) use multi::register_multiple;
 pub(crate) use multi::wait_multiple;
 pub use multi::MultipleFenceWaitFlags;
-pub(crate) use notify::{cpus, Crossing, EngineWaker, Notify, Parker, Release};
+pub(crate) use notify::{
+    cpus, defer_wakes, has_deferred, take_deferred, Crossing, Deferred, EngineWaker, Notify,
+    Parker, Release,
+};
 pub(crate) use ticket::Ticket;
 pub(crate) use watch::{AddressWatches, WatchKey};

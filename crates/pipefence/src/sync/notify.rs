@@ -146,6 +146,75 @@ pub(crate) fn spin_until(budget_ns: u64, mut done: impl FnMut() -> bool) -> bool
     }
 }
 
+/// A wake of a parked engine that an engine thread took on instead of unparking the engine's
+/// thread ([`defer_wakes`]): the waker (compared, never read through: the engine may be gone
+/// by the time the list is read) and its thread, to unpark when the wake is handed on.
+pub(crate) struct Deferred {
+    pub(crate) waker: *const EngineWaker,
+    pub(crate) thread: Thread,
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The wakes of parked engines this thread took on ([`defer_wakes`]); `None` on threads
+    /// that do not (hosts, shader workers).
+    static DEFERRED: std::cell::RefCell<Option<Vec<Deferred>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// From now on, a wake that this thread makes of a parked engine leaves the engine's thread
+/// parked and is kept in this thread's list ([`take_deferred`]) instead: the thread (an engine
+/// thread about to run out of work of its own) steps that engine itself, or hands the wake on
+/// with [`EngineWaker::wake_thread`] (the threaded driver). The wake's state change is made as
+/// usual (`NOTIFIED`), so every other waker leaves that engine to this thread; it must hand on
+/// or serve every wake in its list.
+pub(crate) fn defer_wakes() {
+    #[cfg(not(loom))]
+    DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+}
+
+/// Whether this thread keeps wakes of parked engines that it has not handed on or served.
+#[inline]
+pub(crate) fn has_deferred() -> bool {
+    #[cfg(not(loom))]
+    return DEFERRED.with(|d| d.borrow().as_ref().is_some_and(|v| !v.is_empty()));
+    #[cfg(loom)]
+    false
+}
+
+/// Moves the wakes this thread keeps into `out`.
+pub(crate) fn take_deferred(out: &mut Vec<Deferred>) {
+    #[cfg(not(loom))]
+    DEFERRED.with(|d| {
+        if let Some(v) = d.borrow_mut().as_mut() {
+            out.append(v);
+        }
+    });
+    #[cfg(loom)]
+    let _ = out;
+}
+
+/// Keeps the wake of `w` (parked, thread `t`) when this thread defers wakes.
+#[inline]
+fn defer(w: &EngineWaker, t: &Thread) -> bool {
+    #[cfg(not(loom))]
+    return DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+        Some(v) => {
+            v.push(Deferred {
+                waker: w,
+                thread: t.clone(),
+            });
+            true
+        }
+        None => false,
+    });
+    #[cfg(loom)]
+    {
+        let _ = (w, t);
+        false
+    }
+}
+
 /// Wakes an engine thread: a re-armable state word plus the thread's unpark token.
 ///
 /// States of `state`: [`RUNNING`] (nothing new since the engine cleared it), [`NOTIFIED`]
@@ -187,9 +256,27 @@ impl EngineWaker {
     pub(crate) fn wake(&self) {
         if self.state.swap(NOTIFIED, Ordering::SeqCst) >= PARKING {
             if let Some(t) = self.thread.get() {
-                t.unpark();
+                if !defer(self, t) {
+                    t.unpark();
+                }
             }
         }
+    }
+
+    /// Wakes the engine's own thread whatever the state (an engine stepped by another
+    /// thread that needs its own: [`take_deferred`]).
+    pub(crate) fn wake_thread(&self) {
+        self.state.swap(NOTIFIED, Ordering::SeqCst);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Whether a wake arrived since the last clear (the engine thread's own waker, read by
+    /// the thread: then it steps its own engine before anything else).
+    #[inline]
+    pub(crate) fn notified(&self) -> bool {
+        self.state.load(Ordering::Acquire) == NOTIFIED
     }
 
     /// Wakes the engine for a submission just queued (under the engine lock, before this call),
