@@ -30,7 +30,7 @@ use crate::runtime::{DeviceShared, QueueShared};
 use crate::sync::shim::{
     condvar_wait_until, lock, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering,
 };
-use crate::sync::{wait_multiple, Deferred, Parker, WaitOutcome, WatchKey};
+use crate::sync::{wait_multiple, Deferred, EngineWaker, Parker, WaitOutcome, WatchKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -290,7 +290,7 @@ fn engine_main(q: &Arc<QueueShared>) {
             break;
         }
         q.waker.clear();
-        let s = step_engine(q, &ctx, tracing, &mut conds);
+        let s = step_engine(q, &ctx, tracing, &mut conds, None);
         dev.reap_unmaps();
         if !s.trace_events.is_empty() {
             dev.emit(&s.trace_events);
@@ -414,12 +414,15 @@ struct Stepped {
 /// retire queue until nothing progresses (or dispatches pile up for the workers); `conds`
 /// gets the conditions it is blocked on. When wakes of parked engines kept by this thread
 /// were waiting through a round of its own that progressed, they are handed on then (the
-/// thread has more to do than step them).
+/// thread has more to do than step them). `serving`: the stepping thread's own waker, when it
+/// steps the engine of another thread ([`serve_deferred`]): it stops (`more`) after
+/// [`SERVE_ROUNDS`] rounds or once its own engine has a wake.
 fn step_engine(
     q: &QueueShared,
     ctx: &EngineCtx<'_>,
     tracing: bool,
     conds: &mut Vec<WaitCondition>,
+    serving: Option<&EngineWaker>,
 ) -> Stepped {
     let dev = &q.device;
     let mut launches: Vec<Launch> = Vec::new();
@@ -476,6 +479,12 @@ fn step_engine(
         }
         if launches.len() >= 32 {
             // Hand work to the workers now; come back without parking.
+            more = true;
+            break;
+        }
+        if serving.is_some_and(|own| rounds >= SERVE_ROUNDS || own.notified()) {
+            // Stepped for another engine's thread: a long list goes back to its own thread
+            // (it runs beside this one), and so does any once this thread's engine has work.
             more = true;
             break;
         }
@@ -540,6 +549,10 @@ impl Drop for HandOnAtExit {
     }
 }
 
+/// Most rounds (each a PFP run, an ME batch of up to [`ME_BATCH`] packets and the
+/// retirements) a thread steps another engine for each wake it serves ([`serve_deferred`]).
+const SERVE_ROUNDS: u32 = 4;
+
 /// Most engines a thread steps for others before it parks ([`serve_deferred`]); the rest are
 /// handed on to their own threads.
 const SERVE_MAX: u32 = 64;
@@ -549,7 +562,8 @@ const SERVE_MAX: u32 = 64;
 /// blocked on a queue wait (without a fence watchdog) or idle, with no dispatch in flight,
 /// parks again (its thread never woke). One that needs its own thread (a memory-value wait to
 /// watch, dispatches to time, a watchdog, a fault, the device stopping) has its thread woken,
-/// as are the rest once this engine has a wake of its own or [`SERVE_MAX`] are served.
+/// as are the rest once this engine has a wake of its own or [`SERVE_MAX`] are served; so does
+/// one with more work than [`SERVE_ROUNDS`] rounds (it runs on beside this thread).
 fn serve_deferred(
     own: &QueueShared,
     ctx: &EngineCtx<'_>,
@@ -581,7 +595,7 @@ fn serve_deferred(
                 continue;
             };
             served += 1;
-            if !step_parked(q, ctx, tracing, fence_ns, &mut conds) {
+            if !step_parked(&own.waker, q, ctx, tracing, fence_ns, &mut conds) {
                 q.waker.wake_thread();
             }
         }
@@ -591,6 +605,7 @@ fn serve_deferred(
 /// Steps `q`'s engine (its thread parked, its waker notified: [`serve_deferred`]) until it
 /// parks again; `false` when it needs its own thread.
 fn step_parked(
+    own: &EngineWaker,
     q: &Arc<QueueShared>,
     ctx: &EngineCtx<'_>,
     tracing: bool,
@@ -603,7 +618,7 @@ fn step_parked(
             return false;
         }
         q.waker.clear();
-        let s = step_engine(q, ctx, tracing, conds);
+        let s = step_engine(q, ctx, tracing, conds, Some(own));
         if !s.trace_events.is_empty() {
             dev.emit(&s.trace_events);
             dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);

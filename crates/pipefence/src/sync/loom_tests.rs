@@ -6,12 +6,15 @@
 //! `loom_catches_queue_wait_reading_the_value` does the same for the queue wait's handshake:
 //! with the ticket's latch replaced by a re-read of the fence's value (the behaviour before
 //! tickets), a signal raised and lowered before the engine re-checks is lost.
+//! `loom_catches_a_served_engine_parked_by_a_store` does the same for the threaded driver's
+//! hand-off: an engine stepped by the thread whose signal woke it, parked again with a plain
+//! store instead of `begin_park`'s compare-and-swap, loses another thread's wake.
 
 use super::event::Event;
 use super::fence::{FenceCore, WaitOutcome, Writer, BREAK_REGISTER_RECHECK};
 use super::multi::wait_multiple;
-use super::notify::EngineWaker;
-use super::shim::{lock, Mutex};
+use super::notify::{defer_wakes, take_deferred, EngineWaker};
+use super::shim::{lock, AtomicBool, Mutex, Ordering};
 use super::ticket::{Ticket, BREAK_TICKET_LATCH};
 use loom::thread;
 use std::sync::Arc;
@@ -246,4 +249,93 @@ fn loom_catches_broken_register_handshake() {
         let _ = f.wait_until(1, None);
         t.join().unwrap();
     });
+}
+
+/// The threaded driver's hand-off (`driver::threaded::serve_deferred`), reduced to one engine
+/// parked on two queue waits: a thread that defers wakes signals the first wait's fence (the
+/// wake of the parked engine is kept, not delivered) and then steps the engine itself as its
+/// own thread would (clear, step, `begin_park`, again if a wake came meanwhile), while the main
+/// thread signals the second wait's fence with a plain wake. Whoever steps the engine past both
+/// waits finishes it (the engine's own thread is woken to end). No interleaving loses a wake:
+/// the engine always gets past both waits.
+fn served_wake_vs_own_thread_vs_plain_wake(park_by_store: bool) {
+    let f = Arc::new(FenceCore::new(0));
+    let g = Arc::new(FenceCore::new(0));
+    let waker = Arc::new(EngineWaker::default());
+    let t1 = Ticket::issue(f.clone(), 1, waker.clone(), None);
+    let t2 = Ticket::issue(g.clone(), 1, waker.clone(), None);
+    let done = Arc::new(AtomicBool::new(false));
+    // A step of the engine: past both waits once both tickets are satisfied.
+    let step = {
+        let (t1, t2, done) = (t1.clone(), t2.clone(), done.clone());
+        move || {
+            if t1.is_satisfied() && t2.is_satisfied() {
+                done.store(true, Ordering::SeqCst);
+            }
+            done.load(Ordering::SeqCst)
+        }
+    };
+    let engine = {
+        let (waker, step) = (waker.clone(), step.clone());
+        thread::spawn(move || {
+            waker.set_thread(thread::current());
+            loop {
+                waker.clear();
+                if step() {
+                    return;
+                }
+                if !waker.begin_park(true) {
+                    continue;
+                }
+                thread::park();
+            }
+        })
+    };
+    let server = {
+        let waker = waker.clone();
+        thread::spawn(move || {
+            defer_wakes();
+            f.signal(1, Writer::Never, 0);
+            let mut kept = Vec::new();
+            take_deferred(&mut kept);
+            for d in kept {
+                assert!(std::ptr::eq(d.waker, Arc::as_ptr(&waker)));
+                let mut parked = false;
+                for _ in 0..3 {
+                    waker.clear();
+                    if step() {
+                        break;
+                    }
+                    if park_by_store {
+                        waker.force_parking_for_test();
+                        parked = true;
+                        break;
+                    }
+                    if waker.begin_park(true) {
+                        parked = true;
+                        break;
+                    }
+                }
+                if !parked {
+                    // Past both waits (or too many tries): its own thread takes it on.
+                    waker.wake_thread();
+                }
+            }
+        })
+    };
+    g.signal(1, Writer::Never, 0);
+    server.join().unwrap();
+    engine.join().unwrap();
+    assert!(done.load(Ordering::SeqCst));
+}
+
+#[test]
+fn d3_served_wake_vs_own_thread_vs_plain_wake() {
+    model(|| served_wake_vs_own_thread_vs_plain_wake(false));
+}
+
+#[test]
+#[should_panic(expected = "deadlock")]
+fn loom_catches_a_served_engine_parked_by_a_store() {
+    model(|| served_wake_vs_own_thread_vs_plain_wake(true));
 }

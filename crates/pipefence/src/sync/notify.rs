@@ -162,6 +162,11 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+#[cfg(loom)]
+loom::thread_local! {
+    static DEFERRED: std::cell::RefCell<Option<Vec<Deferred>>> = std::cell::RefCell::new(None);
+}
+
 /// From now on, a wake that this thread makes of a parked engine leaves the engine's thread
 /// parked and is kept in this thread's list ([`take_deferred`]) instead: the thread (an engine
 /// thread about to run out of work of its own) steps that engine itself, or hands the wake on
@@ -169,36 +174,28 @@ thread_local! {
 /// usual (`NOTIFIED`), so every other waker leaves that engine to this thread; it must hand on
 /// or serve every wake in its list.
 pub(crate) fn defer_wakes() {
-    #[cfg(not(loom))]
     DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
 }
 
 /// Whether this thread keeps wakes of parked engines that it has not handed on or served.
 #[inline]
 pub(crate) fn has_deferred() -> bool {
-    #[cfg(not(loom))]
-    return DEFERRED.with(|d| d.borrow().as_ref().is_some_and(|v| !v.is_empty()));
-    #[cfg(loom)]
-    false
+    DEFERRED.with(|d| d.borrow().as_ref().is_some_and(|v| !v.is_empty()))
 }
 
 /// Moves the wakes this thread keeps into `out`.
 pub(crate) fn take_deferred(out: &mut Vec<Deferred>) {
-    #[cfg(not(loom))]
     DEFERRED.with(|d| {
         if let Some(v) = d.borrow_mut().as_mut() {
             out.append(v);
         }
     });
-    #[cfg(loom)]
-    let _ = out;
 }
 
 /// Keeps the wake of `w` (parked, thread `t`) when this thread defers wakes.
 #[inline]
 fn defer(w: &EngineWaker, t: &Thread) -> bool {
-    #[cfg(not(loom))]
-    return DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+    DEFERRED.with(|d| match d.borrow_mut().as_mut() {
         Some(v) => {
             v.push(Deferred {
                 waker: w,
@@ -207,12 +204,7 @@ fn defer(w: &EngineWaker, t: &Thread) -> bool {
             true
         }
         None => false,
-    });
-    #[cfg(loom)]
-    {
-        let _ = (w, t);
-        false
-    }
+    })
 }
 
 /// Wakes an engine thread: a re-armable state word plus the thread's unpark token.
@@ -270,6 +262,13 @@ impl EngineWaker {
         if let Some(t) = self.thread.get() {
             t.unpark();
         }
+    }
+
+    /// Parks the engine with a plain store, overwriting any wake since the clear: the broken
+    /// hand-off that the loom suite must catch.
+    #[cfg(loom)]
+    pub(crate) fn force_parking_for_test(&self) {
+        self.state.store(PARKING_HELD, Ordering::SeqCst);
     }
 
     /// Whether a wake arrived since the last clear (the engine thread's own waker, read by
