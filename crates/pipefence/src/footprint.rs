@@ -397,44 +397,61 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
 /// Recorders active in the process (a quick test before the thread-local one).
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
-/// A thread's recorder: what it recorded since [`start`], `None` when it does not record. A
-/// thread that ends while recording stops (its count in [`ACTIVE`] goes with it).
-struct Recorder(Option<Vec<Access>>);
+/// A thread's recorder: whether it records, and what it recorded since [`start`] (a buffer
+/// kept from one action to the next, so that recording allocates once per action, in
+/// [`take_raw`]). A thread that ends while recording stops (its count in [`ACTIVE`] goes
+/// with it).
+struct Recorder {
+    on: bool,
+    buf: Vec<Access>,
+}
 
 impl Drop for Recorder {
     fn drop(&mut self) {
-        if self.0.take().is_some() {
+        if std::mem::take(&mut self.on) {
             ACTIVE.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
 
 thread_local! {
-    static REC: RefCell<Recorder> = const { RefCell::new(Recorder(None)) };
+    static REC: RefCell<Recorder> = const {
+        RefCell::new(Recorder {
+            on: false,
+            buf: Vec::new(),
+        })
+    };
 }
 
 /// Starts recording on this thread (dropping whatever was recorded).
 pub(crate) fn start() {
     REC.with(|r| {
         let mut r = r.borrow_mut();
-        if r.0.is_none() {
+        if !r.on {
             ACTIVE.fetch_add(1, Ordering::Relaxed);
+            r.on = true;
         }
-        r.0 = Some(Vec::new());
+        r.buf.clear();
     });
 }
 
 /// Whether this thread records footprints now (between a reducing run's actions it does;
 /// after a run it must not: [`stop`]).
 pub fn recording() -> bool {
-    REC.with(|r| r.borrow().0.is_some())
+    REC.with(|r| r.borrow().on)
 }
 
 /// Stops recording on this thread, dropping what was recorded: a host that leaves a scripted
 /// device leaves no recorder on (one left on would send every access of the process, on
 /// every device, down the recording path; [`active`]).
 pub(crate) fn stop() {
-    take_raw();
+    REC.with(|r| {
+        let mut r = r.borrow_mut();
+        if std::mem::take(&mut r.on) {
+            ACTIVE.fetch_sub(1, Ordering::Relaxed);
+        }
+        r.buf.clear();
+    });
 }
 
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
@@ -443,15 +460,22 @@ pub(crate) fn take() -> Footprint {
     Footprint::new(take_raw())
 }
 
+/// Room left in what [`take_raw`] returns for the accesses its caller adds.
+const TAKE_ROOM: usize = 4;
+
 /// [`take`], as recorded: in the order made, repeats and all (for a caller that adds more
 /// before it makes a [`Footprint`], which orders and merges them once).
 pub(crate) fn take_raw() -> Vec<Access> {
-    REC.with(|r| match r.borrow_mut().0.take() {
-        Some(v) => {
-            ACTIVE.fetch_sub(1, Ordering::Relaxed);
-            v
+    REC.with(|r| {
+        let mut r = r.borrow_mut();
+        if !std::mem::take(&mut r.on) {
+            return Vec::new();
         }
-        None => Vec::new(),
+        ACTIVE.fetch_sub(1, Ordering::Relaxed);
+        let mut v = Vec::with_capacity(r.buf.len() + TAKE_ROOM);
+        v.extend_from_slice(&r.buf);
+        r.buf.clear();
+        v
     })
 }
 
@@ -464,14 +488,17 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
         return;
     }
     REC.with(|r| {
-        if let Some(v) = r.borrow_mut().0.as_mut() {
-            let a = (obj, kind);
-            if !v
-                .last_mut()
-                .is_some_and(|last| *last == a || join_ranges(last, a))
-            {
-                v.push(a);
-            }
+        let mut r = r.borrow_mut();
+        if !r.on {
+            return;
+        }
+        let a = (obj, kind);
+        let v = &mut r.buf;
+        if !v
+            .last_mut()
+            .is_some_and(|last| *last == a || join_ranges(last, a))
+        {
+            v.push(a);
         }
     });
 }
