@@ -131,6 +131,8 @@ pub struct Footprint {
     /// access whose bits do not meet those of another footprint's accesses of a kind that
     /// conflicts with its own ([`Footprint::against`]) conflicts with none of them.
     kinds: [u64; 3],
+    /// Whether it has `(Device, Write)`: the device's removal ([`Footprint::races`]).
+    removal: bool,
 }
 
 impl Footprint {
@@ -151,11 +153,14 @@ impl Footprint {
         accesses.truncate(n);
         let bits: Vec<u64> = accesses.iter().map(|&(o, _)| object_bits(o)).collect();
         let kinds = kind_bits(&accesses, &bits);
-        Footprint {
+        let mut f = Footprint {
             accesses,
             bits,
             kinds,
-        }
+            removal: false,
+        };
+        f.removal = f.has((Obj::Device, Kind::Write));
+        f
     }
 
     /// Whether this footprint has access `a` (the accesses are sorted by kind, then object:
@@ -195,6 +200,7 @@ impl Footprint {
         });
         self.accesses.retain(|&(x, _)| x != o);
         self.kinds = kind_bits(&self.accesses, &self.bits);
+        self.removal = self.has((Obj::Device, Kind::Write));
     }
 
     /// A quick over-approximation of each access's object as 64 bits, in the order of
@@ -227,8 +233,7 @@ impl Footprint {
     pub fn races(&self, later: &Footprint) -> bool {
         // A removal waits for nothing and nothing waits for it: what it reads of the plumbing
         // (the tickets a report names) orders nothing.
-        let removal = |f: &Footprint| f.has((Obj::Device, Kind::Write));
-        let orders = !removal(self) && !removal(later);
+        let orders = !self.removal && !later.removal;
         let mut race = false;
         for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
             if b1 & later.against(k1) == 0 {
