@@ -159,8 +159,13 @@ impl Footprint {
             kinds,
             removal: false,
         };
-        f.removal = f.has((Obj::Device, Kind::Write));
+        f.removal = f.writes_device() && f.has((Obj::Device, Kind::Write));
         f
+    }
+
+    /// Whether a write's bits hold the device's (a quick test before [`Footprint::has`]).
+    fn writes_device(&self) -> bool {
+        self.kinds[2] & object_bits(Obj::Device) != 0
     }
 
     /// Whether this footprint has access `a` (the accesses are sorted by kind, then object:
@@ -200,7 +205,7 @@ impl Footprint {
         });
         self.accesses.retain(|&(x, _)| x != o);
         self.kinds = kind_bits(&self.accesses, &self.bits);
-        self.removal = self.has((Obj::Device, Kind::Write));
+        self.removal = self.writes_device() && self.has((Obj::Device, Kind::Write));
     }
 
     /// A quick over-approximation of each access's object as 64 bits, in the order of

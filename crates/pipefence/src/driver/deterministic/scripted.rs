@@ -59,9 +59,9 @@ impl Scheduler {
         n_groups: usize,
         tail: &[(Actor, u64, Wake)],
     ) -> Choice {
-        let listed: Vec<usize> = (0..listing.len()).map(|k| listing.nth(k)).collect();
+        let listed = || (0..listing.len()).map(|k| listing.nth(k));
         let is_pfp = |i: &usize| matches!(listing.entries[*i].actor, Actor::Pfp(_));
-        let pfp_point = dev.strict() && listed.iter().any(is_pfp);
+        let pfp_point = dev.strict() && listed().any(|i| is_pfp(&i));
         if script.is_open() && st.script_pfp == pfp_point && !st.script_alts.is_empty() {
             let k = script.again() as usize;
             if let Some(&(c, _)) = st.script_alts.get(k) {
@@ -71,11 +71,13 @@ impl Scheduler {
         script.close();
         let reducing = script.is_reducing();
         let entry = |i: usize| (Choice::Listed(i), Who::Actor(listing.entries[i].actor));
-        let alts: Vec<(Choice, Who)> = if pfp_point {
-            listed.into_iter().filter(is_pfp).map(entry).collect()
+        // The buffer of the last point's alternatives, reused.
+        let mut alts = std::mem::take(&mut st.script_alts);
+        alts.clear();
+        if pfp_point {
+            alts.extend(listed().filter(is_pfp).map(entry));
         } else {
-            let mut alts: Vec<(Choice, Who)> = Vec::with_capacity(listed.len());
-            for i in listed {
+            for i in listed() {
                 match listing.entries[i].actor {
                     Actor::Writeback(q) if reducing => {
                         // One alternative per dirty line: each line is its own actor.
@@ -111,8 +113,7 @@ impl Scheduler {
             for (i, (a, _, _)) in tail.iter().enumerate() {
                 alts.push((Choice::Tail(i), Who::Actor(*a)));
             }
-            alts
-        };
+        }
         let continuing = st
             .last_who
             .and_then(|w| alts.iter().position(|a| a.1 == w))
