@@ -374,9 +374,10 @@ impl Sink {
     }
 }
 
-/// A set of event indices.
+/// A set of event indices (inline up to 128 events: a run's happens-before sets allocate
+/// nothing in small scenarios).
 #[derive(Debug, Clone, Default)]
-struct Bits(Vec<u64>);
+struct Bits(smallvec::SmallVec<[u64; 2]>);
 
 impl Bits {
     fn insert(&mut self, i: usize) {
