@@ -539,13 +539,19 @@ fn hand_on_deferred(buf: &mut Vec<Deferred>) {
     }
 }
 
-/// Hands on the wakes the thread kept when it ends (unwinding included): no engine is left
-/// parked with a wake nobody serves.
+/// Hands on the wakes the thread kept when its engine stops (unwinding included), and makes
+/// the thread's later wakes at once (dropping the queue or device as the thread ends may
+/// release a fence that another device's engine waits on): no engine is left parked with a
+/// wake nobody serves.
 struct HandOnAtExit;
 
 impl Drop for HandOnAtExit {
     fn drop(&mut self) {
-        hand_on_deferred(&mut Vec::new());
+        let mut kept = Vec::new();
+        crate::sync::stop_deferring(&mut kept);
+        for d in kept {
+            d.thread.unpark();
+        }
     }
 }
 

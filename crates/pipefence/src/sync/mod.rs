@@ -30,8 +30,8 @@ pub(crate) use multi::register_multiple;
 pub(crate) use multi::wait_multiple;
 pub use multi::MultipleFenceWaitFlags;
 pub(crate) use notify::{
-    cpus, defer_wakes, has_deferred, take_deferred, Crossing, Deferred, EngineWaker, Notify,
-    Parker, Release,
+    cpus, defer_wakes, has_deferred, stop_deferring, take_deferred, Crossing, Deferred,
+    EngineWaker, Notify, Parker, Release,
 };
 pub(crate) use ticket::Ticket;
 pub(crate) use watch::{AddressWatches, WatchKey};

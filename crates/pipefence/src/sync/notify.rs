@@ -177,6 +177,16 @@ pub(crate) fn defer_wakes() {
     DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
 }
 
+/// From now on this thread makes its wakes at once again; the ones it kept are moved into
+/// `out` (to hand on).
+pub(crate) fn stop_deferring(out: &mut Vec<Deferred>) {
+    DEFERRED.with(|d| {
+        if let Some(mut v) = d.borrow_mut().take() {
+            out.append(&mut v);
+        }
+    });
+}
+
 /// Whether this thread keeps wakes of parked engines that it has not handed on or served.
 #[inline]
 pub(crate) fn has_deferred() -> bool {
