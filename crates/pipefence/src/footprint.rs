@@ -163,6 +163,17 @@ impl Footprint {
         f
     }
 
+    /// Whether it is the device's removal: it has `(Device, Write)`.
+    pub fn is_removal(&self) -> bool {
+        self.removal
+    }
+
+    /// Whether it has `(All, Read)` (a host released by a timeout or a removal reads
+    /// everything): a read of every bit first, then the search.
+    pub fn reads_all(&self) -> bool {
+        self.kinds[0] == object_bits(Obj::All) && self.has((Obj::All, Kind::Read))
+    }
+
     /// Whether a write's bits hold the device's (a quick test before [`Footprint::has`]).
     fn writes_device(&self) -> bool {
         self.kinds[2] & object_bits(Obj::Device) != 0

@@ -1174,12 +1174,11 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
         // A host released from a wait that timed out or that a removal ended (it reads
         // everything) did not run the action it could run before: a poll that could pass,
         // disabled by a write, then timed out, must still be run before that write.
-        let released =
-            matches!(e.actor, ActorKey::Host(_)) && e.footprint.has((Obj::All, Kind::Read));
+        let released = matches!(e.actor, ActorKey::Host(_)) && e.footprint.reads_all();
         if !released {
             last.insert(e.actor, e.point);
         }
-        if e.footprint.has((Obj::Device, Kind::Write)) {
+        if e.footprint.is_removal() {
             removal.insert(e.point);
         }
     }
