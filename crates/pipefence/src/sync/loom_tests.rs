@@ -136,7 +136,7 @@ fn f5_ticket_issue_vs_pulse() {
         t.join().unwrap();
         assert_eq!(f.completed_value(), 0);
         if ticket.is_satisfied() {
-            assert!(waker.is_set());
+            assert!(waker.notified());
             assert_eq!(ticket.satisfied_by().map(|c| c.value), Some(3));
         }
     });

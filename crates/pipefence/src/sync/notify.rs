@@ -282,7 +282,8 @@ impl EngineWaker {
     }
 
     /// Whether a wake arrived since the last clear (the engine thread's own waker, read by
-    /// the thread: then it steps its own engine before anything else).
+    /// the thread: then it steps its own engine before anything else; the loom models check
+    /// it too).
     #[inline]
     pub(crate) fn notified(&self) -> bool {
         self.state.load(Ordering::Acquire) == NOTIFIED
@@ -322,12 +323,6 @@ impl EngineWaker {
     #[inline]
     pub(crate) fn spin_for_wake(&self) -> bool {
         spin_until(SPIN_NS, || self.state.load(Ordering::Acquire) != RUNNING)
-    }
-
-    /// Whether a wake arrived since the last clear (the loom models check it).
-    #[cfg(loom)]
-    pub(crate) fn is_set(&self) -> bool {
-        self.state.load(Ordering::SeqCst) == NOTIFIED
     }
 
     /// The engine thread is about to park: returns `false` (and the engine must step again
