@@ -159,7 +159,7 @@ impl Footprint {
             kinds,
             removal: false,
         };
-        f.removal = f.writes_device() && f.has((Obj::Device, Kind::Write));
+        f.removal = f.finds_removal();
         f
     }
 
@@ -174,9 +174,10 @@ impl Footprint {
         self.kinds[0] == object_bits(Obj::All) && self.has((Obj::All, Kind::Read))
     }
 
-    /// Whether a write's bits hold the device's (a quick test before [`Footprint::has`]).
-    fn writes_device(&self) -> bool {
-        self.kinds[2] & object_bits(Obj::Device) != 0
+    /// Whether it has `(Device, Write)`, looked for only when a write's bits hold the
+    /// device's (what [`Footprint::removal`] keeps).
+    fn finds_removal(&self) -> bool {
+        self.kinds[2] & object_bits(Obj::Device) != 0 && self.has((Obj::Device, Kind::Write))
     }
 
     /// Whether this footprint has access `a` (the accesses are sorted by kind, then object:
@@ -216,7 +217,7 @@ impl Footprint {
         });
         self.accesses.retain(|&(x, _)| x != o);
         self.kinds = kind_bits(&self.accesses, &self.bits);
-        self.removal = self.writes_device() && self.has((Obj::Device, Kind::Write));
+        self.removal = self.finds_removal();
     }
 
     /// A quick over-approximation of each access's object as 64 bits, in the order of
