@@ -290,17 +290,9 @@ fn engine_main(q: &Arc<QueueShared>) {
             break;
         }
         q.waker.clear();
-        let s = step_engine(q, &ctx, tracing, &mut conds, None);
+        let mut s = step_engine(q, &ctx, tracing, &mut conds, None);
         dev.reap_unmaps();
-        if !s.trace_events.is_empty() {
-            dev.emit(&s.trace_events);
-            dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
-        }
-        if !s.launches.is_empty() {
-            dev.pool().submit(q, s.launches);
-        }
-        if let Some(f) = s.fault {
-            dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
+        if !hand_out(q, &mut s) {
             break;
         }
         if s.more {
@@ -514,6 +506,28 @@ fn step_engine(
     }
 }
 
+/// Hands on what a stepping of `q`'s engine produced: its trace events to the sink, its
+/// dispatches to the workers; a fault removes the device (`false`).
+fn hand_out(q: &Arc<QueueShared>, s: &mut Stepped) -> bool {
+    let dev = &q.device;
+    let events = std::mem::take(&mut s.trace_events);
+    if !events.is_empty() {
+        dev.emit(&events);
+        dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+    let launches = std::mem::take(&mut s.launches);
+    if !launches.is_empty() {
+        dev.pool().submit(q, launches);
+    }
+    match s.fault.take() {
+        Some(f) => {
+            dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
+            false
+        }
+        None => true,
+    }
+}
+
 /// Publishes what `q`'s engine does from now on (`None` idle, `Some(true)` blocked,
 /// `Some(false)` busy), closing the interval of what it did before when that changes. Called
 /// under the engine's lock, by whichever thread stepped it.
@@ -534,7 +548,12 @@ fn account(q: &QueueShared, next: Option<bool>) {
 /// Hands the wakes this thread kept on to their engines' own threads.
 fn hand_on_deferred(buf: &mut Vec<Deferred>) {
     crate::sync::take_deferred(buf);
-    for d in buf.drain(..) {
+    unpark_each(buf);
+}
+
+/// Unparks the threads of the engines whose wakes are in `kept` (emptying it).
+fn unpark_each(kept: &mut Vec<Deferred>) {
+    for d in kept.drain(..) {
         d.thread.unpark();
     }
 }
@@ -549,9 +568,7 @@ impl Drop for HandOnAtExit {
     fn drop(&mut self) {
         let mut kept = Vec::new();
         crate::sync::stop_deferring(&mut kept);
-        for d in kept {
-            d.thread.unpark();
-        }
+        unpark_each(&mut kept);
     }
 }
 
@@ -624,17 +641,9 @@ fn step_parked(
             return false;
         }
         q.waker.clear();
-        let s = step_engine(q, ctx, tracing, conds, Some(own));
-        if !s.trace_events.is_empty() {
-            dev.emit(&s.trace_events);
-            dev.trace_inflight.fetch_sub(1, Ordering::AcqRel);
-        }
+        let mut s = step_engine(q, ctx, tracing, conds, Some(own));
         let launched = !s.launches.is_empty();
-        if launched {
-            dev.pool().submit(q, s.launches);
-        }
-        if let Some(f) = s.fault {
-            dev.remove_with_fault(f.removal_reason(), Some((q.id, f)));
+        if !hand_out(q, &mut s) {
             return false;
         }
         if s.completed_before != s.completed {
