@@ -127,6 +127,15 @@ impl DeviceTools<'_> {
         !self.device.is_removed()
     }
 
+    /// The device clock in nanoseconds, as [`Device::clock_ns`] reads it, for a tool's
+    /// bookkeeping (how long a run took): unlike a program's reading, it is not part of what
+    /// the program computes, so a reducing exploration does not note it as an access of the
+    /// clock (`docs/exploration.md`, "The clock"). A tool that reads it at the end of every
+    /// run would otherwise put the clock into the dependence relation of every search.
+    pub fn clock_ns(&self) -> u64 {
+        self.device.shared.now_ns()
+    }
+
     /// The deterministic schedule's figures so far (steps, dispatches in flight); `None` on the
     /// threaded driver.
     pub fn schedule_stats(&self) -> Option<ScheduleStats> {
@@ -257,5 +266,27 @@ impl BufferTools<'_> {
             .watches
             .notify_range(core.base, core.end());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::footprint::{self, Kind, Obj};
+    use crate::{Device, DeviceDesc};
+
+    /// D4 (`docs/exploration.md`, "The clock"): a program's reading of the clock is part of
+    /// what it computes and writes the clock in a reducing exploration's footprint; a tool's
+    /// reading (the scenario runner's elapsed time at the end of every run) is bookkeeping and
+    /// records nothing, or every search would have the clock in its relation.
+    #[test]
+    fn d4_a_tools_reading_of_the_clock_is_not_a_program_reading() {
+        let device = Device::new(DeviceDesc::default()).expect("a device");
+        footprint::start();
+        let tools = device.tools().clock_ns();
+        assert!(footprint::take().accesses().is_empty());
+        footprint::start();
+        let program = device.clock_ns();
+        assert_eq!(footprint::take().accesses(), &[(Obj::Clock, Kind::Write)]);
+        assert!(program >= tools);
     }
 }
