@@ -149,8 +149,9 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
 
 /// Scenarios whose reduced search completes in a second or so (hundreds to thousands of
 /// schedules: smaller ones measure the threads' start, not the search), with `--strict` or not.
-const JOBS_SCENARIOS: [(&str, bool); 5] = [
-    ("examples/ring-buffer.kdl", false),
+/// (ring-buffer in the plain model was one of them until its search left the clock out of the
+/// relation: it is one schedule now.)
+const JOBS_SCENARIOS: [(&str, bool); 4] = [
     ("tests/scenarios/page-fault.kdl", true),
     ("examples/cpu-gpu-handshake.kdl", true),
     ("examples/async-compute.kdl", true),
