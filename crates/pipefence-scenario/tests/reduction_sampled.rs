@@ -919,6 +919,37 @@ expect "m+0" cmp=never reference=0
     );
 }
 
+/// A host's `cpu-wait-multiple mode=any` that passes with more than one of its fences at
+/// their values needed none of them: it could have passed before the signal of each (after
+/// the other's). Its pass read every such latch, whose order with the signal is forced, so
+/// the pass (and the host's next read of a fence with it) stayed after both signals, and the
+/// schedule where the host reads `f` before the queue signals it was never explored: the
+/// pass now reads those fences, which race with their signals (generated seed 427, found
+/// sweeping on 2026-12-04, there since the wait's footprint was written: 2 schedules and 1
+/// of the 2 outcomes the seeds find; 3 schedules and both with the fix).
+#[test]
+fn d4_regression_a_host_wait_for_any_fence_that_needed_none_of_them_races_with_each() {
+    let text = r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+fence g
+queue q0 kind=compute
+host h0 {
+    signal q0 g 1
+    cpu-wait-multiple mode=any timeout-ms=1000 {
+        f 1
+        g 1
+    }
+    expect-fence f cmp=never reference=0
+}
+signal q0 f 1
+expect "m+0" cmp=never reference=0
+"#;
+    for strict in [false, true] {
+        assert_finds_sampled_outcomes(text, strict, 200);
+    }
+}
+
 /// The end of the run, which comes after every group and retirement of the run, still
 /// races with them when it writes dirty lines back: the main thread reads the four lines a
 /// fill wrote (strict mode: in the queue's cache until written back), with no wait, and the

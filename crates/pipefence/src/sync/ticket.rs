@@ -88,6 +88,13 @@ impl Ticket {
         self.satisfied.load(Ordering::Acquire)
     }
 
+    /// Records a read of the ticket's fence, not of its latch (`footprint.rs`): a read that
+    /// a signal of the fence can come after in another schedule (the latch's is the queue's
+    /// plumbing, forced), for a wait that did not need this ticket.
+    pub(crate) fn note_fence_read(&self) {
+        self.fence.note(crate::footprint::Kind::Read);
+    }
+
     /// Records an access to the latch (`footprint.rs`): the ticket's own object, or the fence
     /// for a ticket without a key.
     fn note(&self, kind: crate::footprint::Kind) {

@@ -330,10 +330,23 @@ impl Scheduler {
                                 // not set yet is read before the signal that sets it, not
                                 // after as the plumbing's forced order has it: with hazard
                                 // tracking the pass reads that fence instead, which races
-                                // with the signal (acquired before it, not after).
+                                // with the signal (acquired before it, not after). When more
+                                // than one was set, none of them was needed: the pass could
+                                // have come before the signal of each (after another's), so
+                                // it reads their fences, which race with those signals,
+                                // instead of the latches, whose forced order would pin the
+                                // pass after every one of them (and the host's next read of
+                                // such a fence with it).
+                                let set = ts.iter().filter(|t| t.is_satisfied_unrecorded()).count();
                                 for t in ts {
-                                    if !*any || t.is_satisfied_unrecorded() {
+                                    if !*any {
                                         t.is_satisfied();
+                                    } else if t.is_satisfied_unrecorded() {
+                                        if set > 1 {
+                                            t.note_fence_read();
+                                        } else {
+                                            t.is_satisfied();
+                                        }
                                     }
                                 }
                             }
