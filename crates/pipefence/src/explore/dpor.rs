@@ -1622,11 +1622,13 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     // idle that passes: it follows the retirement of every submission made before it, so the
     // plumbing of i's submission orders it here only because i came first (without i it
     // passes sooner), and the reversal must be looked for here.
-    // (The quick test of the masks first: most of the events between are independent of i.)
+    // (The quick tests first: most of the events between are independent of i, and an event
+    // that i is dependent on has i among the events before it.)
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
             h.masks[i].may_conflict(h.masks[k])
                 && h.preds[j].contains(k)
+                && h.preds[k].contains(i)
                 && chosen(k)
                 && h.dependent(i, k)
         })
