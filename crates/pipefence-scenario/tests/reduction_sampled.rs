@@ -950,6 +950,36 @@ expect "m+0" cmp=never reference=0
     }
 }
 
+/// Strict mode: a host reads a line that a queue's copy wrote before it, while that line is
+/// written back only at the end of the run. The read races with the end of the run's
+/// write-back, but the host's own later actions order that write-back after the read, so
+/// that race reverses in no schedule, and no other race put the line's early write-back
+/// before the read: the search never saw the copy's value (generated seed 455, found
+/// sweeping on 2026-12-04 and there on the commits before: 10 schedules and 1 of the 2
+/// outcomes the seeds find). The line's write-back actor, enabled at the read's point, now
+/// starts a branch there (22 schedules, both outcomes).
+#[test]
+fn d4_regression_strict_a_host_read_before_the_end_of_the_runs_write_back_explores_an_early_one() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=2
+buffer d size=1024 heap=shared init=1
+buffer e size=1024 heap=readback
+fence g
+queue q0 kind=compute
+list q0l0 kind=compute {
+    copy dst="e+64" src="d+0" bytes=64
+}
+queue q1 kind=compute
+execute q0 q0l0
+wait q0 g 1
+signal q1 g 1
+expect "e+64" cmp=never reference=0
+"#,
+        true,
+        200,
+    );
+}
+
 /// The end of the run, which comes after every group and retirement of the run, still
 /// races with them when it writes dirty lines back: the main thread reads the four lines a
 /// fill wrote (strict mode: in the queue's cache until written back), with no wait, and the

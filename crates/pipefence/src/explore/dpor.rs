@@ -1321,7 +1321,8 @@ fn add_backtracks(
                 && (x + 1..racing.len())
                     .any(|y| starts[y].is_some() && h.preds[racing[y]].contains(i));
             if !implied {
-                starts[x] = reversal_starts(h, i, j, path);
+                starts[x] =
+                    reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path));
             }
         }
         for &i in &racing {
@@ -1544,6 +1545,33 @@ fn split_writeback(
         actor: e.actor,
     };
     sink.put(op, path);
+}
+
+/// A race of `i` with `j`, a line's write-back that another actor's step did (a release or
+/// the end of the run writes the dirty lines back) and that no schedule puts before `i` as it
+/// is (`i`'s actor orders that step after `i`: [`reversal_starts`] found none): the line
+/// could also have been written back on its own, early, before `i`, where its write-back
+/// actor is already enabled (the queue wrote the line before `i`). No race of the run
+/// reverses into that schedule (a host's read of the line between a queue's write of it and
+/// the end of the run sees the write only then), so the write-back actor starts one at `i`'s
+/// point (generated seed 455).
+fn early_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Reversal> {
+    let aj = h.events[j].actor;
+    if !matches!(aj, ActorKey::Writeback(..)) {
+        return None;
+    }
+    let taken_at = |p: usize| path.get(p).and_then(|n| n.taken_actor());
+    if taken_at(h.events[j].point) == Some(aj) {
+        return None;
+    }
+    let node = path.get(h.events[i].point)?;
+    if !node.point.actors.contains(&aj) || node.asleep(aj) {
+        return None;
+    }
+    Some(Reversal {
+        initials: vec![aj],
+        sequence: Vec::new(),
+    })
 }
 
 /// Whether another part of `i`'s step (the events recorded at its point: an action with the
