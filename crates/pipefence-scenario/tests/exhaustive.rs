@@ -4,7 +4,9 @@
 
 use pipefence::explore::ExhaustiveOptions;
 use pipefence_scenario::check::{check_each, signature, CheckOptions};
-use pipefence_scenario::exhaustive::{check_exhaustive_each, ExhaustiveCheckOptions};
+use pipefence_scenario::exhaustive::{
+    check_exhaustive_each, ExhaustiveCheckOptions, ExhaustiveReport,
+};
 use pipefence_scenario::plan::Scenario;
 use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions};
 use std::collections::BTreeSet;
@@ -484,6 +486,19 @@ fn x1_an_exhaustive_check_leaves_no_recorder_on() {
     }
 }
 
+/// The reduced search of a scenario of the repository (up to 10,000 schedules), checked
+/// complete.
+fn complete_reduced_search(name: &str, strict: bool) -> ExhaustiveReport {
+    let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).expect("the scenario file");
+    let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
+    let mut o = opts(strict, 10_000);
+    o.bounds.reduction = true;
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    assert!(r.complete, "{name}");
+    r
+}
+
 /// X1 (`docs/exploration.md`, "The dependence relation"): a host's wait for every queue to be
 /// idle, and the end of the run, cannot come before a retirement or a dispatch group of work
 /// submitted before them, so the search never tries to reverse those races (each try ended
@@ -504,13 +519,7 @@ fn x1_no_run_reverses_a_group_or_a_retirement_with_a_wait_for_idle() {
         ("tests/scenarios/host-reuse.kdl", true, (48, 2, 12)),
     ];
     for (name, strict, want) in cases {
-        let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
-        let src = std::fs::read_to_string(&path).expect("the scenario file");
-        let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
-        let mut o = opts(strict, 10_000);
-        o.bounds.reduction = true;
-        let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
-        assert!(r.complete, "{name}");
+        let r = complete_reduced_search(name, strict);
         assert_eq!(
             (r.schedules, r.outcomes, r.sleep_blocked),
             want,
@@ -532,13 +541,7 @@ fn d4_the_runners_elapsed_time_leaves_the_clock_out_of_the_relation() {
         ("examples/gpu-timers.kdl", true, (112, 1)),
     ];
     for (name, strict, want) in cases {
-        let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
-        let src = std::fs::read_to_string(&path).expect("the scenario file");
-        let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
-        let mut o = opts(strict, 10_000);
-        o.bounds.reduction = true;
-        let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
-        assert!(r.complete, "{name}");
+        let r = complete_reduced_search(name, strict);
         assert_eq!(
             (r.schedules, r.outcomes),
             want,
