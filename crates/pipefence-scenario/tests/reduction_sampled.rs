@@ -957,7 +957,7 @@ expect "m+0" cmp=never reference=0
 /// before the read: the search never saw the copy's value (generated seed 455, found
 /// sweeping on 2026-12-04 and there on the commits before: 10 schedules and 1 of the 2
 /// outcomes the seeds find). The line's write-back actor, enabled at the read's point, now
-/// starts a branch there (22 schedules, both outcomes).
+/// starts a branch there (14 schedules, both outcomes).
 #[test]
 fn d4_regression_strict_a_host_read_before_the_end_of_the_runs_write_back_explores_an_early_one() {
     assert_finds_sampled_outcomes(

@@ -396,6 +396,13 @@ fn join_ranges(last: &mut Access, a: Access) -> bool {
 /// The bits of [`object_bits`] that memory takes.
 const MEM_BITS: u64 = 48;
 
+impl Obj {
+    /// Whether the two objects overlap (share memory, a cache line, or are the same).
+    pub fn overlaps(self, other: Obj) -> bool {
+        objects_overlap(self, other)
+    }
+}
+
 fn objects_overlap(a: Obj, b: Obj) -> bool {
     match (a, b) {
         (Obj::All, _) | (_, Obj::All) => true,

@@ -1564,6 +1564,31 @@ fn early_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     if taken_at(h.events[j].point) == Some(aj) {
         return None;
     }
+    // Only a read of the line's memory from outside the cache that holds it sees whether the
+    // line was written back before it: a host's read, another queue's. A write of the line
+    // (its queue's own, through the cache, or a write of the memory) leaves the order of the
+    // write-backs to the rules on lines written again (docs/exploration.md, known limits).
+    let fi = &h.events[i].footprint;
+    let reads_line = h.events[j].footprint.accesses().iter().any(|&(o, k)| {
+        k == Kind::Write
+            && matches!(o, Obj::Mem(..))
+            && fi
+                .accesses()
+                .iter()
+                .any(|&(x, kx)| matches!(kx, Kind::Read | Kind::Await) && x.overlaps(o))
+    });
+    let writes_it = fi.accesses().iter().any(|&(x, kx)| {
+        matches!(x, Obj::Line(..) | Obj::Mem(..))
+            && matches!(kx, Kind::Write | Kind::Update)
+            && h.events[j]
+                .footprint
+                .accesses()
+                .iter()
+                .any(|&(o, _)| x.overlaps(o))
+    });
+    if !reads_line || writes_it {
+        return None;
+    }
     let node = path.get(h.events[i].point)?;
     if !node.point.actors.contains(&aj) || node.asleep(aj) {
         return None;
