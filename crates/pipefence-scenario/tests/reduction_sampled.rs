@@ -980,6 +980,47 @@ expect "e+64" cmp=never reference=0
     );
 }
 
+/// Strict mode: main submits a signal and then an `execute` whose PFP waits for a word to be
+/// 1; one host thread writes 1 once the signal's fence is reached, another polls for 1 and
+/// writes 0. The hang, where the `execute` comes after both writes and the PFP arrives at 0,
+/// needs the submission after the signal's retirement: in the runs the search made, the
+/// queue was busy when it was submitted, so its step held no PFP step, and once put after
+/// the actors before it, it slept with nothing to wake it. A submission whose PFP did not
+/// take it now sleeps reading the queue's busy state (generated seed 502, found sweeping on
+/// 2026-12-04 and there on the commits before: 7 schedules and 2 of the 3 outcomes the seeds
+/// find; 30 and all 3 with the fix).
+#[test]
+fn d4_regression_strict_a_submission_to_a_busy_queue_wakes_when_the_queue_drains() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+fence f
+fence g
+queue q0 kind=compute
+list q0l0 kind=compute {
+    wait-value32 "m+0" cmp=greater-equal reference=1 engine=pfp
+}
+host h0 {
+    cpu-wait-multiple mode=any timeout-ms=1000 {
+        f 1
+        g 1
+    }
+    cpu-write "m+0" value=1
+}
+host h1 {
+    cpu-poll "m+0" cmp=greater-equal reference=1 timeout-ms=1000
+    cpu-write "m+0" value=0
+}
+signal q0 f 1
+execute q0 q0l0
+wait-idle timeout-ms=1000
+expect "m+0" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}
+
 /// The end of the run, which comes after every group and retirement of the run, still
 /// races with them when it writes dirty lines back: the main thread reads the four lines a
 /// fill wrote (strict mode: in the queue's cache until written back), with no wait, and the

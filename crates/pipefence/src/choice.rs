@@ -16,7 +16,7 @@
 //!
 //! It names only `footprint` (what an action touched) and `types` (where a command is).
 
-use crate::footprint::Footprint;
+use crate::footprint::{Footprint, Kind, Obj};
 use crate::types::Site;
 use std::sync::{Mutex, MutexGuard};
 
@@ -600,9 +600,33 @@ fn wake_sleepers(st: &mut ScriptState, e: usize) {
 
 /// The footprint a sleep set keeps for an actor's next action: what it touched when it ran
 /// (a dispatch group's is the same whether or not it is the group that finishes its
-/// dispatch: `footprint.rs`).
-pub fn sleep_footprint(_actor: ActorKey, fp: &Footprint) -> Footprint {
-    fp.clone()
+/// dispatch: `footprint.rs`), and for a host's submission in a run whose PFP steps run with
+/// the action that lets them, what its PFP's take would test.
+pub fn sleep_footprint(actor: ActorKey, fp: &Footprint, eager_pfp: bool) -> Footprint {
+    // A host's submission whose step holds no take of it by the queue's PFP (the queue was
+    // busy, so the PFP's take of an `execute` waited, Q7): once the queue drains, the same
+    // submission's step also holds the PFP's run-ahead into it (strict mode), which reads
+    // what the submitted commands wait on. It sleeps reading the queue's busy state, so that
+    // the queue's draining wakes it (generated seed 502). Only where PFP steps run eagerly
+    // with the action that lets them (`eager_pfp`: strict mode's caches); elsewhere they are
+    // actions of their own.
+    if !eager_pfp || !matches!(actor, ActorKey::Host(_)) {
+        return fp.clone();
+    }
+    let refused: Vec<u32> = fp
+        .accesses()
+        .iter()
+        .filter_map(|&(o, k)| match (o, k) {
+            (Obj::Sub(q, _), Kind::Write) if !fp.has((Obj::Busy(q), Kind::Read)) => Some(q),
+            _ => None,
+        })
+        .collect();
+    if refused.is_empty() {
+        return fp.clone();
+    }
+    let mut all = fp.accesses().to_vec();
+    all.extend(refused.into_iter().map(|q| (Obj::Busy(q), Kind::Read)));
+    Footprint::new(all)
 }
 
 /// The prefix of a schedule string of the plain listing. It changes when the choice points do

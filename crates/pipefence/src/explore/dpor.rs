@@ -700,7 +700,15 @@ pub(super) fn note_slept(
         return;
     };
     if !ev.chose_within && !slept.iter().any(|(k, _)| *k == actor) {
-        let fp = sleep_footprint(actor, &step_footprint(events, d));
+        // Strict mode's caches are in the run: its PFP steps run with the actions that let
+        // them run.
+        let eager_pfp = events.iter().any(|e| {
+            e.footprint
+                .accesses()
+                .iter()
+                .any(|&(o, _)| matches!(o, Obj::Cache(_) | Obj::Dirty(_) | Obj::Line(..)))
+        });
+        let fp = sleep_footprint(actor, &step_footprint(events, d), eager_pfp);
         slept.push((actor, fp));
     }
 }
