@@ -131,6 +131,11 @@ pub struct Footprint {
     /// access whose bits do not meet those of another footprint's accesses of a kind that
     /// conflicts with its own ([`Footprint::against`]) conflicts with none of them.
     kinds: [u64; 3],
+    /// `kinds` of the accesses of [`forced`] objects alone, and the union of the bits of the
+    /// awaits: a footprint pair whose forced kinds cannot conflict and whose awaits meet no
+    /// update or write of the other has no conflict that orders it ([`Footprint::races`]).
+    forced_kinds: [u64; 3],
+    awaits: u64,
     /// Whether it has `(Device, Write)`: the device's removal ([`Footprint::races`]).
     removal: bool,
 }
@@ -157,9 +162,11 @@ impl Footprint {
             accesses,
             bits,
             kinds,
+            forced_kinds: [0; 3],
+            awaits: 0,
             removal: false,
         };
-        f.removal = f.finds_removal();
+        f.summarize();
         f
     }
 
@@ -217,6 +224,22 @@ impl Footprint {
         });
         self.accesses.retain(|&(x, _)| x != o);
         self.kinds = kind_bits(&self.accesses, &self.bits);
+        self.summarize();
+    }
+
+    /// Computes what is derived from the accesses besides their bits and `kinds`.
+    fn summarize(&mut self) {
+        let (mut forced_kinds, mut awaits) = ([0u64; 3], 0u64);
+        for (&(o, k), &b) in self.accesses.iter().zip(&self.bits) {
+            if forced(o) {
+                forced_kinds[kind_index(k)] |= b;
+            }
+            if k == Kind::Await {
+                awaits |= b;
+            }
+        }
+        self.forced_kinds = forced_kinds;
+        self.awaits = awaits;
         self.removal = self.finds_removal();
     }
 
@@ -251,6 +274,15 @@ impl Footprint {
         // A removal waits for nothing and nothing waits for it: what it reads of the plumbing
         // (the tickets a report names) orders nothing.
         let orders = !self.removal && !later.removal;
+        // No pair of conflicting accesses can order them (none of forced objects on both
+        // sides, no await of the later's meets an update or write of the earlier's): they
+        // race exactly when they conflict.
+        if !orders
+            || (!kinds_may_conflict(self.forced_kinds, later.forced_kinds)
+                && later.awaits & (self.kinds[1] | self.kinds[2]) == 0)
+        {
+            return self.conflicts(later);
+        }
         let mut race = false;
         for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
             if b1 & later.against(k1) == 0 {
@@ -294,14 +326,18 @@ pub fn kinds_may_conflict(a: [u64; 3], b: [u64; 3]) -> bool {
 fn kind_bits(accesses: &[Access], bits: &[u64]) -> [u64; 3] {
     let mut m = [0u64; 3];
     for (&(_, k), &b) in accesses.iter().zip(bits) {
-        let x = match k {
-            Kind::Read | Kind::Await => 0,
-            Kind::Update => 1,
-            Kind::Write => 2,
-        };
-        m[x] |= b;
+        m[kind_index(k)] |= b;
     }
     m
+}
+
+/// A kind's index in [`kind_bits`]: reads (awaits included), updates, writes.
+fn kind_index(k: Kind) -> usize {
+    match k {
+        Kind::Read | Kind::Await => 0,
+        Kind::Update => 1,
+        Kind::Write => 2,
+    }
 }
 
 fn kinds_conflict(a: Kind, b: Kind) -> bool {
@@ -565,6 +601,68 @@ mod tests {
 
     fn fp(a: &[Access]) -> Footprint {
         Footprint::new(a.to_vec())
+    }
+
+    /// [`Footprint::races`] as its documentation defines it: a conflicting pair of accesses,
+    /// and, unless one is a removal, no conflicting pair on forced objects on both sides nor
+    /// one whose later side awaits (what the quick path of `races` must agree with).
+    fn races_by_pairs(a: &Footprint, b: &Footprint) -> bool {
+        let orders = !a.is_removal() && !b.is_removal();
+        let mut race = false;
+        for &(o1, k1) in a.accesses() {
+            for &(o2, k2) in b.accesses() {
+                if kinds_conflict(k1, k2) && objects_overlap(o1, o2) {
+                    if orders && ((forced(o1) && forced(o2)) || k2 == Kind::Await) {
+                        return false;
+                    }
+                    race = true;
+                }
+            }
+        }
+        race
+    }
+
+    fn any_access() -> impl proptest::strategy::Strategy<Value = Access> {
+        use proptest::prelude::*;
+        let obj = prop_oneof![
+            (0u64..4, 1u64..3).prop_map(|(s, n)| Obj::Mem(s * 8, s * 8 + n * 8)),
+            (0u64..2).prop_map(Obj::Fence),
+            (0u32..2).prop_map(Obj::Busy),
+            (0u32..2, 0u64..3).prop_map(|(q, n)| Obj::Sub(q, n)),
+            (0u32..2, 0u64..3).prop_map(|(q, n)| Obj::Fifo(q, n)),
+            (0u32..2, 0u64..3).prop_map(|(q, d)| Obj::Dispatch(q, d)),
+            (0u32..2, 0u64..2).prop_map(|(q, lo)| Obj::Dispatches(q, lo, lo + 2)),
+            (0u32..2, 0u64..2).prop_map(|(o, n)| Obj::Ticket(o, n)),
+            (0u32..2).prop_map(Obj::Idle),
+            (0u32..2).prop_map(Obj::Queue),
+            (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Line(q, l * 64)),
+            (0u32..2).prop_map(Obj::Cache),
+            Just(Obj::Device),
+            Just(Obj::Clock),
+            Just(Obj::All),
+        ];
+        let kind = prop_oneof![
+            Just(Kind::Read),
+            Just(Kind::Update),
+            Just(Kind::Write),
+            Just(Kind::Await),
+        ];
+        (obj, kind)
+    }
+
+    proptest::proptest! {
+        /// The quick path of `races` (no forced conflict and no await possible by the bits:
+        /// a race exactly when they conflict) agrees with the pairwise definition, on
+        /// footprints mixing forced objects, awaits, removals and memory ranges.
+        #[test]
+        fn races_agrees_with_its_pairwise_definition(
+            a in proptest::collection::vec(any_access(), 0..7),
+            b in proptest::collection::vec(any_access(), 0..7),
+        ) {
+            let (a, b) = (fp(&a), fp(&b));
+            proptest::prop_assert_eq!(a.races(&b), races_by_pairs(&a, &b));
+            proptest::prop_assert_eq!(b.races(&a), races_by_pairs(&b, &a));
+        }
     }
 
     /// `has` (a binary search) finds what a scan finds, after duplicates are dropped and

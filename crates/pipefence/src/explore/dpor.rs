@@ -445,6 +445,12 @@ impl History {
                 .conflicts(&self.events[j].footprint)
     }
 
+    /// Whether `i`'s action and the later `j`'s race ([`Footprint::races`]).
+    fn races(&self, i: usize, j: usize) -> bool {
+        self.masks[i].may_conflict(self.masks[j])
+            && self.events[i].footprint.races(&self.events[j].footprint)
+    }
+
     /// Replaces the events from the first at a point `>= from` on with `new`'s (the run's);
     /// returns the index of the first new event.
     fn update(&mut self, mut new: Vec<Event>, from: usize) -> usize {
@@ -1289,24 +1295,23 @@ fn add_backtracks(
                     m &= !(1u64 << (p % 64));
                 }
             }
+            // Only the dependences some schedule reverses: not the queue's plumbing or a wait
+            // (`Footprint::races`: one conflict that orders the two in every schedule orders
+            // them), nor two parts of one step (an action and the PFP steps or write-backs it
+            // brought about), nor a race whose later event another part of the first one's
+            // step orders in every schedule.
             while m != 0 {
                 let i = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if h.events[i].actor != h.events[j].actor && h.dependent(i, j) {
+                if h.events[i].actor != h.events[j].actor
+                    && h.events[i].point != h.events[j].point
+                    && h.races(i, j)
+                    && !pinned_after_step(h, i, j)
+                {
                     racing.push(i);
                 }
             }
         }
-        // Only the dependences some schedule reverses: not the queue's plumbing or a wait
-        // (`Footprint::races`: one conflict that orders the two in every schedule orders
-        // them), nor two parts of one step (an action and the PFP steps or write-backs it
-        // brought about), nor a race whose later event another part of the first one's step
-        // orders in every schedule.
-        racing.retain(|&i| {
-            h.events[i].point != h.events[j].point
-                && h.events[i].footprint.races(&h.events[j].footprint)
-                && !pinned_after_step(h, i, j)
-        });
         // Who could start the reversal of each race not implied by another (None: no
         // schedule reverses it, or another race implies it). Only the races not implied by
         // another: i happens before no other racing event that some schedule reverses (the
