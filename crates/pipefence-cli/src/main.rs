@@ -4,6 +4,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use pipefence::explore::MAX_JOBS;
 use pipefence_scenario::check::{
     check_with, parse_count, CheckMode, CheckOptions, CheckReport, Problem, Shard,
 };
@@ -217,10 +218,10 @@ enum Command {
         /// job's completions); default PIPEFENCE_TOTAL_SHARDS.
         #[arg(long, value_name = "N")]
         total_shards: Option<String>,
-        /// Threads that run schedules at once (default: the number of CPUs). The report, human
-        /// and --json (but elapsed times), is the same whatever N; --fail-fast still stops at
-        /// the lowest failing seed. With --exhaustive, threads explore the search's units and
-        /// the report is the same whatever N too.
+        /// Threads that run schedules at once (default: the number of CPUs; at most 1024). The
+        /// report, human and --json (but elapsed times), is the same whatever N; --fail-fast
+        /// still stops at the lowest failing seed. With --exhaustive, threads explore the
+        /// search's units and the report is the same whatever N too.
         #[arg(short = 'j', long, value_name = "N")]
         jobs: Option<String>,
         /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
@@ -379,10 +380,17 @@ fn command(cli: Cli) -> ExitCode {
                 Err(e) => return usage_error(&e),
             };
             let jobs = match jobs {
-                None => std::thread::available_parallelism().map_or(1, usize::from),
+                None => std::thread::available_parallelism()
+                    .map_or(1, usize::from)
+                    .min(MAX_JOBS),
                 Some(j) => match parse_count(&j) {
                     Ok(0) => return usage_error("--jobs 0: at least 1 thread runs schedules"),
-                    Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                    Ok(n) if n > MAX_JOBS as u64 => {
+                        return usage_error(&format!(
+                            "--jobs {n}: at most {MAX_JOBS} threads run schedules"
+                        ))
+                    }
+                    Ok(n) => usize::try_from(n).unwrap_or(MAX_JOBS),
                     Err(e) => return usage_error(&format!("--jobs {e}")),
                 },
             };

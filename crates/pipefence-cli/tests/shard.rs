@@ -376,6 +376,13 @@ fn bad_shards_and_jobs_are_usage_errors_that_name_the_value() {
     check(&["--shard", "1"], &[], &["`1`", "INDEX/TOTAL"]);
     check(&["--shard=-1/2"], &[], &["`-1/2`"]);
     check(&["--jobs", "0"], &[], &["--jobs 0"]);
+    // Thousands of threads exhaust the process's memory maps, which aborts it (a thread that
+    // cannot set up its stack guard): a limit, named.
+    check(
+        &["--jobs", "100000"],
+        &[],
+        &["--jobs 100000", "at most 1024"],
+    );
     check(&["-j", "many"], &[], &["`many`"]);
     check(
         &[],

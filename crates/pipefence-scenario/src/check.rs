@@ -56,7 +56,8 @@ pub struct CheckMode {
     pub validate: bool,
     /// Stop after the first failing schedule (in seed order, whatever `jobs` is).
     pub fail_fast: bool,
-    /// Threads that run schedules at once (0 and 1: the calling thread only). Each schedule runs
+    /// Threads that run schedules at once (0 and 1: the calling thread only; at most
+    /// [`pipefence::explore::MAX_JOBS`] run). Each schedule runs
     /// on its own deterministic device, and the outcomes are folded into the report in seed
     /// order, so the report is the same whatever the number (but `elapsed_ns`).
     pub jobs: usize,
@@ -701,6 +702,10 @@ fn run_parallel(
     n: u64,
     each: &mut dyn FnMut(Ran) -> bool,
 ) -> bool {
+    let mode = CheckMode {
+        jobs: mode.jobs.min(pipefence::explore::MAX_JOBS),
+        ..mode
+    };
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     // The lowest seed (index) not handed on yet; threads ahead of it by `window` wait here.

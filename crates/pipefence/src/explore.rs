@@ -93,7 +93,7 @@ mod shrink;
 mod speculate;
 pub use crate::choice::{ActorKey, Narrated, Where};
 pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
-pub use parallel::{enumerate_parallel, Parallel, Seen, TARGET_UNITS};
+pub use parallel::{enumerate_parallel, Parallel, Seen, MAX_JOBS, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
 #[doc(hidden)]
 pub use speculate::set_ahead_limits;

@@ -38,10 +38,15 @@ const BATCH: usize = 32;
 /// Units expanded at once while expanding the top (the heaviest first).
 const EXPAND_AT_ONCE: usize = 8;
 
+/// The most threads a check runs (more asked for run this many): each thread holds a stack
+/// and the kernel's maps for it, and thousands of them exhaust a process's memory maps, which
+/// aborts it when a thread cannot set up its stack guard.
+pub const MAX_JOBS: usize = 1024;
+
 /// How to spread an exhaustive exploration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parallel {
-    /// Threads that explore units (at least 1).
+    /// Threads that explore units (at least 1; at most [`MAX_JOBS`] run).
     pub jobs: usize,
     /// Explore only shard `index` of `total` (`0 <= index < total`): the `index`-th of
     /// `total` contiguous blocks of units, so the shards in index order explore the units in
@@ -108,6 +113,10 @@ pub fn enumerate_parallel<T: Send>(
     cancel: impl Fn() -> bool + Sync,
     mut visit: impl FnMut(Seen<'_, T>) -> bool,
 ) -> Enumeration {
+    let par = &Parallel {
+        jobs: par.jobs.clamp(1, MAX_JOBS),
+        ..*par
+    };
     let reduced = opts.reduction && opts.preemption_bound.is_none();
     if reduced && par.shard.is_none() {
         // The sequential search itself, its runs made ahead on the other threads.
