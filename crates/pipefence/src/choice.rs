@@ -686,11 +686,18 @@ pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut bytes = Vec::new();
-    for c in body.bytes() {
+    for (at, c) in body.char_indices() {
         let v = B64
             .iter()
-            .position(|&b| b == c)
-            .ok_or_else(|| format!("schedule string: `{}` is not base64url", c as char))?;
+            .position(|&b| u32::from(b) == u32::from(c))
+            .ok_or_else(|| {
+                format!(
+                    "schedule string: `{}` (character {} of the part after the version) is \
+                     not base64url (A-Z, a-z, 0-9, `-`, `_`)",
+                    c.escape_debug(),
+                    body[..at].chars().count() + 1
+                )
+            })?;
         bits = (bits << 6) | v as u32;
         nbits += 6;
         if nbits >= 8 {
@@ -764,6 +771,9 @@ mod tests {
             assert!(e.contains("earlier pipefence"), "{e}");
         }
         assert!(Script::from_schedule_string("v9:AA").is_err());
+        // A character outside base64url is named as written, with its place.
+        let e = decode("AB\u{1F642}").unwrap_err();
+        assert!(e.contains("`\u{1F642}` (character 3 "), "{e}");
     }
 
     #[test]
