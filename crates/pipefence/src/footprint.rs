@@ -157,11 +157,10 @@ impl Footprint {
         }
         accesses.truncate(n);
         let bits: Vec<u64> = accesses.iter().map(|&(o, _)| object_bits(o)).collect();
-        let kinds = kind_bits(&accesses, &bits);
         let mut f = Footprint {
             accesses,
             bits,
-            kinds,
+            kinds: [0; 3],
             forced_kinds: [0; 3],
             awaits: 0,
             removal: false,
@@ -223,21 +222,24 @@ impl Footprint {
             keep
         });
         self.accesses.retain(|&(x, _)| x != o);
-        self.kinds = kind_bits(&self.accesses, &self.bits);
         self.summarize();
     }
 
-    /// Computes what is derived from the accesses besides their bits and `kinds`.
+    /// Computes what is derived from the accesses and their bits, in one pass: `kinds`,
+    /// `forced_kinds`, `awaits` and `removal`.
     fn summarize(&mut self) {
-        let (mut forced_kinds, mut awaits) = ([0u64; 3], 0u64);
+        let (mut kinds, mut forced_kinds, mut awaits) = ([0u64; 3], [0u64; 3], 0u64);
         for (&(o, k), &b) in self.accesses.iter().zip(&self.bits) {
+            let x = kind_index(k);
+            kinds[x] |= b;
             if forced(o) {
-                forced_kinds[kind_index(k)] |= b;
+                forced_kinds[x] |= b;
             }
             if k == Kind::Await {
                 awaits |= b;
             }
         }
+        self.kinds = kinds;
         self.forced_kinds = forced_kinds;
         self.awaits = awaits;
         self.removal = self.finds_removal();
@@ -322,7 +324,9 @@ pub fn kinds_may_conflict(a: [u64; 3], b: [u64; 3]) -> bool {
         != 0
 }
 
-/// The union of the bits of the reads (awaits included), the updates and the writes.
+/// The union of the bits of the reads (awaits included), the updates and the writes (what
+/// [`Footprint::kind_bits`] keeps, worked out again for the tests).
+#[cfg(test)]
 fn kind_bits(accesses: &[Access], bits: &[u64]) -> [u64; 3] {
     let mut m = [0u64; 3];
     for (&(_, k), &b) in accesses.iter().zip(bits) {
@@ -331,7 +335,7 @@ fn kind_bits(accesses: &[Access], bits: &[u64]) -> [u64; 3] {
     m
 }
 
-/// A kind's index in [`kind_bits`]: reads (awaits included), updates, writes.
+/// A kind's index in [`Footprint::kind_bits`]: reads (awaits included), updates, writes.
 fn kind_index(k: Kind) -> usize {
     match k {
         Kind::Read | Kind::Await => 0,
