@@ -285,7 +285,16 @@ fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, boo
 /// failure, and when it says it has the fewest preemptions, the bounded search with one fewer
 /// finds no schedule failing that way.
 fn check_shrunk(name: &str, strict: bool) -> Vec<u32> {
-    let sc = file(name);
+    check_shrunk_of(&file(name), name, strict)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// [`check_shrunk`] of a scenario: each failure's shrunk preemptions and its first line of
+/// what failed.
+fn check_shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, String)> {
+    let sc = sc.clone();
     let o = ExhaustiveCheckOptions {
         strict,
         bounds: ExhaustiveOptions {
@@ -326,7 +335,7 @@ fn check_shrunk(name: &str, strict: bool) -> Vec<u32> {
                 s.preemptions
             );
         }
-        counts.push(s.preemptions);
+        counts.push((s.preemptions, f.what.first().cloned().unwrap_or_default()));
     }
     counts
 }
@@ -341,6 +350,54 @@ fn d4_shrunk_counterexamples_replay_their_failure_with_the_fewest_preemptions() 
     // The host's write must land between the queue's two steps: one preemption, and no
     // schedule without one fails.
     assert_eq!(check_shrunk("host-write-race.kdl", false), vec![1]);
+}
+
+/// A copy, a compute pass and a draw chained by fences, but the compute queue does not wait
+/// for the copy. The plain search bounded to 0 preemptions has 111,475 schedules here, and
+/// the first thousands of its depth-first order share a start that passes, while 60% of them
+/// fail: the shrink's bounded search spends its budget there, and its random schedules
+/// without preemptions find the two failures that need none (it reported 1 preemption for
+/// both before).
+#[test]
+fn d4_a_shrink_finds_failures_without_preemptions_past_its_bounded_searchs_budget() {
+    let text = r#"buffer staging size=1024 heap=upload init=5
+buffer work size=1024
+buffer out size=1024 heap=readback
+fence uploaded
+fence computed
+fence drawn
+queue copyq kind=copy
+queue comp kind=compute
+queue gfx kind=direct
+list up kind=copy {
+    copy src=staging dst=work bytes=1024
+}
+list cs kind=compute {
+    dispatch add dst=work src=work value=1 groups=4
+}
+list ps kind=direct {
+    dispatch add dst=out src=work value=10 groups=4
+}
+execute copyq up
+signal copyq uploaded 1
+execute comp cs
+signal comp computed 1
+wait gfx computed 1
+execute gfx ps
+signal gfx drawn 1
+cpu-wait drawn 1 timeout-ms=5000
+expect out count=256 equals=16
+"#;
+    let sc = pipefence_scenario::parse("pipeline.kdl", text).expect("a valid scenario");
+    let shrunk = check_shrunk_of(&sc, "pipeline.kdl", false);
+    for what in ["element 0 (out) is 15", "element 0 (out) is 11"] {
+        let found: Vec<u32> = shrunk
+            .iter()
+            .filter(|(_, w)| w.contains(what))
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(found, vec![0], "{what}: {shrunk:?}");
+    }
 }
 
 #[test]

@@ -180,6 +180,22 @@ struct ScriptState {
     narrating: bool,
     /// Per scheduling point (by index in `points`), where each alternative's actor is.
     sites: Vec<(usize, Vec<Option<Where>>)>,
+    /// Scheduling points opened so far.
+    sched_count: usize,
+    /// Past the prefix, choose at random ([`Script::sampling`]).
+    sampling: Option<Sampling>,
+}
+
+/// The random choices of a [`Script::sampling`] run.
+#[derive(Debug, Clone)]
+struct Sampling {
+    rng: crate::rng::Rng,
+    /// The scheduling points (by number among the run's, from 0) where it preempts.
+    preempt_at: Vec<usize>,
+    /// Choose among the actors by a priority each draws from this seed (the highest that can
+    /// run, as PCT does), not uniformly: an actor left to the last in most points is then
+    /// as likely as any other order.
+    priorities: Option<u64>,
 }
 
 /// A source of choices for the deterministic driver that follows a prefix of tries, then
@@ -233,6 +249,38 @@ impl Script {
             }
         }
         s
+    }
+
+    /// A script that chooses at random (from `seed`) past `prefix`, preempting at most at the
+    /// scheduling points numbered in `preempt_at` (from 0, in the order the run opens them):
+    /// there it takes another alternative than the one continuing the last actor, at random;
+    /// at every other scheduling point it continues the last actor when it can, else takes an
+    /// alternative at random; a choice within an action is random too. With `priorities`,
+    /// "at random" at a scheduling point is the alternative whose actor has the highest
+    /// priority, each actor's drawn from the seed. So a run has at most `preempt_at.len()`
+    /// preemptions, and its schedule string replays it (a shrink's search for a schedule
+    /// with fewer preemptions, `explore/shrink.rs`).
+    pub(crate) fn sampling(
+        prefix: Vec<u32>,
+        seed: u64,
+        preempt_at: Vec<usize>,
+        priorities: bool,
+    ) -> Self {
+        let s = Script::new(prefix);
+        let mut rng = crate::rng::Rng::new(seed);
+        let priorities = priorities.then(|| rng.next_u64());
+        s.lock().sampling = Some(Sampling {
+            rng,
+            preempt_at,
+            priorities,
+        });
+        s
+    }
+
+    /// Whether this script chooses at random ([`Script::sampling`]): its scheduling points
+    /// need their actors.
+    pub(crate) fn is_sampling(&self) -> bool {
+        self.lock().sampling.is_some()
     }
 
     /// Whether this script records for a reducing exploration.
@@ -454,6 +502,9 @@ impl Script {
             st.sleep = std::mem::take(&mut st.sleep_init);
             st.sleeping = true;
         }
+        if scheduling {
+            st.sched_count += 1;
+        }
         let sleep = if scheduling && st.sleeping {
             st.sleep.clone()
         } else {
@@ -555,6 +606,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
     };
     let k = match st.prefix.get(st.tries.len()) {
         Some(&k) if k < p.alternatives => k,
+        _ if st.sampling.is_some() => sample(st, idx),
         _ => match p
             .continuing
             .filter(|c| !p.disabled.contains(c) && !asleep(*c))
@@ -577,6 +629,58 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
     };
     st.tries.push(k);
     k
+}
+
+/// A [`Script::sampling`] run's choice at point `idx`, past its prefix.
+fn sample(st: &mut ScriptState, idx: usize) -> u32 {
+    let p = &st.points[idx];
+    let open: Vec<u32> = (0..p.alternatives)
+        .filter(|a| !p.disabled.contains(a))
+        .collect();
+    let continuing = p
+        .continuing
+        .filter(|c| p.scheduling && !p.disabled.contains(c));
+    let number = st.sched_count.saturating_sub(1);
+    let actors = if p.scheduling {
+        p.actors.clone()
+    } else {
+        Vec::new()
+    };
+    let Some(s) = st.sampling.as_mut() else {
+        return 0;
+    };
+    let pick = |s: &mut Sampling, from: &[u32]| -> u32 {
+        let by_priority = s
+            .priorities
+            .filter(|_| from.len() > 1 && !actors.is_empty())
+            .and_then(|seed| {
+                from.iter().copied().max_by_key(|&a| {
+                    actors.get(a as usize).map(|k| {
+                        use std::hash::{Hash, Hasher};
+                        let mut h = std::hash::DefaultHasher::new();
+                        (seed, k).hash(&mut h);
+                        h.finish()
+                    })
+                })
+            });
+        match by_priority {
+            Some(a) => a,
+            None if from.is_empty() => 0,
+            None => from[s.rng.below(from.len() as u64) as usize],
+        }
+    };
+    match continuing {
+        Some(c) if !s.preempt_at.contains(&number) => c,
+        Some(c) => {
+            let others: Vec<u32> = open.iter().copied().filter(|&a| a != c).collect();
+            if others.is_empty() {
+                c
+            } else {
+                pick(s, &others)
+            }
+        }
+        None => pick(s, &open),
+    }
 }
 
 /// Whether a choice within an action with more than one alternative was made after the

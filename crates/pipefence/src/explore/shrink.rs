@@ -1,14 +1,20 @@
 //! Minimal counterexamples: a failing schedule shrunk to the fewest preemptions that still fail
 //! the same way (`docs/exploration.md`, "Shrinking").
 //!
-//! Two phases, within one budget of runs:
+//! Three phases, within one budget of runs:
 //!
 //! 1. **Iterated preemption bound.** The plain search bounded to 0 preemptions, then 1, 2, ...
 //!    (each bound explores every schedule with at most that many, CHESS-style). The first
 //!    schedule of a bound that fails the same way has the fewest preemptions possible once
 //!    every smaller bound was explored to its end. A bound whose search the budget cuts ends
 //!    this phase.
-//! 2. **Greedy removal**, for the failures the first phase did not settle: from the schedule
+//! 2. **Sampling**, for the failures the first phase did not settle: random schedules with
+//!    fewer preemptions than the best found so far (each choice random, a preemption only at
+//!    a few scheduling points drawn at random, [`Script::sampling`]), for a bound whose
+//!    schedules outnumber the budget, where the depth-first search's first runs all share a
+//!    prefix that does not fail. A schedule found this way has the fewest preemptions when
+//!    every smaller bound was explored (or it has none).
+//! 3. **Greedy removal**, for the failures the first two phases did not settle: from the schedule
 //!    found so far, replace a preemption by continuing the actor it preempted (and choose
 //!    canonically after it, which preempts nothing), first preemption first; keep the change
 //!    when the failure stays the same, and start again from the new schedule.
@@ -97,9 +103,26 @@ pub fn shrink<T, K: PartialEq>(
         None => true,
         Some(b) => b.preemptions == 0 || through.is_some_and(|t| t + 1 >= b.preemptions),
     };
-    // Phase 1: the iterated preemption bound, within three quarters of the budget (the rest
-    // is the greedy phase's).
-    let phase1_runs = max_runs - max_runs / 4;
+    // A tenth of the budget first for random schedules with fewer preemptions (phase 2's
+    // sampling): where the bounded searches below cannot finish a bound, the failing
+    // schedules may all lie past the first runs of its depth-first order, while one in a few
+    // random ones fails; a failure found without preemptions needs no bounded search.
+    let mut draw = 0u64;
+    let before = runs;
+    sample(
+        targets,
+        &mut best,
+        None,
+        (&mut runs, max_runs / 10),
+        &mut draw,
+        &mut body,
+        &mut key,
+    );
+    // Phase 1: the iterated preemption bound, three quarters of the budget (beside what the
+    // sampling just took; the rest is the sampling's again and the greedy phase's).
+    let phase1_runs = (max_runs - max_runs / 4)
+        .saturating_add(runs - before)
+        .min(max_runs);
     for bound in 0u32.. {
         let pending: Vec<usize> = (0..targets.len())
             .filter(|&i| !settled(&best[i], complete_through))
@@ -144,11 +167,23 @@ pub fn shrink<T, K: PartialEq>(
             break;
         }
     }
+    // Phase 2: random schedules with fewer preemptions for the failures the bounded
+    // searches did not settle, within half of what is left of the budget.
+    let until = runs + (max_runs.saturating_sub(runs)) / 2;
+    sample(
+        targets,
+        &mut best,
+        complete_through,
+        (&mut runs, until),
+        &mut draw,
+        &mut body,
+        &mut key,
+    );
     let fewest: Vec<bool> = best
         .iter()
         .map(|b| b.is_some() && settled(b, complete_through))
         .collect();
-    // Phase 2: greedy removal for the rest.
+    // Phase 3: greedy removal for the rest.
     for i in 0..targets.len() {
         if fewest[i] {
             continue;
@@ -224,4 +259,72 @@ pub fn shrink<T, K: PartialEq>(
         });
     }
     out
+}
+
+/// Runs random schedules ([`Script::sampling`]) with fewer preemptions than the best found so
+/// far for each target not settled (`complete_through`: every schedule with at most that many
+/// preemptions was explored), until `runs` reaches `until`, keeping a schedule that fails as
+/// a target does with fewer preemptions than its best. The bounds drawn go round from the
+/// lowest not explored to below the most preemptions of a pending target's best; the
+/// preemptions are put at scheduling points drawn among as many as the longest such best
+/// opened. `draw` numbers the schedules drawn (each seeded by it): the result is the same
+/// for the same program.
+fn sample<T, K: PartialEq>(
+    targets: &[(K, String)],
+    best: &mut [Option<Best>],
+    complete_through: Option<u32>,
+    (runs, until): (&mut u64, u64),
+    draw: &mut u64,
+    body: &mut impl FnMut(&Arc<Script>) -> T,
+    key: &mut impl FnMut(T) -> Option<K>,
+) {
+    let lowest = complete_through.map_or(0, |t| t + 1);
+    while *runs < until {
+        let pending: Vec<usize> = (0..targets.len())
+            .filter(|&i| best[i].as_ref().is_some_and(|b| b.preemptions > lowest))
+            .collect();
+        let Some(most) = pending
+            .iter()
+            .filter_map(|&i| best[i].as_ref().map(|b| b.preemptions))
+            .max()
+        else {
+            return;
+        };
+        // Each bound twice in a row: once drawn uniformly, once by priorities (below).
+        let bound = lowest + ((*draw / 2) % u64::from(most - lowest)) as u32;
+        let length = pending
+            .iter()
+            .filter_map(|&i| best[i].as_ref())
+            .map(|b| b.points.iter().filter(|p| p.scheduling).count())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut rng = crate::rng::Rng::new(*draw ^ 0x5348_5249_4e4b_0001);
+        let mut at: Vec<usize> = (0..bound)
+            .map(|_| rng.below(length as u64) as usize)
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        // Every other draw chooses by priorities (PCT-like), the rest uniformly.
+        let script = Arc::new(Script::sampling(
+            Vec::new(),
+            rng.next_u64(),
+            at,
+            *draw % 2 == 1,
+        ));
+        *draw += 1;
+        *runs += 1;
+        let v = body(&script);
+        let Some(got) = key(v) else { continue };
+        let b = Best::of(&script);
+        for &i in &pending {
+            if targets[i].0 == got
+                && best[i]
+                    .as_ref()
+                    .is_some_and(|o| b.preemptions < o.preemptions)
+            {
+                best[i] = Some(Best::of(&script));
+            }
+        }
+    }
 }

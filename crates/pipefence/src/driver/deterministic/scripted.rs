@@ -119,7 +119,7 @@ impl Scheduler {
             .and_then(|w| alts.iter().position(|a| a.1 == w))
             .map(|c| c as u32);
         let narrating = script.is_narrating();
-        let actors = if reducing || narrating {
+        let actors = if reducing || narrating || script.is_sampling() {
             alts.iter()
                 .map(|(c, w)| match (*c, *w) {
                     (Choice::WritebackLine(i, line), _) => match listing.entries[i].actor {
