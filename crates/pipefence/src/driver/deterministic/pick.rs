@@ -336,7 +336,11 @@ impl Scheduler {
                                 // it reads their fences, which race with those signals,
                                 // instead of the latches, whose forced order would pin the
                                 // pass after every one of them (and the host's next read of
-                                // such a fence with it).
+                                // such a fence with it). And it read that the others were
+                                // not set: a signal of one of their fences after the pass
+                                // could have come before it and released the wait then
+                                // (before the signal that did), so it reads their fences,
+                                // which race with those signals.
                                 let set = ts.iter().filter(|t| t.is_satisfied_unrecorded()).count();
                                 for t in ts {
                                     if !*any {
@@ -347,6 +351,8 @@ impl Scheduler {
                                         } else {
                                             t.is_satisfied();
                                         }
+                                    } else {
+                                        t.note_fence_read();
                                     }
                                 }
                             }
