@@ -236,6 +236,12 @@ enum GHost {
     Read {
         word: Word,
     },
+    /// A read of the first word of a block of `d` (`e: false`) or `e` that dispatches and
+    /// copies write, in the middle of the host's program.
+    ReadBlock {
+        e: bool,
+        block: u8,
+    },
     ReadFence {
         fence: u8,
     },
@@ -306,6 +312,7 @@ fn ghost() -> impl Strategy<Value = GHost> {
             .prop_map(|(any, f, g)| GHost::WaitMulti { any, f, g }),
         2 => Just(GHost::WaitIdle),
         2 => word().prop_map(|word| GHost::Read { word }),
+        2 => (any::<bool>(), 0u8..=3).prop_map(|(e, block)| GHost::ReadBlock { e, block }),
         2 => fence().prop_map(|fence| GHost::ReadFence { fence }),
         2 => (0u8..3, fence(), 1u8..=3)
             .prop_map(|(queue, fence, value)| GHost::QueueSignal { queue, fence, value }),
@@ -435,6 +442,12 @@ fn render_ghost(out: &mut String, name: &str, steps: &[GHost], queues: usize) {
                 "    expect {} cmp=never reference=0{}",
                 word.addr(),
                 word.host_width()
+            ),
+            GHost::ReadBlock { e, block } => writeln!(
+                out,
+                "    expect \"{}+{}\" cmp=never reference=0",
+                if *e { "e" } else { "d" },
+                u32::from(*block) * 256
             ),
             GHost::ReadFence { fence } => writeln!(
                 out,
