@@ -29,7 +29,7 @@ BOTTOM_ALLOWED = {("types", "command"), ("sync", "types"), ("trace", "types"),
                   ("command", "error"), ("memory", "error"), ("trace", "error"),
                   ("trace", "sync"), ("host_names", "sync"),
                   ("memory", "footprint"), ("sync", "footprint"), ("choice", "footprint"),
-                  ("choice", "types")}
+                  ("choice", "types"), ("choice", "rng")}
 # The hazard model is carried by the core (its handle) and reads the core's memory and names:
 # one known pair, documented in docs/architecture.md.
 KNOWN_PAIRS = {("hazard", "core"), ("hazard", "engine")}
