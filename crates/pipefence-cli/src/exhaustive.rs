@@ -201,7 +201,8 @@ fn shrunk_text(s: &ShrunkFailure, replayed: &str, run: &str) -> String {
         )
     };
     if s.preemptions == 0 {
-        t += "      it fails without any preemption: running each actor until it blocks or ends fails\n";
+        t += "      it fails without any preemption: each actor runs until it blocks or ends, the \
+              schedule choosing who runs next each time\n";
     }
     for (i, step) in s.steps.iter().enumerate() {
         t += &format!("      decisive step {}: {}\n", i + 1, step.text);
