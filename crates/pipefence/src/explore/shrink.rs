@@ -45,6 +45,7 @@ pub struct Shrunk {
     pub steps: Vec<Narrated>,
 }
 
+#[derive(Clone)]
 struct Best {
     tries: Vec<u32>,
     /// Listed as a reducing exploration lists (a `v2:` schedule).
@@ -316,14 +317,18 @@ fn sample<T, K: PartialEq>(
         *runs += 1;
         let v = body(&script);
         let Some(got) = key(v) else { continue };
-        let b = Best::of(&script);
+        // Worked out once, for the first target that fails this way.
+        let mut found: Option<Best> = None;
         for &i in &pending {
-            if targets[i].0 == got
-                && best[i]
-                    .as_ref()
-                    .is_some_and(|o| b.preemptions < o.preemptions)
+            if targets[i].0 != got {
+                continue;
+            }
+            let b = found.get_or_insert_with(|| Best::of(&script));
+            if best[i]
+                .as_ref()
+                .is_some_and(|o| b.preemptions < o.preemptions)
             {
-                best[i] = Some(Best::of(&script));
+                best[i] = Some(b.clone());
             }
         }
     }
