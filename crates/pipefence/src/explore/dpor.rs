@@ -1307,6 +1307,7 @@ fn add_backtracks(
                     && h.events[i].point != h.events[j].point
                     && h.races(i, j)
                     && !pinned_after_step(h, i, j)
+                    && !unobserved_writeback(h, i, j, path)
                 {
                     racing.push(i);
                 }
@@ -1351,6 +1352,7 @@ fn add_backtracks(
         }
         step_before_submission(h, j, frozen, path, sink);
     }
+    late_observers(h, first_new, frozen, path, sink);
 }
 
 /// Follows `seq` (the rest of a race's reversing sequence, [`Reversal`]) down the nodes of
@@ -1577,29 +1579,15 @@ fn early_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     if taken_at(h.events[j].point) == Some(aj) {
         return None;
     }
-    // Only a read of the line's memory from outside the cache that holds it sees whether the
-    // line was written back before it: a host's read, another queue's. A write of the line
-    // (its queue's own, through the cache, or a write of the memory) leaves the order of the
-    // write-backs to the rules on lines written again (docs/exploration.md, known limits).
+    // Only an access of the line's memory from outside the cache that holds it sees whether
+    // the line was written back before it: a host's read or write, another queue's. A write
+    // of the line through that cache (its queue's task or CP) leaves the order of the
+    // write-backs to the rules on write-backs nobody reads ([`unobserved_writeback`]).
+    let ActorKey::Writeback(q, line) = aj else {
+        return None;
+    };
     let fi = &h.events[i].footprint;
-    let reads_line = h.events[j].footprint.accesses().iter().any(|&(o, k)| {
-        k == Kind::Write
-            && matches!(o, Obj::Mem(..))
-            && fi
-                .accesses()
-                .iter()
-                .any(|&(x, kx)| matches!(kx, Kind::Read | Kind::Await) && x.overlaps(o))
-    });
-    let writes_it = fi.accesses().iter().any(|&(x, kx)| {
-        matches!(x, Obj::Line(..) | Obj::Mem(..))
-            && matches!(kx, Kind::Write | Kind::Update)
-            && h.events[j]
-                .footprint
-                .accesses()
-                .iter()
-                .any(|&(o, _)| x.overlaps(o))
-    });
-    if !reads_line || writes_it {
+    if !sees(fi, q, line) || fi.has((Obj::Line(q, line), Kind::Write)) {
         return None;
     }
     let node = path.get(h.events[i].point)?;
@@ -1610,6 +1598,153 @@ fn early_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         initials: vec![aj],
         sequence: Vec::new(),
     })
+}
+
+/// Whether the race of `i` and `j` is between a strict-mode line's write-back (an event of
+/// actor `Writeback(q, line)`) and an action that only writes that line through the same
+/// queue's cache (a task's or the CP's write: it writes the line and touches no memory of it
+/// otherwise) or only changes what that queue's CP sees of its dirty words or its read cache,
+/// that nobody can see: no event after the write-back touches the line's memory (other than
+/// such writes) before the line is next written back whole (the actor's own next step, a
+/// wait for idle that passes, the end of the run). Either order of the two leaves the same
+/// memory at that next write-back, so the reversal would only move an early write-back that
+/// nobody reads (docs/exploration.md, "Write-backs nobody reads"). The same holds for a
+/// write-back and a later wait for idle that writes every line back first. A reader in
+/// between (another queue, a host, the line's own queue reading it back) keeps the race; one
+/// that a later run puts there reverses it then ([`late_observers`]). The dependence stays
+/// in happens-before.
+fn unobserved_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> bool {
+    let Some((w, t)) = writeback_pair(h, i, j) else {
+        return false;
+    };
+    if w < t && writes_back_first(&h.events[t].footprint) {
+        // The line's write-back before a wait for idle that writes every dirty line back
+        // first, or after it (none: it found the line clean), leaves the same memory to
+        // whatever reads after it; a read between the two races with the write-back itself.
+        return true;
+    }
+    through_cache(h, w, t) && window(h, w, path).0
+}
+
+/// `(w, t)` when one of `i` and `j` is a line's write-back (`w`) and the other (`t`) is not.
+fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
+    match (h.events[i].actor, h.events[j].actor) {
+        (ActorKey::Writeback(..), ActorKey::Writeback(..)) => None,
+        (ActorKey::Writeback(..), _) => Some((i, j)),
+        (_, ActorKey::Writeback(..)) => Some((j, i)),
+        _ => None,
+    }
+}
+
+/// Whether an action touches the memory of line `line` of queue `q` other than as a write
+/// through that queue's cache (which comes with a write of the line: its memory write stands
+/// for the bytes it will write back).
+fn sees(f: &Footprint, q: u32, line: u64) -> bool {
+    let mem = Obj::Mem(line, line + crate::hazard::strict::LINE);
+    let through_cache = f.has((Obj::Line(q, line), Kind::Write));
+    f.accesses().iter().any(|&(o, k)| {
+        matches!(o, Obj::All) || o.overlaps(mem) && !(k == Kind::Write && through_cache)
+    })
+}
+
+/// Whether `t` only writes `w`'s line through the queue's cache or changes the queue's own
+/// view of its dirty words or its read cache: no access of it but those meets `w`'s.
+fn through_cache(h: &History, w: usize, t: usize) -> bool {
+    let ActorKey::Writeback(q, line) = h.events[w].actor else {
+        return false;
+    };
+    let ft = &h.events[t].footprint;
+    !ft.is_removal()
+        && !sees(ft, q, line)
+        && !ft
+            .accesses()
+            .iter()
+            .any(|&(o, k)| k != Kind::Read && matches!(o, Obj::Device | Obj::All))
+}
+
+/// Whether nobody sees write-back `w`'s line between it and the line's next whole
+/// write-back, and the index of the event that decided it (none: the run's end).
+fn window(h: &History, w: usize, path: &[Node]) -> (bool, Option<usize>) {
+    let actor = h.events[w].actor;
+    let ActorKey::Writeback(q, line) = actor else {
+        return (false, None);
+    };
+    for k in w + 1..h.events.len() {
+        let e = &h.events[k];
+        if e.actor == actor {
+            // The actor's own step writes back every dirty word of the line; another
+            // action's clean of it (a CP write, an atomic, a release) may leave words the
+            // other order would still hold dirty.
+            let own = path.get(e.point).and_then(|n| n.taken_actor()) == Some(actor);
+            return (own, Some(k));
+        }
+        if !sees(&e.footprint, q, line) {
+            continue;
+        }
+        // The next whole write-back: a wait for idle that passes (or the end of the run)
+        // starts by writing back every engine's dirty words; what it reads comes after.
+        // Anything else that touches the line's memory sees it.
+        return (writes_back_first(&e.footprint), Some(k));
+    }
+    // Nothing read the line after the write-back to the end of the run. A run stopped
+    // asleep ends early, but any way it could go on is equivalent to a run explored in
+    // another branch, with the same write-back and the same readers after it in the same
+    // order (each reader conflicts with the write-back): that run's analysis sees them.
+    (true, None)
+}
+
+/// The races of write-backs with writes through the cache that an earlier run found
+/// unobserved ([`unobserved_writeback`]) and that an event new in this run observes (the
+/// run shares the two with the earlier one, and puts a reader between the write-back and
+/// the line's next whole write-back): they are reversed now.
+fn late_observers(
+    h: &History,
+    first_new: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    for w in 0..first_new {
+        if !matches!(h.events[w].actor, ActorKey::Writeback(..)) {
+            continue;
+        }
+        let (unobserved, at) = window(h, w, path);
+        if unobserved || at.is_none_or(|k| k < first_new) {
+            continue;
+        }
+        for t in 0..first_new {
+            let (i, j) = if t < w { (t, w) } else { (w, t) };
+            if t == w
+                || h.events[i].point == h.events[j].point
+                || !h.preds[j].contains(i)
+                || h.prev_same(j)
+                    .is_some_and(|p| p == i || h.preds[p].contains(i))
+                || !h.races(i, j)
+                || !through_cache(h, w, t)
+                || pinned_after_step(h, i, j)
+            {
+                continue;
+            }
+            split_writeback(h, i, j, frozen, path, sink);
+            let Some(r) = reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path))
+            else {
+                continue;
+            };
+            let pi = h.events[i].point;
+            if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
+                continue;
+            }
+            sink.put(r.op(pi), path);
+        }
+    }
+}
+
+/// Whether an action starts by writing back every engine's dirty words, before anything it
+/// reads: a host's wait for every queue to be idle that passes (its pass is a scheduling
+/// point of its own, and it writes back first: `host_wait_idle`), or the end of the run.
+fn writes_back_first(f: &Footprint) -> bool {
+    !f.is_removal()
+        && (f.has((Obj::Settled, Kind::Read)) || f.has((Obj::All, Kind::Write)) && awaits_idle(f))
 }
 
 /// Whether another part of `i`'s step (the events recorded at its point: an action with the
@@ -1697,6 +1832,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
                 && h.preds[k].contains(i)
                 && chosen(k)
                 && h.dependent(i, k)
+                && !unobserved_writeback(h, k, j, path)
         })
     {
         return None;
