@@ -375,7 +375,7 @@ pub fn forced(o: Obj) -> bool {
 /// disjoint ranges of a dispatch's groups, side by side, share bits only that many lines
 /// apart); the device (read by every action) and the clock a bit each; every other object
 /// one of the bits left, by a hash.
-fn object_bits(o: Obj) -> u64 {
+pub(crate) fn object_bits(o: Obj) -> u64 {
     const MEM: u64 = (1 << MEM_BITS) - 1;
     const OTHER: u64 = 62 - MEM_BITS;
     let bit = |h: u64| {

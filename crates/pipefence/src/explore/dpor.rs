@@ -1669,8 +1669,14 @@ fn window(h: &History, w: usize, path: &[Node]) -> (bool, Option<usize>) {
     let ActorKey::Writeback(q, line) = actor else {
         return (false, None);
     };
+    // The line's memory as bits: an event whose accesses meet none of them does not touch it.
+    let bits = crate::footprint::object_bits(Obj::Mem(line, line + crate::hazard::strict::LINE));
     for k in w + 1..h.events.len() {
         let e = &h.events[k];
+        let m = h.masks[k].0;
+        if (m[0] | m[1] | m[2]) & bits == 0 && e.actor != actor {
+            continue;
+        }
         if e.actor == actor {
             // The actor's own step writes back every dirty word of the line; another
             // action's clean of it (a CP write, an atomic, a release) may leave words the
@@ -1704,8 +1710,13 @@ fn late_observers(
     path: &mut [Node],
     sink: &mut Sink,
 ) {
+    // What the new events touch, as bits: a write-back whose writes meet none of them has no
+    // new reader (the quick test before the window).
+    let touched = h.masks[first_new.min(h.masks.len())..]
+        .iter()
+        .fold(0, |a, m| a | m.0[0] | m.0[1] | m.0[2]);
     for w in 0..first_new {
-        if !matches!(h.events[w].actor, ActorKey::Writeback(..)) {
+        if !matches!(h.events[w].actor, ActorKey::Writeback(..)) || h.masks[w].0[2] & touched == 0 {
             continue;
         }
         let (unobserved, at) = window(h, w, path);
