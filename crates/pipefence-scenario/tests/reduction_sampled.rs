@@ -1422,3 +1422,31 @@ expect res equals=12
         1000,
     );
 }
+
+/// Two host threads wait for idle while the queue works (strict mode); the retirement that
+/// drains it releases both, and either may pass first. The thread that passes second could
+/// find the device removed (or its queue busy again) by the first. A strict-mode wait for
+/// idle that passes writes every line back, recorded as a write of everything, and the other
+/// wait's await of the queue's completions took that write for one it waited for: no
+/// schedule let the second thread pass first (`Footprint::races`: an await of `All` orders
+/// nothing).
+#[test]
+fn d4_regression_strict_two_waits_for_idle_released_by_one_retirement_race() {
+    assert_finds_sampled_outcomes(
+        r#"buffer m size=64 heap=shared
+queue q kind=direct
+list l kind=direct {
+    write-value32-top m value=1
+}
+execute q l
+host h {
+    wait-idle
+    remove-device
+}
+wait-idle
+expect m equals=1
+"#,
+        true,
+        1000,
+    );
+}
