@@ -1450,3 +1450,56 @@ expect m equals=1
         1000,
     );
 }
+
+/// A PFP memory-value wait behind a `flush-pipeline` (plain mode): the PFP sits at the wait,
+/// held, until the ME completes the flush, and tests it then; no PFP step brings it there, so
+/// that test read the word in no action, and the host's writes of it raced with nothing (one
+/// schedule: the host's writes first, a hang; the wait can pass between them). The ME step
+/// that lets the PFP test the wait reads the word for it.
+#[test]
+fn d4_regression_a_pfp_wait_a_flush_held_is_read_when_the_me_lets_it_go() {
+    let text = r#"buffer w size=64 heap=shared
+buffer out size=64 heap=shared
+queue q kind=compute
+list l kind=compute {
+    flush-pipeline
+    wait-value32 w cmp=greater-equal reference=1 engine=pfp
+    write-value32-top out value=5
+}
+execute q l
+cpu-write w value=1
+cpu-write w value=0
+cpu-write out value=7
+cpu-write w value=2
+wait-idle
+expect out equals=5
+"#;
+    assert_finds_sampled_outcomes(text, false, 1000);
+    assert_finds_sampled_outcomes(text, true, 1000);
+}
+
+/// The same with a FIFO of one packet held full by the packet before the wait: the ME's pop
+/// lets the PFP test it (plain and strict: strict mode's eager PFP steps did not record the
+/// test either, as the PFP had been found blocked on the full FIFO).
+#[test]
+fn d4_regression_a_pfp_wait_a_full_fifo_held_is_read_when_the_me_pops() {
+    let text = r#"device fifo-depth=1
+buffer w size=64 heap=shared
+buffer out size=64 heap=shared
+queue q kind=compute
+list l kind=compute {
+    write-value32-top "out+4" value=1
+    wait-value32 w cmp=greater-equal reference=1 engine=pfp
+    write-value32-top out value=5
+}
+execute q l
+cpu-write w value=1
+cpu-write w value=0
+cpu-write out value=7
+cpu-write w value=2
+wait-idle
+expect out equals=5
+"#;
+    assert_finds_sampled_outcomes(text, false, 1000);
+    assert_finds_sampled_outcomes(text, true, 1000);
+}

@@ -423,15 +423,27 @@ impl Scheduler {
                     // race with that read. It is recorded with this step (the try at the wait
                     // that follows is not an action; strict mode's eager PFP steps record it
                     // the same way).
+                    // So does an ME step that lets a PFP held at such a wait test it: the
+                    // completion of a `flush-pipeline` that held it, the pop of a packet from a
+                    // FIFO it found full. A PFP already found blocked on the wait read it on
+                    // arriving.
                     let mut arrival: Vec<crate::footprint::Access> = Vec::new();
-                    if reducing && stage == Stage::Pfp && matches!(step, Step::Progressed) {
-                        arrival = footprint::take_raw();
+                    if reducing && matches!(step, Step::Progressed) && q.kind.has_pfp() {
                         let mut e = lock(&q.engine);
-                        if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, true) {
-                            arrival.extend(read);
+                        let arrived = stage == Stage::Pfp
+                            || stage == Stage::Me
+                                && !matches!(
+                                    e.pfp_blocked_on(),
+                                    Some(crate::engine::WaitCondition::Memory { .. })
+                                );
+                        if arrived && !e.is_idle() {
+                            arrival = footprint::take_raw();
+                            if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, true) {
+                                arrival.extend(read);
+                            }
+                            footprint::start();
                         }
                         drop(e);
-                        footprint::start();
                     }
                     // The try only looked: the listing less this stage is the next one.
                     let mut keep = false;
@@ -624,7 +636,11 @@ impl Scheduler {
                 if e.is_idle() {
                     break;
                 }
-                let waiting = e.pfp_blocked_on().is_some();
+                // Held by a full FIFO or a flush, it has not tested the wait it sits at.
+                let waiting = matches!(
+                    e.pfp_blocked_on(),
+                    Some(crate::engine::WaitCondition::Memory { .. })
+                );
                 if let Err(read) = try_pfp(dev, &mut e, &mut st.trace, reducing) {
                     // It has just come to a memory-value wait that does not hold: that read is
                     // an action of the PFP, recorded with the action that brought the PFP
