@@ -1503,3 +1503,27 @@ expect out equals=5
     assert_finds_sampled_outcomes(text, false, 1000);
     assert_finds_sampled_outcomes(text, true, 1000);
 }
+
+/// The only host thread submits and removes the device (plain and strict): its thread leaves
+/// the device without another scheduling point (no drain follows a removal), so the removal's
+/// accesses, recorded in that last action, were dropped, and nothing raced with it. The
+/// queue's steps never ran before it: "queue q [running]" in every schedule, where the queue
+/// could also have finished its work first (found as a copy queue's signal, and as a dispatch,
+/// by hand).
+#[test]
+fn d4_regression_a_removal_by_the_only_host_races_with_the_queues() {
+    let text = r#"buffer b size=256 heap=shared
+fence f
+queue q kind=compute
+queue c kind=copy
+list l kind=compute {
+    dispatch fill dst=b groups=1 value=1
+}
+execute q l
+signal c f 1
+remove-device
+expect-removed reason=requested
+"#;
+    assert_finds_sampled_outcomes(text, false, 1000);
+    assert_finds_sampled_outcomes(text, true, 1000);
+}

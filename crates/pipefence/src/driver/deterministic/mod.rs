@@ -445,6 +445,18 @@ impl Scheduler {
         }
     }
 
+    /// A reducing exploration: host `me`'s action since it was picked ends now, though no
+    /// scheduling point follows it (its thread leaves the device).
+    fn end_action(&self, me: usize) {
+        let st = lock(&self.st);
+        if st.turn != Some(me) {
+            return;
+        }
+        if let Some(s) = st.script.clone().filter(|s| s.is_reducing()) {
+            s.host_reached(me as u32, crate::footprint::take());
+        }
+    }
+
     /// Q8: the last `Device` handle is dropped by host `me`: runs every action that can still
     /// run (other hosts' included) until every queue is idle or nothing can run.
     pub(crate) fn drain(&self, dev: &DeviceShared, me: usize) {
@@ -531,6 +543,10 @@ impl Backend for Scheduler {
         if let Some(h) = self.current_host(dev) {
             if !dev.is_removed() {
                 self.drain(dev, h);
+            } else {
+                // No drain ends the host's last action (a removal, say, by the only host):
+                // it ends here, with what it touched.
+                self.end_action(h);
             }
         }
         unregister_current(dev.id);
