@@ -1451,21 +1451,20 @@ expect m equals=1
     );
 }
 
-/// A PFP memory-value wait behind a `flush-pipeline` (plain mode): the PFP sits at the wait,
-/// held, until the ME completes the flush, and tests it then; no PFP step brings it there, so
-/// that test read the word in no action, and the host's writes of it raced with nothing (one
-/// schedule: the host's writes first, a hang; the wait can pass between them). The ME step
-/// that lets the PFP test the wait reads the word for it.
-#[test]
-fn d4_regression_a_pfp_wait_a_flush_held_is_read_when_the_me_lets_it_go() {
-    let text = r#"buffer w size=64 heap=shared
+/// A PFP memory-value wait behind `first` (a command that can hold the PFP at it), with the
+/// host writing the waited word 1, then 0, then the flag the wait guards, then 2: the wait can
+/// pass only between the first two writes.
+fn held_pfp_wait(device: &str, first: &str) -> String {
+    format!(
+        r#"{device}
+buffer w size=64 heap=shared
 buffer out size=64 heap=shared
 queue q kind=compute
-list l kind=compute {
-    flush-pipeline
+list l kind=compute {{
+    {first}
     wait-value32 w cmp=greater-equal reference=1 engine=pfp
     write-value32-top out value=5
-}
+}}
 execute q l
 cpu-write w value=1
 cpu-write w value=0
@@ -1473,9 +1472,20 @@ cpu-write out value=7
 cpu-write w value=2
 wait-idle
 expect out equals=5
-"#;
-    assert_finds_sampled_outcomes(text, false, 1000);
-    assert_finds_sampled_outcomes(text, true, 1000);
+"#
+    )
+}
+
+/// A PFP memory-value wait behind a `flush-pipeline`: the PFP sits at the wait, held, until
+/// the ME completes the flush, and tests it then; no PFP step brings it there, so that test
+/// read the word in no action, and the host's writes of it raced with nothing (plain mode:
+/// one schedule, the host's writes first; the wait can pass between them). The ME step that
+/// lets the PFP test the wait reads the word for it.
+#[test]
+fn d4_regression_a_pfp_wait_a_flush_held_is_read_when_the_me_lets_it_go() {
+    let text = held_pfp_wait("", "flush-pipeline");
+    assert_finds_sampled_outcomes(&text, false, 1000);
+    assert_finds_sampled_outcomes(&text, true, 1000);
 }
 
 /// The same with a FIFO of one packet held full by the packet before the wait: the ME's pop
@@ -1483,25 +1493,12 @@ expect out equals=5
 /// test either, as the PFP had been found blocked on the full FIFO).
 #[test]
 fn d4_regression_a_pfp_wait_a_full_fifo_held_is_read_when_the_me_pops() {
-    let text = r#"device fifo-depth=1
-buffer w size=64 heap=shared
-buffer out size=64 heap=shared
-queue q kind=compute
-list l kind=compute {
-    write-value32-top "out+4" value=1
-    wait-value32 w cmp=greater-equal reference=1 engine=pfp
-    write-value32-top out value=5
-}
-execute q l
-cpu-write w value=1
-cpu-write w value=0
-cpu-write out value=7
-cpu-write w value=2
-wait-idle
-expect out equals=5
-"#;
-    assert_finds_sampled_outcomes(text, false, 1000);
-    assert_finds_sampled_outcomes(text, true, 1000);
+    let text = held_pfp_wait(
+        "device fifo-depth=1",
+        r#"write-value32-top "out+4" value=1"#,
+    );
+    assert_finds_sampled_outcomes(&text, false, 1000);
+    assert_finds_sampled_outcomes(&text, true, 1000);
 }
 
 /// The only host thread submits and removes the device (plain and strict): its thread leaves
