@@ -263,8 +263,9 @@ struct GCase {
     fifo_depth: u32,
     queues: Vec<Vec<GItem>>,
     hosts: Vec<Vec<GHost>>,
-    /// The main program waits for idle (else for nothing: the runner drains at the end).
-    wait_idle: bool,
+    /// How the main program ends: 0, waiting for nothing (the runner drains at the end); 1,
+    /// waiting for idle; 2, removing the device (its thread then leaves with no drain).
+    end: u8,
 }
 
 fn gcmd() -> impl Strategy<Value = GCmd> {
@@ -326,14 +327,14 @@ fn gcase() -> impl Strategy<Value = GCase> {
         prop_oneof![1 => Just(1u32), 1 => Just(2), 2 => Just(16)],
         prop::collection::vec(prop::collection::vec(gitem(), 1..=4), 1..=3),
         prop::collection::vec(prop::collection::vec(ghost(), 1..=3), 0..=2),
-        any::<bool>(),
+        prop_oneof![3 => Just(0u8), 3 => Just(1), 1 => Just(2)],
     )
-        .prop_map(|(strict, fifo_depth, queues, hosts, wait_idle)| GCase {
+        .prop_map(|(strict, fifo_depth, queues, hosts, end)| GCase {
             strict,
             fifo_depth,
             queues,
             hosts,
-            wait_idle,
+            end,
         })
 }
 
@@ -495,8 +496,10 @@ fn render_gcase(c: &GCase) -> String {
         render_ghost(&mut out, &format!("h{h}"), steps, c.queues.len());
     }
     out.push_str(&actions);
-    if c.wait_idle {
-        out.push_str("wait-idle timeout-ms=1000\n");
+    match c.end {
+        1 => out.push_str("wait-idle timeout-ms=1000\n"),
+        2 => out.push_str("remove-device\n"),
+        _ => {}
     }
     // Memory as failed expectations that name what they found (the final memory joins the
     // outcome's signature): each word of `m`, and one word of each line of `d` and `e`.
