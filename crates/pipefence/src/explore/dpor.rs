@@ -1303,12 +1303,7 @@ fn add_backtracks(
             while m != 0 {
                 let i = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if h.events[i].actor != h.events[j].actor
-                    && h.events[i].point != h.events[j].point
-                    && h.races(i, j)
-                    && !pinned_after_step(h, i, j)
-                    && !unobserved_writeback(h, i, j, path)
-                {
+                if reversible(h, i, j) && !unobserved_writeback(h, i, j, path) {
                     racing.push(i);
                 }
             }
@@ -1335,24 +1330,53 @@ fn add_backtracks(
                 && (x + 1..racing.len())
                     .any(|y| starts[y].is_some() && h.preds[racing[y]].contains(i));
             if !implied {
-                starts[x] =
-                    reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path));
+                starts[x] = start_of(h, i, j, path);
             }
         }
         for &i in &racing {
             split_writeback(h, i, j, frozen, path, sink);
         }
         for (x, r) in starts.iter_mut().enumerate() {
-            let Some(r) = r.take() else { continue };
-            let pi = h.events[racing[x]].point;
-            if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
-                continue;
+            if let Some(r) = r.take() {
+                put_start(h, racing[x], r, frozen, path, sink);
             }
-            sink.put(r.op(pi), path);
         }
         step_before_submission(h, j, frozen, path, sink);
     }
     late_observers(h, first_new, frozen, path, sink);
+}
+
+/// Whether `i`'s race with the later `j` is one some schedule could reverse: two actors, not
+/// two parts of one step (an action and the PFP steps or write-backs it brought about), a
+/// conflict that does not order them in every schedule (`Footprint::races`), and no other
+/// part of `i`'s step ordering `j` in every schedule.
+fn reversible(h: &History, i: usize, j: usize) -> bool {
+    h.events[i].actor != h.events[j].actor
+        && h.events[i].point != h.events[j].point
+        && h.races(i, j)
+        && !pinned_after_step(h, i, j)
+}
+
+/// Who could start the reversal of `i`'s race with `j` ([`reversal_starts`], else the line's
+/// [`early_writeback`]).
+fn start_of(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Reversal> {
+    reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path))
+}
+
+/// Adds reversal `r` of a race of `i` at `i`'s point, unless that point is frozen (the
+/// caller explores every alternative there) or not a scheduling point.
+fn put_start(
+    h: &History,
+    i: usize,
+    r: Reversal,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    let pi = h.events[i].point;
+    if pi >= frozen && path.get(pi).is_some_and(|n| n.point.scheduling) {
+        sink.put(r.op(pi), path);
+    }
 }
 
 /// Follows `seq` (the rest of a race's reversing sequence, [`Reversal`]) down the nodes of
@@ -1726,26 +1750,18 @@ fn late_observers(
         for t in 0..first_new {
             let (i, j) = if t < w { (t, w) } else { (w, t) };
             if t == w
-                || h.events[i].point == h.events[j].point
                 || !h.preds[j].contains(i)
                 || h.prev_same(j)
                     .is_some_and(|p| p == i || h.preds[p].contains(i))
-                || !h.races(i, j)
                 || !through_cache(h, w, t)
-                || pinned_after_step(h, i, j)
+                || !reversible(h, i, j)
             {
                 continue;
             }
             split_writeback(h, i, j, frozen, path, sink);
-            let Some(r) = reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path))
-            else {
-                continue;
-            };
-            let pi = h.events[i].point;
-            if pi < frozen || !path.get(pi).is_some_and(|n| n.point.scheduling) {
-                continue;
+            if let Some(r) = start_of(h, i, j, path) {
+                put_start(h, i, r, frozen, path, sink);
             }
-            sink.put(r.op(pi), path);
         }
     }
 }
