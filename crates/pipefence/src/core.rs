@@ -69,7 +69,7 @@ pub(crate) struct DeviceCore {
     /// Set once, when the device is removed (the removal record is the runtime's).
     pub(crate) removed: AtomicBool,
     write_seq: AtomicU64,
-    /// Last host write per 8-byte word.
+    /// Last host write per 4-byte word.
     pub(crate) host_writes: Mutex<HashMap<u64, HostWrite>>,
     /// Command list names by id.
     pub(crate) list_names: Mutex<HashMap<u32, Arc<str>>>,
@@ -169,9 +169,10 @@ impl DeviceCore {
         self.write_seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Records a host write of `address` (for reports).
-    pub(crate) fn record_host_write(&self, address: u64) {
-        crate::footprint::record_writers(address, address + 1);
+    /// Records a host write of `bytes` bytes at `address` (for reports): a record per 4-byte
+    /// word it writes.
+    pub(crate) fn record_host_write(&self, address: u64, bytes: u64) {
+        crate::footprint::record_writers(address, address + bytes);
         let w = HostWrite {
             writer: Writer::Host {
                 host: crate::host_names::current_id(),
@@ -179,7 +180,10 @@ impl DeviceCore {
             seq: self.next_write_seq(),
             ns: self.coarse_now_ns(),
         };
-        lock(&self.host_writes).insert(address & !7, w);
+        let mut writes = lock(&self.host_writes);
+        for word in words_of(address, bytes) {
+            writes.insert(word, w);
+        }
     }
 
     /// The name of command list `id`.
@@ -358,4 +362,12 @@ impl BufferCore {
             Width::W64 => self.load64(offset),
         }
     }
+}
+
+/// The 4-byte words that `bytes` bytes from `address` touch (the keys of last-writer records:
+/// a 32-bit wait names the writer of its own word, not of the other half of an 8-byte word).
+pub(crate) fn words_of(address: u64, bytes: u64) -> impl Iterator<Item = u64> {
+    let first = address & !3;
+    let end = address.saturating_add(bytes.max(1));
+    (first..end).step_by(4)
 }

@@ -424,7 +424,6 @@ fn last_writer(dev: &DeviceShared, nodes: &[Node], cond: &WaitCondition) -> Opti
             Some(writer_report(dev, nodes, w, "signal", ns))
         }
         WaitCondition::Memory { address, cond } => {
-            let word = address & !7;
             let end = address + cond.width.bytes();
             // (seq, writer, op, ns): the newest wins.
             let mut best: Option<(u64, Writer, &'static str, u64)> = None;
@@ -433,12 +432,16 @@ fn last_writer(dev: &DeviceShared, nodes: &[Node], cond: &WaitCondition) -> Opti
                     best = Some((seq, w, op, ns));
                 }
             };
-            if let Some(h) = lock(&dev.host_writes).get(&word) {
-                consider(h.seq, h.writer, "cpu-write", h.ns);
+            let words: Vec<u64> = crate::core::words_of(*address, cond.width.bytes()).collect();
+            {
+                let host = lock(&dev.host_writes);
+                for h in words.iter().filter_map(|w| host.get(w)) {
+                    consider(h.seq, h.writer, "cpu-write", h.ns);
+                }
             }
             for n in nodes {
                 let e = lock(&n.q.engine);
-                if let Some(r) = e.writes.get(&word) {
+                for r in words.iter().filter_map(|w| e.writes.get(w)) {
                     consider(
                         r.seq,
                         Writer::Engine {

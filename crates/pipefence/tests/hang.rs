@@ -229,6 +229,63 @@ fn d7_last_writer_names_queue_list_and_command() {
     );
 }
 
+#[test]
+fn d7_last_writer_of_a_32_bit_wait_is_the_writer_of_its_own_word() {
+    // The queue writes m+16; the host then writes m+20, the other half of the same 8-byte
+    // word. A 32-bit wait on m+16 names the queue's write, a 64-bit wait on m+16 the newer
+    // of the two (the host's).
+    let d = device_tdr(150);
+    let m = shared(&d, "m", 64);
+    let w = queue(&d, QueueKind::Direct, "gfx");
+    let lw = list(&d, QueueKind::Direct, "produce", |l| {
+        l.write_value32_top_of_pipe(m.address(16), 1, WriteSource::Value);
+    });
+    w.execute_command_lists(&[&lw]).unwrap();
+    w.wait_idle(T).unwrap();
+    m.write_u32(20, 7).unwrap();
+    let q32 = queue(&d, QueueKind::Compute, "wait32");
+    let l32 = list(&d, QueueKind::Compute, "c32", |l| {
+        l.wait_value32(
+            m.address(16),
+            Comparison::Equal,
+            5,
+            u32::MAX,
+            WaitEngine::Me,
+        );
+    });
+    let q64 = queue(&d, QueueKind::Compute, "wait64");
+    let l64 = list(&d, QueueKind::Compute, "c64", |l| {
+        l.wait_value64(
+            m.address(16),
+            Comparison::Equal,
+            5,
+            u64::MAX,
+            WaitEngine::Me,
+        );
+    });
+    q32.execute_command_lists(&[&l32]).unwrap();
+    q64.execute_command_lists(&[&l64]).unwrap();
+    let r = wait_removed(&d, T);
+    let of = |name: &str| {
+        r.queues
+            .iter()
+            .find(|q| q.queue == name)
+            .and_then(|q| q.last_writer.clone())
+    };
+    match of("wait32") {
+        Some(WriterReport::Queue { site, .. }) => {
+            assert_eq!(site.queue, "gfx");
+            assert_eq!(site.op, "write-value32-top");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(of("wait64"), Some(WriterReport::Host { .. })),
+        "{:?}",
+        of("wait64")
+    );
+}
+
 /// Every row of the D6 table, with its boundaries.
 #[test]
 fn d6_never_satisfiable_table_every_row() {

@@ -181,10 +181,10 @@ impl Buffer {
 
     /// Records a host write of `value` at `offset` for reports and traces; called before the
     /// store, so a waiter the write releases always finds its writer.
-    fn record_host_write(&self, offset: u64, value: u64) {
+    fn record_host_write(&self, offset: u64, width: Width, value: u64) {
         let dev = &self.inner.device;
         let address = self.inner.core.base + offset;
-        dev.record_host_write(address);
+        dev.record_host_write(address, width.bytes());
         if dev.trace_sink().is_some() {
             let now = dev.now_ns();
             dev.record_trace_write(
@@ -234,7 +234,7 @@ impl Buffer {
     pub fn write_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.check("write_u32", offset, Width::W32, Access::Write)?;
         self.inner.device.yield_point();
-        self.record_host_write(offset, u64::from(value));
+        self.record_host_write(offset, Width::W32, u64::from(value));
         self.inner.device.with_model(|m| {
             m.host_write("write_u32", self.inner.core.base + offset, Width::W32);
         });
@@ -247,7 +247,7 @@ impl Buffer {
     pub fn write_u64(&self, offset: u64, value: u64) -> Result<()> {
         self.check("write_u64", offset, Width::W64, Access::Write)?;
         self.inner.device.yield_point();
-        self.record_host_write(offset, value);
+        self.record_host_write(offset, Width::W64, value);
         self.inner.device.with_model(|m| {
             m.host_write("write_u64", self.inner.core.base + offset, Width::W64);
         });
@@ -283,7 +283,7 @@ impl Buffer {
         }
         let core = &self.inner.core;
         for (i, v) in values.iter().enumerate() {
-            self.record_host_write(offset + 4 * i as u64, u64::from(*v));
+            self.record_host_write(offset + 4 * i as u64, Width::W32, u64::from(*v));
         }
         self.inner.device.with_model(|m| {
             m.host_write_span("write_slice", core.base + offset, core.base + offset + len);

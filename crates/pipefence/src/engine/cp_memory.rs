@@ -118,15 +118,18 @@ impl Engine {
         ctx.device.watches.notify_word(address);
         let seq = ctx.device.next_write_seq();
         crate::footprint::record_writers(address, address + width.bytes());
-        self.writes.insert(
-            address & !7,
-            WriteRecord {
-                site: *site,
-                op,
-                seq,
-                ns: ctx.coarse_ns(),
-            },
-        );
+        let ns = ctx.coarse_ns();
+        for word in crate::core::words_of(address, width.bytes()) {
+            self.writes.insert(
+                word,
+                WriteRecord {
+                    site: *site,
+                    op,
+                    seq,
+                    ns,
+                },
+            );
+        }
         Ok(())
     }
 

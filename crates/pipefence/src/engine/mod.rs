@@ -394,7 +394,7 @@ pub(crate) struct Engine {
     pfp_blocked: Option<(Site, &'static str, WaitCondition)>,
     /// Completed submissions (the queue's progress fence follows this).
     pub(crate) completed_submissions: u64,
-    /// Last command-processor write per 8-byte word.
+    /// Last command-processor write per 4-byte word.
     pub(crate) writes: HashMap<u64, WriteRecord, BuildHasherDefault<FxHasher>>,
     /// The buffer of the last CP access, with the address-space generation it is valid for.
     buffer_cache: Option<(u64, Arc<BufferCore>)>,
