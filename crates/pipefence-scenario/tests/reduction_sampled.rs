@@ -615,6 +615,42 @@ fn assert_finds_sampled_outcomes(text: &str, strict: bool, seeds: u64) {
     );
 }
 
+/// Strict mode: an action that may drain a queue (here `q1`'s retirement of `h1`'s list) lets
+/// the PFP take the next submission in its step, and the PFP's run-ahead then reads the
+/// `dispatch-indirect`'s arguments. Asleep since an earlier branch, where no submission
+/// waited and its step read nothing, it stayed asleep across the main thread's submission
+/// and `q0`'s write of the arguments, and the run stopped there: the schedules where the fill
+/// runs after the host read the early write-back of the add's line were never explored
+/// (2 outcomes of 6 missed; the search said it was complete). A submission to its queue
+/// wakes it.
+#[test]
+fn d4_regression_strict_an_action_that_may_drain_a_queue_wakes_at_a_submission_to_it() {
+    assert_finds_sampled_outcomes(
+        r#"buffer m size=64 heap=shared
+buffer d size=256 heap=shared init=1
+queue q0 kind=copy
+queue q1 kind=compute
+list l0 kind=copy {
+    write-immediate "m+4" value=1
+}
+list l1 kind=compute {
+    dispatch-indirect fill args="m+4" dst=d value=2
+    dispatch add dst=d src=d value=1 groups=1
+}
+host h1 {
+    execute q1 l1
+}
+execute q1 l1
+host h0 {
+    execute q0 l0
+}
+expect "d+252" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}
+
 /// A host reads memory (the expectations) right after a submission that the queue's PFP
 /// takes at once: in the first run the queue's later write follows that take, but it need
 /// not follow the read (the retirement of the bottom-of-pipe write can come first).

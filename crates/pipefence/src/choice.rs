@@ -714,8 +714,32 @@ pub fn sleep_footprint(actor: ActorKey, fp: &Footprint, eager_pfp: bool) -> Foot
     // the queue's draining wakes it (generated seed 502). Only where PFP steps run eagerly
     // with the action that lets them (`eager_pfp`: strict mode's caches); elsewhere they are
     // actions of their own.
-    if !eager_pfp || !matches!(actor, ActorKey::Host(_)) {
+    if !eager_pfp {
         return fp.clone();
+    }
+    if !matches!(actor, ActorKey::Host(_)) {
+        // The other way round: an action that may drain a queue (an ME step, a retirement, a
+        // group: they update its busy state) lets the queue's PFP take a submission waiting
+        // there (Q7), and its step then holds the PFP's run-ahead into it, which reads what
+        // the submitted commands read (a `dispatch-indirect`'s arguments). A step recorded
+        // when nothing waited holds none of that, so the action sleeps reading the queue's
+        // submissions too: a submission to the queue wakes it (`xa`: a retirement asleep
+        // across a host's submission and another queue's write of the arguments, whose run
+        // then stopped asleep instead of reading the new arguments).
+        let drains: Vec<u32> = fp
+            .accesses()
+            .iter()
+            .filter_map(|&(o, k)| match (o, k) {
+                (Obj::Busy(q), Kind::Update) => Some(q),
+                _ => None,
+            })
+            .collect();
+        if drains.is_empty() {
+            return fp.clone();
+        }
+        let mut all = fp.accesses().to_vec();
+        all.extend(drains.into_iter().map(|q| (Obj::Submit(q), Kind::Read)));
+        return Footprint::new(all);
     }
     let refused: Vec<u32> = fp
         .accesses()

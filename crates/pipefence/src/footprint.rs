@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub enum Obj {
     /// Memory bytes `[start, end)` by GPU virtual address.
     Mem(u64, u64),
-    /// The records of who last wrote the 8-byte words of `[start, end)` (a removal report
+    /// The records of who last wrote the words of `[start, end)`, 8-byte aligned (a removal report
     /// names the newest writer of the word a queue waits on): a CP or host write of a word and
     /// the launch of a dispatch or copy over a range write them, in the order they happen.
     Writers(u64, u64),
@@ -76,11 +76,28 @@ pub enum Obj {
     /// from `hi` to `lo - 1`): a latch registered for such a target reads it (`lo == hi`), as
     /// whether the value had reached its target when it registered depends on the order.
     FenceDown(u64, u64, u64),
-    /// One line of a queue's strict-mode cache (by the line's address).
+    /// One line of a queue's strict-mode cache (by the line's address): its dirty words (task
+    /// and CP writes, atomics and write-backs write it; the CP's reads read it).
     Line(u32, u64),
+    /// What a queue's tasks read of one line (by its address): the read cache's snapshot of
+    /// the line, over its dirty words, over memory. A task's read reads it; the queue's task
+    /// and CP writes and atomics write it; a write-back of the line leaves it as it is (the
+    /// words it writes to memory are the ones the queue already sees), so a task's read and
+    /// the write-back of its line commute. Overlaps [`Obj::Cache`] of the queue, not
+    /// [`Obj::Line`] or [`Obj::Dirty`].
+    View(u32, u64),
     /// A queue's strict-mode read cache as a whole (an invalidation): it overlaps every
-    /// [`Obj::Line`] of the queue.
+    /// [`Obj::Line`] and [`Obj::View`] of the queue.
     Cache(u32),
+    /// The tasks whose words a write-back of one of a queue's strict-mode lines wrote: (queue,
+    /// 1 + the last dispatch, 1 + the last copy). Only read, and overlapping nothing else: no
+    /// dependence, only what the exploration's window of an early write-back looks at
+    /// (`explore/dpor.rs`: a later release of the queue that covers these tasks would have
+    /// written the same words back).
+    Pending(u32, u32, u32),
+    /// What a release of a queue's strict-mode dirty words writes back: (queue, dispatches
+    /// below, copies below). Only read, like [`Obj::Pending`].
+    Release(u32, u32, u32),
     /// A queue's strict-mode dirty words as a whole (a release's write-back of its tasks'
     /// words, making them visible to its own CP): it overlaps every [`Obj::Line`] of the
     /// queue, not its read cache ([`Obj::Cache`]).
@@ -401,8 +418,16 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
                 (a..=b).fold(0, |m, l| m | line(l))
             }
         }
-        Obj::Line(q, _) | Obj::Cache(q) | Obj::Dirty(q) => bit(0x1000_0000_0000 | u64::from(q)),
+        Obj::Line(q, _) | Obj::View(q, _) | Obj::Cache(q) | Obj::Dirty(q) => {
+            bit(0x1000_0000_0000 | u64::from(q))
+        }
         Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
+        Obj::Pending(q, d, c) => {
+            bit(0x2800_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16))
+        }
+        Obj::Release(q, d, c) => {
+            bit(0x2900_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16))
+        }
         Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
         Obj::Parser(q) => bit(0x3800_0000_0000 | u64::from(q)),
         Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
@@ -455,7 +480,9 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
             s1 < e2 && s2 < e1
         }
         (Obj::Line(q1, _), Obj::Cache(q2) | Obj::Dirty(q2))
-        | (Obj::Cache(q1) | Obj::Dirty(q1), Obj::Line(q2, _)) => q1 == q2,
+        | (Obj::Cache(q1) | Obj::Dirty(q1), Obj::Line(q2, _))
+        | (Obj::View(q1, _), Obj::Cache(q2))
+        | (Obj::Cache(q1), Obj::View(q2, _)) => q1 == q2,
         (Obj::Dispatch(q1, d), Obj::Dispatches(q2, lo, hi))
         | (Obj::Dispatches(q2, lo, hi), Obj::Dispatch(q1, d)) => q1 == q2 && lo <= d && d < hi,
         (Obj::Dispatches(q1, lo1, hi1), Obj::Dispatches(q2, lo2, hi2)) => {
@@ -584,7 +611,11 @@ pub(crate) fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed) != 0
 }
 
-/// Records a new last-writer record of the 8-byte words `[start, end)` cover.
+/// Records a new last-writer record of the words `[start, end)` cover. The records are kept
+/// per 4-byte word; the footprint stays at the 8-byte words that cover them (an
+/// over-approximation, as it was when the records were kept per 8-byte word: two writes of
+/// the halves of one 8-byte word stay dependent, and the searches that relied on that
+/// dependence keep it).
 #[inline]
 pub(crate) fn record_writers(start: u64, end: u64) {
     if !active() {
@@ -646,6 +677,7 @@ mod tests {
             (0u32..2).prop_map(Obj::Idle),
             (0u32..2).prop_map(Obj::Queue),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Line(q, l * 64)),
+            (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::View(q, l * 64)),
             (0u32..2).prop_map(Obj::Cache),
             Just(Obj::Device),
             Just(Obj::Clock),
@@ -751,6 +783,13 @@ mod tests {
             !fp(&[(Obj::Dirty(1), Kind::Write)]).conflicts(&fp(&[(Obj::Cache(1), Kind::Write)]))
         );
         assert!(fp(&[(Obj::All, Kind::Read)]).conflicts(&line));
+        // A task's view of a line: not the line's dirty state (its write-back), but the read
+        // cache's invalidation.
+        let view = fp(&[(Obj::View(1, 64), Kind::Read)]);
+        assert!(!view.conflicts(&line) && !view.conflicts(&fp(&[(Obj::Dirty(1), Kind::Write)])));
+        assert!(view.conflicts(&fp(&[(Obj::Cache(1), Kind::Write)])));
+        assert!(view.conflicts(&fp(&[(Obj::View(1, 64), Kind::Write)])));
+        assert!(!view.conflicts(&fp(&[(Obj::View(1, 128), Kind::Write)])));
         // Groups of a dispatch commute; a read of whether dispatches finished conflicts with
         // the groups of those in its range only.
         let group = fp(&[(Obj::Dispatch(1, 3), Kind::Update)]);
@@ -795,6 +834,10 @@ mod tests {
             objs.extend([
                 Obj::Line(q, 0),
                 Obj::Line(q, 64),
+                Obj::View(q, 0),
+                Obj::View(q, 64),
+                Obj::Pending(q, 1, 0),
+                Obj::Release(q, 1, 0),
                 Obj::Cache(q),
                 Obj::Dirty(q),
                 Obj::Dispatch(q, 2),

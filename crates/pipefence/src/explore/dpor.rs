@@ -709,10 +709,12 @@ pub(super) fn note_slept(
         // Strict mode's caches are in the run: its PFP steps run with the actions that let
         // them run.
         let eager_pfp = events.iter().any(|e| {
-            e.footprint
-                .accesses()
-                .iter()
-                .any(|&(o, _)| matches!(o, Obj::Cache(_) | Obj::Dirty(_) | Obj::Line(..)))
+            e.footprint.accesses().iter().any(|&(o, _)| {
+                matches!(
+                    o,
+                    Obj::Cache(_) | Obj::Dirty(_) | Obj::Line(..) | Obj::View(..)
+                )
+            })
         });
         let fp = sleep_footprint(actor, &step_footprint(events, d), eager_pfp);
         slept.push((actor, fp));
@@ -1303,7 +1305,7 @@ fn add_backtracks(
             while m != 0 {
                 let i = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if reversible(h, i, j) && !unobserved_writeback(h, i, j, path) {
+                if reversible(h, i, j) && !unobserved_writeback(h, i, j) {
                     racing.push(i);
                 }
             }
@@ -1637,7 +1639,7 @@ fn early_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
 /// between (another queue, a host, the line's own queue reading it back) keeps the race; one
 /// that a later run puts there reverses it then ([`late_observers`]). The dependence stays
 /// in happens-before.
-fn unobserved_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> bool {
+fn unobserved_writeback(h: &History, i: usize, j: usize) -> bool {
     let Some((w, t)) = writeback_pair(h, i, j) else {
         return false;
     };
@@ -1647,7 +1649,7 @@ fn unobserved_writeback(h: &History, i: usize, j: usize, path: &[Node]) -> bool 
         // whatever reads after it; a read between the two races with the write-back itself.
         return true;
     }
-    through_cache(h, w, t) && window(h, w, path).0
+    through_cache(h, w, t) && window(h, w).0
 }
 
 /// `(w, t)` when one of `i` and `j` is a line's write-back (`w`) and the other (`t`) is not.
@@ -1662,12 +1664,22 @@ fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
 
 /// Whether an action touches the memory of line `line` of queue `q` other than as a write
 /// through that queue's cache (which comes with a write of the line: its memory write stands
-/// for the bytes it will write back).
+/// for the bytes it will write back; or a release's write-back of the queue's dirty words,
+/// which comes with a write of them as a whole) or as a read by that queue's task (which comes with a
+/// read of the queue's view of the line, and no read of the line as the CP reads it: it
+/// returns the queue's own dirty words, or the same values from memory once they were
+/// written back, so it sees nothing of when that was).
 fn sees(f: &Footprint, q: u32, line: u64) -> bool {
     let mem = Obj::Mem(line, line + crate::hazard::strict::LINE);
-    let through_cache = f.has((Obj::Line(q, line), Kind::Write));
+    let through_cache =
+        f.has((Obj::Line(q, line), Kind::Write)) || f.has((Obj::Dirty(q), Kind::Write));
+    let through_view =
+        f.has((Obj::View(q, line), Kind::Read)) && !f.has((Obj::Line(q, line), Kind::Read));
     f.accesses().iter().any(|&(o, k)| {
-        matches!(o, Obj::All) || o.overlaps(mem) && !(k == Kind::Write && through_cache)
+        matches!(o, Obj::All)
+            || o.overlaps(mem)
+                && !(k == Kind::Write && through_cache)
+                && !(k == Kind::Read && through_view)
     })
 }
 
@@ -1688,33 +1700,61 @@ fn through_cache(h: &History, w: usize, t: usize) -> bool {
 
 /// Whether nobody sees write-back `w`'s line between it and the line's next whole
 /// write-back, and the index of the event that decided it (none: the run's end).
-fn window(h: &History, w: usize, path: &[Node]) -> (bool, Option<usize>) {
+fn window(h: &History, w: usize) -> (bool, Option<usize>) {
     let actor = h.events[w].actor;
     let ActorKey::Writeback(q, line) = actor else {
         return (false, None);
     };
     // The line's memory as bits: an event whose accesses meet none of them does not touch it.
     let bits = crate::footprint::object_bits(Obj::Mem(line, line + crate::hazard::strict::LINE));
+    // The tasks whose words an early write-back wrote (none for another action's clean).
+    let pending = h.events[w]
+        .footprint
+        .accesses()
+        .iter()
+        .find_map(|&(o, _)| match o {
+            Obj::Pending(p, d, c) if p == q => Some((d, c)),
+            _ => None,
+        });
+    let release_bits = crate::footprint::object_bits(Obj::Dirty(q));
+    // Whether the queue wrote the line again since `w`.
+    let mut rewritten = false;
     for k in w + 1..h.events.len() {
         let e = &h.events[k];
         let m = h.masks[k].0;
-        if (m[0] | m[1] | m[2]) & bits == 0 && e.actor != actor {
+        if (m[0] | m[1] | m[2]) & bits == 0 && e.actor != actor && m[2] & release_bits == 0 {
             continue;
         }
         if e.actor == actor {
-            // The actor's own step writes back every dirty word of the line; another
-            // action's clean of it (a CP write, an atomic, a release) may leave words the
-            // other order would still hold dirty.
-            let own = path.get(e.point).and_then(|n| n.taken_actor()) == Some(actor);
-            return (own, Some(k));
+            // The line's next whole write-back: the actor's own step, or another action's
+            // clean of the line (a release, a wait for idle, a CP write, an atomic), which
+            // leaves no word of it dirty. Either order of `w` and a write through the cache
+            // between them leaves the same memory after it: the words dirty at `w`, with
+            // the later writes' over them (a CP write or an atomic that cleaned a word puts
+            // its value over both).
+            return (true, Some(k));
         }
-        if !sees(&e.footprint, q, line) {
+        let fe = &e.footprint;
+        if let Some((d, c)) = pending {
+            if !rewritten
+                && fe.accesses().iter().any(
+                    |&(o, _)| matches!(o, Obj::Release(r, rd, rc) if r == q && d <= rd && c <= rc),
+                )
+            {
+                // A release of the queue that covers every task whose words `w` wrote, with
+                // no write of the line since: without `w` it would have written the same
+                // words back, so it ends the window as the line's next whole write-back.
+                return (true, Some(k));
+            }
+        }
+        if !sees(fe, q, line) {
+            rewritten |= fe.has((Obj::Line(q, line), Kind::Write));
             continue;
         }
         // The next whole write-back: a wait for idle that passes (or the end of the run)
         // starts by writing back every engine's dirty words; what it reads comes after.
         // Anything else that touches the line's memory sees it.
-        return (writes_back_first(&e.footprint), Some(k));
+        return (writes_back_first(fe), Some(k));
     }
     // Nothing read the line after the write-back to the end of the run. A run stopped
     // asleep ends early, but any way it could go on is equivalent to a run explored in
@@ -1743,7 +1783,7 @@ fn late_observers(
         if !matches!(h.events[w].actor, ActorKey::Writeback(..)) || h.masks[w].0[2] & touched == 0 {
             continue;
         }
-        let (unobserved, at) = window(h, w, path);
+        let (unobserved, at) = window(h, w);
         if unobserved || at.is_none_or(|k| k < first_new) {
             continue;
         }
@@ -1859,7 +1899,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
                 && h.preds[k].contains(i)
                 && chosen(k)
                 && h.dependent(i, k)
-                && !unobserved_writeback(h, k, j, path)
+                && !unobserved_writeback(h, k, j)
         })
     {
         return None;

@@ -54,6 +54,18 @@ impl DirtyLine {
     fn is_empty(&self) -> bool {
         self.words.iter().all(Option::is_none)
     }
+
+    /// 1 + the last dispatch and 1 + the last copy whose words are dirty here (0: none): a
+    /// release of dispatches and copies below those covers every word.
+    fn pending(&self) -> (u32, u32) {
+        self.words
+            .iter()
+            .flatten()
+            .fold((0, 0), |(d, c), w| match w.task {
+                (true, t) => (d, c.max(t.saturating_add(1))),
+                (false, t) => (d.max(t.saturating_add(1)), c),
+            })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -163,6 +175,7 @@ impl Visibility {
     /// `copy` (a release).
     pub(crate) fn write_back_tasks(&mut self, q: u32, disp: u32, copy: u32) {
         record(Obj::Dirty(q), Kind::Write);
+        record(Obj::Release(q, disp, copy), Kind::Read);
         let script = self.script.clone();
         let e = self.e(q);
         let mut clean = Vec::new();
@@ -250,6 +263,8 @@ impl Visibility {
     pub(crate) fn write_back_line(&mut self, q: u32, line: u64) {
         record(Obj::Line(q, line), Kind::Write);
         if let Some(l) = self.e(q).dirty.remove(&line) {
+            let (d, c) = l.pending();
+            record(Obj::Pending(q, d, c), Kind::Read);
             l.write_back_all();
             self.early_writebacks += 1;
         }
@@ -264,6 +279,7 @@ impl Visibility {
             let a = (address & !3) + i * 4;
             let line = a & !(LINE - 1);
             record(Obj::Line(q, line), Kind::Write);
+            record(Obj::View(q, line), Kind::Write);
             if let Some(l) = e.dirty.get_mut(&line) {
                 l.words[((a % LINE) / 4) as usize] = None;
                 if l.is_empty() {
@@ -312,11 +328,26 @@ impl Visibility {
         Some((b, off))
     }
 
-    fn load_line(&mut self, dev: &DeviceCore, line: u64) -> [Option<u32>; LINE_WORDS] {
+    /// Engine `q`'s view of `line` below its read cache: its own dirty words over memory.
+    /// What a miss loads into the read cache, so that an engine never reads its own writes
+    /// stale (`docs/memory-model.md` section 2), and the same whether a dirty word was written
+    /// back before the read or after it: a task's read and its engine's write-back of the line
+    /// leave the same state in either order. Every word of the line is read from memory, dirty
+    /// or not, so that the read's footprint does not depend on what is dirty: a write-back
+    /// before it (which makes the read depend on memory) must wake it where it sleeps, and a
+    /// host's write of the word after that must race with it (`explore/dpor.rs`).
+    fn view_line(&mut self, dev: &DeviceCore, q: u32, line: u64) -> [Option<u32>; LINE_WORDS] {
         let mut words = [None; LINE_WORDS];
         if let Some((b, off)) = self.resolve(dev, line) {
             for (i, w) in words.iter_mut().enumerate() {
                 *w = b.load32(off + i as u64 * 4);
+            }
+        }
+        if let Some(l) = self.engines.get(&q).and_then(|e| e.dirty.get(&line)) {
+            for (w, d) in words.iter_mut().zip(l.words.iter()) {
+                if let Some(d) = d {
+                    *w = Some(d.value);
+                }
             }
         }
         words
@@ -324,7 +355,8 @@ impl Visibility {
 
     /// A task of engine `q` reads `out.len()` words from `address`: its own dirty words first,
     /// then its cached lines (each line a snapshot of one moment: stale as a whole when the
-    /// schedule picks it and memory changed since), else memory (loading the line).
+    /// schedule picks it and memory changed since), else memory (loading the line, with the
+    /// engine's own dirty words in it).
     pub(crate) fn task_read(&mut self, dev: &DeviceCore, q: u32, address: u64, out: &mut [u32]) {
         let mut i = 0;
         while i < out.len() {
@@ -332,8 +364,10 @@ impl Visibility {
             let line = a & !(LINE - 1);
             let first = ((a - line) / 4) as usize;
             let n = (LINE_WORDS - first).min(out.len() - i);
-            record(Obj::Line(q, line), Kind::Read);
-            let mem = self.load_line(dev, line);
+            // The engine's view of the line, not the line's dirty state: a write-back of the
+            // line does not change what this read returns or loads.
+            record(Obj::View(q, line), Kind::Read);
+            let mem = self.view_line(dev, q, line);
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();
             let differs = cached.is_some_and(|c| c[first..first + n] != mem[first..first + n]);
@@ -395,6 +429,7 @@ impl Visibility {
             let first = ((a - line) / 4) as usize;
             let n = (LINE_WORDS - first).min(values.len() - i);
             record(Obj::Line(q, line), Kind::Write);
+            record(Obj::View(q, line), Kind::Write);
             record_mem(a, n as u64 * 4, Kind::Write);
             let resolved = match self.e(q).dirty.contains_key(&line) {
                 true => None,
@@ -498,6 +533,7 @@ impl Visibility {
         op: impl FnOnce(&BufferCore, u64) -> R,
     ) -> Option<R> {
         record(Obj::Line(q, address & !(LINE - 1)), kind);
+        record(Obj::View(q, address & !(LINE - 1)), kind);
         for line in self.e(q).write_back_words(address, width.bytes() / 4) {
             Self::cleaned(&self.script, q, line);
         }
@@ -506,7 +542,7 @@ impl Visibility {
         // The engine's cached copy of the line follows its own atomic.
         let line = address & !(LINE - 1);
         if self.e(q).cache.contains_key(&line) {
-            let l = self.load_line(dev, line);
+            let l = self.view_line(dev, q, line);
             self.e(q).cache.insert(line, l);
         }
         Some(r)
