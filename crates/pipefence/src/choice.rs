@@ -723,37 +723,30 @@ pub fn sleep_footprint(actor: ActorKey, fp: &Footprint, eager_pfp: bool) -> Foot
         // there (Q7), and its step then holds the PFP's run-ahead into it, which reads what
         // the submitted commands read (a `dispatch-indirect`'s arguments). A step recorded
         // when nothing waited holds none of that, so the action sleeps reading the queue's
-        // submissions too: a submission to the queue wakes it (`xa`: a retirement asleep
-        // across a host's submission and another queue's write of the arguments, whose run
-        // then stopped asleep instead of reading the new arguments).
-        let drains: Vec<u32> = fp
-            .accesses()
-            .iter()
-            .filter_map(|&(o, k)| match (o, k) {
-                (Obj::Busy(q), Kind::Update) => Some(q),
-                _ => None,
-            })
-            .collect();
-        if drains.is_empty() {
-            return fp.clone();
-        }
-        let mut all = fp.accesses().to_vec();
-        all.extend(drains.into_iter().map(|q| (Obj::Submit(q), Kind::Read)));
-        return Footprint::new(all);
-    }
-    let refused: Vec<u32> = fp
-        .accesses()
-        .iter()
-        .filter_map(|&(o, k)| match (o, k) {
-            (Obj::Sub(q, _), Kind::Write) if !fp.has((Obj::Busy(q), Kind::Read)) => Some(q),
+        // submissions too: a submission to the queue wakes it (a retirement asleep across a
+        // host's submission and another queue's write of the arguments stopped its run
+        // asleep instead of reading the new arguments:
+        // `d4_regression_strict_an_action_that_may_drain_a_queue_wakes_at_a_submission_to_it`).
+        let drains = fp.accesses().iter().filter_map(|&(o, k)| match (o, k) {
+            (Obj::Busy(q), Kind::Update) => Some(q),
             _ => None,
-        })
-        .collect();
-    if refused.is_empty() {
+        });
+        return reading_also(fp, drains.collect(), Obj::Submit);
+    }
+    let refused = fp.accesses().iter().filter_map(|&(o, k)| match (o, k) {
+        (Obj::Sub(q, _), Kind::Write) if !fp.has((Obj::Busy(q), Kind::Read)) => Some(q),
+        _ => None,
+    });
+    reading_also(fp, refused.collect(), Obj::Busy)
+}
+
+/// `fp` with a read of `obj(q)` for each queue `q` of `queues` added (`fp` itself when none).
+fn reading_also(fp: &Footprint, queues: Vec<u32>, obj: fn(u32) -> Obj) -> Footprint {
+    if queues.is_empty() {
         return fp.clone();
     }
     let mut all = fp.accesses().to_vec();
-    all.extend(refused.into_iter().map(|q| (Obj::Busy(q), Kind::Read)));
+    all.extend(queues.into_iter().map(|q| (obj(q), Kind::Read)));
     Footprint::new(all)
 }
 
