@@ -1184,20 +1184,30 @@ fn choose<T>(
 /// `hazard/strict.rs`). `ended`: the run went to its end (the actors that could run at its
 /// last point and did not were disabled by its last action).
 fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink: &mut Sink) {
-    let mut last: rustc_hash::FxHashMap<ActorKey, usize> = rustc_hash::FxHashMap::default();
+    // Each actor's events: (point, whether it is a host's release from a wait).
+    let mut runs: rustc_hash::FxHashMap<ActorKey, Vec<(usize, bool)>> =
+        rustc_hash::FxHashMap::default();
     let mut removal = rustc_hash::FxHashSet::default();
     for e in &h.events {
         // A host released from a wait that timed out or that a removal ended (it reads
         // everything) did not run the action it could run before: a poll that could pass,
-        // disabled by a write, then timed out, must still be run before that write.
+        // disabled by a write, then timed out, must still be run before that write. Nor did
+        // it by what it does after the release (its program goes on: an `expect`, a wait
+        // for idle, its end): only its first event after a point tells whether it ran the
+        // action it could run there.
         let released = matches!(e.actor, ActorKey::Host(_)) && e.footprint.reads_all();
-        if !released {
-            last.insert(e.actor, e.point);
-        }
+        runs.entry(e.actor).or_default().push((e.point, released));
         if e.footprint.is_removal() {
             removal.insert(e.point);
         }
     }
+    // Whether `p` ran, after point `k`, the action it could run at `k`: its first event at a
+    // later point exists and is not a release.
+    let ran_after = |p: ActorKey, k: usize| {
+        runs.get(&p)
+            .and_then(|v| v.iter().find(|&&(pt, _)| pt > k))
+            .is_some_and(|&(_, released)| !released)
+    };
     let sched: Vec<usize> = (frozen..path.len())
         .filter(|&k| path[k].point.scheduling)
         .collect();
@@ -1223,11 +1233,7 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
                 ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_) => true,
                 _ => removed,
             };
-            if !needed
-                || Some(p) == ran
-                || later.contains(&p)
-                || last.get(&p).is_some_and(|&l| l > k)
-            {
+            if !needed || Some(p) == ran || later.contains(&p) || ran_after(p, k) {
                 continue;
             }
             ops.push(Op::Disabled {
