@@ -1671,10 +1671,10 @@ fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
 /// Whether an action touches the memory of line `line` of queue `q` other than as a write
 /// through that queue's cache (which comes with a write of the line: its memory write stands
 /// for the bytes it will write back; or a release's write-back of the queue's dirty words,
-/// which comes with a write of them as a whole) or as a read by that queue's task (which comes with a
-/// read of the queue's view of the line, and no read of the line as the CP reads it: it
-/// returns the queue's own dirty words, or the same values from memory once they were
-/// written back, so it sees nothing of when that was).
+/// which comes with a write of them as a whole) or as a read by that queue's task (which
+/// comes with a read of the queue's view of the line, and no read of the line as the CP
+/// reads it: it returns the queue's own dirty words, or the same values from memory once
+/// they were written back, so it sees nothing of when that was).
 fn sees(f: &Footprint, q: u32, line: u64) -> bool {
     let mem = Obj::Mem(line, line + crate::hazard::strict::LINE);
     let through_cache =

@@ -101,6 +101,14 @@ impl EngineVis {
     }
 }
 
+/// A change by engine `q` of its dirty words of `line` (a task's or CP write, an atomic):
+/// it changes what the engine's tasks read of the line too. A write-back records only the
+/// line ([`Obj::View`]).
+fn record_line(q: u32, line: u64, kind: Kind) {
+    record(Obj::Line(q, line), kind);
+    record(Obj::View(q, line), kind);
+}
+
 /// The visibility model of strict mode.
 #[derive(Debug)]
 pub(crate) struct Visibility {
@@ -278,8 +286,7 @@ impl Visibility {
         for i in 0..width.bytes() / 4 {
             let a = (address & !3) + i * 4;
             let line = a & !(LINE - 1);
-            record(Obj::Line(q, line), Kind::Write);
-            record(Obj::View(q, line), Kind::Write);
+            record_line(q, line, Kind::Write);
             if let Some(l) = e.dirty.get_mut(&line) {
                 l.words[((a % LINE) / 4) as usize] = None;
                 if l.is_empty() {
@@ -428,8 +435,7 @@ impl Visibility {
             let line = a & !(LINE - 1);
             let first = ((a - line) / 4) as usize;
             let n = (LINE_WORDS - first).min(values.len() - i);
-            record(Obj::Line(q, line), Kind::Write);
-            record(Obj::View(q, line), Kind::Write);
+            record_line(q, line, Kind::Write);
             record_mem(a, n as u64 * 4, Kind::Write);
             let resolved = match self.e(q).dirty.contains_key(&line) {
                 true => None,
@@ -532,8 +538,7 @@ impl Visibility {
         kind: Kind,
         op: impl FnOnce(&BufferCore, u64) -> R,
     ) -> Option<R> {
-        record(Obj::Line(q, address & !(LINE - 1)), kind);
-        record(Obj::View(q, address & !(LINE - 1)), kind);
+        record_line(q, address & !(LINE - 1), kind);
         for line in self.e(q).write_back_words(address, width.bytes() / 4) {
             Self::cleaned(&self.script, q, line);
         }
