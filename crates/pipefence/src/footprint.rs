@@ -27,15 +27,13 @@ pub enum Obj {
     Writers(u64, u64),
     /// A fence (by its id on the device): its value, waiters and events.
     Fence(u64),
-    /// The hazard model's clocks of a queue that its ME and its retirements share (each
-    /// retirement ticks the ME's epoch): every ME step and retirement writes it when the
-    /// device tracks hazards, and so does a PFP's take of an `execute` (a Q7 boundary joins
-    /// the finished tasks into them).
-    Queue(u32),
-    /// The hazard model's state of a queue that its PFP and its ME share (what the PFP
-    /// acquired ahead of the ME, its reads of indirect arguments and their races): every PFP
-    /// and ME step writes it when the device tracks hazards.
-    Parser(u32),
+    /// The hazard model's release clock of a queue's ME (what a value write on the queue
+    /// passes on): a retirement updates it (a top-of-pipe write releases the CP writes that
+    /// have landed, and what a write-back made releasable), and so do the ME's steps and a
+    /// Q7 boundary (every change of it is a join: they commute); an ME step that passes it on
+    /// (a top-of-pipe write, the push of a bottom-of-pipe write without a write-back) reads
+    /// it. Recorded only when the device tracks hazards.
+    Released(u32),
     /// A queue's submission, by sequence number: the host's submit and the PFP's take of it
     /// write it.
     Sub(u32, u64),
@@ -428,8 +426,7 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::Release(q, d, c) => {
             bit(0x2900_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16))
         }
-        Obj::Queue(q) => bit(0x3000_0000_0000 | u64::from(q)),
-        Obj::Parser(q) => bit(0x3800_0000_0000 | u64::from(q)),
+        Obj::Released(q) => bit(0x3000_0000_0000 | u64::from(q)),
         Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
@@ -675,7 +672,7 @@ mod tests {
             (0u32..2, 0u64..2).prop_map(|(q, lo)| Obj::Dispatches(q, lo, lo + 2)),
             (0u32..2, 0u64..2).prop_map(|(o, n)| Obj::Ticket(o, n)),
             (0u32..2).prop_map(Obj::Idle),
-            (0u32..2).prop_map(Obj::Queue),
+            (0u32..2).prop_map(Obj::Released),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Line(q, l * 64)),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::View(q, l * 64)),
             (0u32..2).prop_map(Obj::Cache),
@@ -843,8 +840,7 @@ mod tests {
                 Obj::Dispatch(q, 2),
                 Obj::Dispatches(q, 0, 3),
                 Obj::Dispatches(q, 3, 5),
-                Obj::Queue(q),
-                Obj::Parser(q),
+                Obj::Released(q),
                 Obj::Sub(q, 1),
                 Obj::Fifo(q, 7),
                 Obj::Ticket(q, 1),

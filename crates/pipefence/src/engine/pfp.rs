@@ -210,7 +210,7 @@ impl Engine {
                 self.note(Obj::Sub(self.queue_id, seq), Kind::Write);
                 if self.tracked {
                     // The Q7 boundary joins the finished tasks into the ME's clocks.
-                    self.note(Obj::Queue(self.queue_id), Kind::Write);
+                    self.note(Obj::Released(self.queue_id), Kind::Update);
                 }
                 hook!(self, ctx, |m| {
                     // Q7: the previous call's work is complete and visible to this queue.

@@ -1,6 +1,6 @@
 //! Vector clocks (FastTrack style): the clock `Vc`, an access's `Epoch`, the components a
-//! device's clocks count (`Comp`: per queue its PFP, its ME and four task prefixes; per host
-//! thread one), the `Actor` an access is checked as, and the key a fence's release clock is
+//! device's clocks count (`Comp`: per queue its PFP, its ME, four task prefixes and its
+//! retirements; per host thread one), the `Actor` an access is checked as, and the key a fence's release clock is
 //! kept under. `Model::comp` numbers the components.
 //!
 //! Calls nothing but `access` (the id an actor's access has); the model calls nothing above it.
@@ -26,6 +26,11 @@ impl Vc {
         if self.0[i] < v {
             self.0[i] = v;
         }
+    }
+
+    /// Whether `e` happens before this clock.
+    pub(super) fn has(&self, e: Epoch) -> bool {
+        e.v <= self.get(e.comp)
     }
 
     pub(super) fn join(&mut self, o: &Vc) {
@@ -57,6 +62,9 @@ pub(super) enum Comp {
     DispWrite(u32),
     CopyRead(u32),
     CopyWrite(u32),
+    /// A queue's retirements (bottom-of-pipe writes and signals, in retire order): they are
+    /// not the ME's accesses, so later ME work is not ordered after them by running later.
+    Retire(u32),
     Host(u64),
 }
 

@@ -11,13 +11,29 @@
 use super::access::{one_site, AccRec, AgentRec};
 use super::clock::{fence_key, Actor, Comp, Epoch, Vc};
 use super::findings::MissingRec;
-use super::queue::{RelKind, RelRec, Task, RELEASE_LOG};
+use super::queue::{Pushed, RelKind, RelRec, Task, ME_WAITS, RELEASE_LOG};
 use super::shadow::{span_of, WKind, WriterPos};
 use super::{AccessKind, HazardKind, Model};
 use crate::command::{Flush, Width};
+use crate::footprint::{record, Kind, Obj};
 use crate::sync::FenceCore;
 use crate::types::Site;
 use std::sync::Arc;
+
+/// A retiring bottom-of-pipe write or signal ([`Model::retired`]).
+struct Retired {
+    /// What its write is ordered after (with its own epoch).
+    order: Vc,
+    /// What it releases.
+    release: Vc,
+    /// Its epoch, of the queue's retirements.
+    ep: Epoch,
+    /// The ME's epoch when the ME pushed it (its place in the queue's program order).
+    me_epoch: u32,
+    /// The tasks launched before it (dispatches, copies).
+    tasks: (u32, u32),
+    writeback: bool,
+}
 
 /// Whether a flush set drops the engine's read cache (either invalidate flag; section 3).
 fn invalidates(flush: Flush) -> bool {
@@ -33,9 +49,12 @@ impl Model {
         }
     }
 
-    /// A Q7 boundary: the previous call's tasks join the ME's order clock; the PFP joins it.
-    /// Strict: their writes become CP-visible and the engine's read cache is dropped.
+    /// A Q7 boundary: the previous call's tasks and retirements join the ME's order clock
+    /// (the boundary waits for both); the PFP joins it. Strict: the tasks' writes become
+    /// CP-visible and the engine's read cache is dropped.
     pub(crate) fn q7_boundary(&mut self, queue: u32) {
+        let s = self.q(queue);
+        s.o.join(&s.t);
         self.tasks_done(queue, false);
         if let Some(v) = self.vis.as_mut() {
             v.mark_cp_visible(queue);
@@ -66,18 +85,45 @@ impl Model {
         }
     }
 
-    /// Pops the release clock of the retiring bottom-of-pipe write or signal; with a
-    /// write-back it joins the release clock and (strict) writes the tasks' data back first.
-    /// Returns the clock and whether it wrote back.
-    fn retired(&mut self, queue: u32) -> (Vc, bool) {
-        let (clock, upto) = self.q(queue).retire.pop_front().unwrap_or_default();
-        if let Some((d, c)) = upto {
-            self.q(queue).r.join(&clock);
-            if let Some(v) = self.vis.as_mut() {
-                v.write_back_tasks(queue, d, c);
-            }
+    /// Pops the retiring bottom-of-pipe write or signal, an access of the queue's
+    /// retirements: ordered after what the ME had done when it pushed it and after the
+    /// retirements before it (they land in order), not after what the ME did since. Its release
+    /// holds what it was pushed with, the retirements before it and its own epoch. The ME's
+    /// release clock takes its epoch (a later top-of-pipe write releases the CP writes already
+    /// landed) and, with a write-back, what it released; (strict) the tasks' data is written
+    /// back first.
+    fn retired(&mut self, queue: u32) -> Retired {
+        record(Obj::Released(queue), Kind::Update);
+        let s = self.q(queue);
+        let p = s.retire.pop_front().unwrap_or_default();
+        let ret_c = s.ret_c;
+        let ep = Epoch {
+            comp: ret_c,
+            v: s.t.get(ret_c) + 1,
+        };
+        let mut order = p.order;
+        order.join(&s.t);
+        order.raise(ret_c, ep.v);
+        let mut release = p.release;
+        release.join(&s.t);
+        release.raise(ret_c, ep.v);
+        s.t.join(&order);
+        s.t.join(&release);
+        s.r.raise(ret_c, ep.v);
+        if p.upto.is_some() {
+            s.r.join(&release);
         }
-        (clock, upto.is_some())
+        if let (Some((d, c)), Some(v)) = (p.upto, self.vis.as_mut()) {
+            v.write_back_tasks(queue, d, c);
+        }
+        Retired {
+            order,
+            release,
+            ep,
+            me_epoch: p.me_epoch,
+            tasks: p.tasks,
+            writeback: p.upto.is_some(),
+        }
     }
 
     /// A queue wait is satisfied at the PFP: it acquires `release`, the release of the signal
@@ -146,10 +192,11 @@ impl Model {
         } else {
             s.o.join(&acquired);
             s.r.join(&acquired);
-            if !s.pfp_races.is_empty() {
-                // The ME is at the packet after the last one it popped.
-                s.me_waits.push((acc, Arc::new(acquired)));
+            // The ME is at the packet after the last one it popped.
+            if s.me_waits.len() >= ME_WAITS {
+                s.me_waits.pop_front();
             }
+            s.me_waits.push_back((acc, Arc::new(acquired)));
         }
     }
 
@@ -208,10 +255,7 @@ impl Model {
                 };
                 self.report(kind, r.writer, r.reader, m, r.span);
             }
-            let s = self.q(queue);
-            if !s.pfp_races.is_empty() {
-                s.me_waits = waits;
-            }
+            self.q(queue).me_waits = waits;
         }
     }
 
@@ -227,16 +271,30 @@ impl Model {
         self.value_write_at(queue, site, op, address, width, None, RelKind::Top);
     }
 
-    /// A bottom-of-pipe write or signal enters the retire queue: its release clock is fixed now.
+    /// A bottom-of-pipe write or signal enters the retire queue: what it is ordered after and
+    /// its release clock are fixed now. The ME ticks: what it does next is not before it.
     pub(crate) fn retire_pushed(&mut self, queue: u32, full: bool) {
         let tc = self.task_comps(queue);
         let s = self.q(queue);
         let (d, c) = (s.disp, s.copy);
-        let mut clock = if full { s.o.clone() } else { s.r.clone() };
+        let mut release = if full {
+            s.o.clone()
+        } else {
+            record(Obj::Released(queue), Kind::Read);
+            s.r.clone()
+        };
         // It lands once the earlier tasks finished: their reads are released either way, their
         // writes only with a write-back.
-        tc.raise(&mut clock, d, c, full);
-        s.retire.push_back((clock, full.then_some((d, c))));
+        tc.raise(&mut release, d, c, full);
+        let me_c = s.me_c;
+        s.retire.push_back(Pushed {
+            release,
+            upto: full.then_some((d, c)),
+            tasks: (d, c),
+            order: s.o.clone(),
+            me_epoch: s.o.get(me_c),
+        });
+        s.tick_me(me_c);
     }
 
     /// A bottom-of-pipe write (or MARKER_OUT) retires.
@@ -250,23 +308,16 @@ impl Model {
         width: Width,
         flush: Flush,
     ) {
-        let (clock, writeback) = self.retired(queue);
+        let retired = self.retired(queue);
         if invalidates(flush) {
             self.invalidate(queue);
         }
         let volatile = flush.contains(Flush::L1_VOLATILE) || flush.contains(Flush::L2_VOLATILE);
-        self.value_write_at(
-            queue,
-            site,
-            op,
-            address,
-            width,
-            Some(Arc::new(clock)),
-            RelKind::Bop {
-                writeback,
-                volatile,
-            },
-        );
+        let kind = RelKind::Bop {
+            writeback: retired.writeback,
+            volatile,
+        };
+        self.value_write_at(queue, site, op, address, width, Some(retired), kind);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -277,28 +328,41 @@ impl Model {
         op: &'static str,
         address: u64,
         width: Width,
-        rel: Option<Arc<Vc>>,
+        retired: Option<Retired>,
         kind: RelKind,
     ) {
         let acc = self.queue_acc(queue, 1, site, op, AccessKind::ValueWrite);
         let rel_acc = self.queue_acc(queue, 1, site, op, AccessKind::Release);
         let s = self.q(queue);
         let me_c = s.me_c;
-        // `None`: the ME's release clock now (a top-of-pipe write).
-        let rel = rel.unwrap_or_else(|| Arc::new(s.r.clone()));
-        // The ME's clock is lent to the check, not copied (nothing below reads a queue's
-        // clocks), and put back before the ME ticks.
-        let clock = std::mem::take(&mut s.o);
-        let me = Epoch {
-            comp: me_c,
-            v: clock.get(me_c),
+        let top = retired.is_none();
+        let (clock, me, rel, me_epoch, (d, c)) = match retired {
+            Some(r) => (r.order, r.ep, Arc::new(r.release), r.me_epoch, r.tasks),
+            None => {
+                // A top-of-pipe write: the ME's release clock now. The ME's order clock is
+                // lent to the check, not copied (nothing below reads a queue's clocks), and
+                // put back before the ME ticks.
+                record(Obj::Released(queue), Kind::Read);
+                let rel = Arc::new(s.r.clone());
+                let clock = std::mem::take(&mut s.o);
+                let me = Epoch {
+                    comp: me_c,
+                    v: clock.get(me_c),
+                };
+                (clock, me, rel, me.v, (s.disp, s.copy))
+            }
         };
-        let (d, c) = (s.disp, s.copy);
-        if s.releases.len() >= RELEASE_LOG {
-            s.releases.pop_front();
+        let log = if top {
+            &mut s.releases
+        } else {
+            &mut s.retire_releases
+        };
+        if log.len() >= RELEASE_LOG {
+            log.pop_front();
         }
-        s.releases.push_back(RelRec {
-            me_epoch: me.v,
+        log.push_back(RelRec {
+            me_epoch,
+            ep: me,
             disp: d,
             copy: c,
             kind,
@@ -317,19 +381,18 @@ impl Model {
         if let Some(v) = self.vis.as_mut() {
             v.cp_write(queue, address, width);
         }
-        let s = self.q(queue);
-        s.o = clock;
-        s.o.raise(me_c, me.v + 1);
-        s.r.raise(me_c, me.v + 1);
+        if top {
+            let s = self.q(queue);
+            s.o = clock;
+            s.o.raise(me_c, me.v + 1);
+            s.r.raise(me_c, me.v + 1);
+        }
     }
 
     /// A queue signal retires: the fence's release clock is everything before it. Returns it,
     /// for the signal to carry to the tickets it satisfies.
     pub(crate) fn signal(&mut self, queue: u32, fence: &FenceCore) -> crate::sync::Release {
-        let (clock, _) = self.retired(queue);
-        let me_c = self.comp(Comp::Me(queue));
-        self.q(queue).tick_me(me_c);
-        let clock = Arc::new(clock);
+        let clock = Arc::new(self.retired(queue).release);
         self.fences.insert(fence_key(fence), clock.clone());
         clock
     }

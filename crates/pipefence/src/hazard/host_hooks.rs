@@ -168,6 +168,7 @@ impl Model {
             let tc = self.task_comps(q);
             let s = self.q(q);
             let mut c = s.o.clone();
+            c.join(&s.t);
             tc.raise(&mut c, s.disp, s.copy, true);
             acquired.join(&c);
         }

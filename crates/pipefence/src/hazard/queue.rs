@@ -16,6 +16,9 @@ use std::sync::Arc;
 /// Releases remembered per queue for naming the missing synchronization.
 pub(super) const RELEASE_LOG: usize = 256;
 
+/// Satisfied ME waits remembered per queue for naming a PFP race's missing wait.
+pub(super) const ME_WAITS: usize = 64;
+
 #[derive(Debug, Default)]
 pub(super) struct QState {
     /// The PFP clock.
@@ -29,15 +32,24 @@ pub(super) struct QState {
     /// Host clocks released with submissions, by sequence number.
     pub(super) subs: FxHashMap<u64, Vc>,
     pub(super) tasks: FxHashMap<(bool, u32), Task>,
-    /// Release clocks of bottom-of-pipe writes and signals, in retire order.
-    pub(super) retire: VecDeque<(Vc, Option<(u32, u32)>)>,
+    /// Bottom-of-pipe writes and signals pushed and not yet retired, in retire order.
+    pub(super) retire: VecDeque<Pushed>,
+    /// The retirements' clock: each retirement's clock joins it, with its own epoch
+    /// ([`Comp::Retire`]). Only retirements write it; a Q7 boundary and `wait_idle` (which
+    /// wait for every retirement) read it.
+    pub(super) t: Vc,
+    /// The ME's top-of-pipe releases and the retirements' releases, each in its own order (a
+    /// log is written by one agent, so what it holds does not depend on how the two
+    /// interleave).
     pub(super) releases: VecDeque<RelRec>,
+    pub(super) retire_releases: VecDeque<RelRec>,
     pub(super) pfp_races: Vec<PfpRace>,
     /// The PFP epoch of the indirect-argument read of packet `.0`.
     pub(super) pfp_reads: VecDeque<(u64, u32)>,
-    /// ME waits satisfied while PFP races are pending: (access, what it acquired). All of them
-    /// precede the packets the ME has not reached.
-    pub(super) me_waits: Vec<(AccId, Arc<Vc>)>,
+    /// The last [`ME_WAITS`] satisfied ME waits: (access, what it acquired). All of them
+    /// precede the packets the ME has not reached. Kept whether or not a PFP race is pending,
+    /// so a race's report does not depend on when the PFP read ran against the ME.
+    pub(super) me_waits: VecDeque<(AccId, Arc<Vc>)>,
     /// Bumped by each invalidate of this engine's read cache (older task reads no longer
     /// count for stale-cache reports).
     pub(super) inval: u32,
@@ -48,6 +60,7 @@ pub(super) struct QState {
     /// its state is created: the hot hooks read them here instead of looking them up.
     pub(super) me_c: u32,
     pub(super) pfp_c: u32,
+    pub(super) ret_c: u32,
 }
 
 impl QState {
@@ -78,9 +91,30 @@ pub(super) struct Task {
     pub(super) atomic: AccId,
 }
 
+/// A bottom-of-pipe write or signal as the ME pushed it for retirement.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Pushed {
+    /// What it releases (fixed at the push; the retirements before it join it when it
+    /// retires).
+    pub(super) release: Vc,
+    /// With a write-back, the tasks below (dispatches, copies) whose data it writes back.
+    pub(super) upto: Option<(u32, u32)>,
+    /// The tasks launched before it (dispatches, copies).
+    pub(super) tasks: (u32, u32),
+    /// The ME's order clock at the push: what its write is ordered after.
+    pub(super) order: Vc,
+    /// The ME's epoch at the push (its place in the queue's program order).
+    pub(super) me_epoch: u32,
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct RelRec {
+    /// Its place in the queue's program order (the ME's epoch when the ME ran it or pushed
+    /// it for retirement).
     pub(super) me_epoch: u32,
+    /// Its own epoch (the ME's, or the retirements'): a reader acquired it when its clock
+    /// holds it.
+    pub(super) ep: Epoch,
     pub(super) disp: u32,
     pub(super) copy: u32,
     pub(super) kind: RelKind,
@@ -108,7 +142,7 @@ impl Model {
     pub(super) fn q(&mut self, queue: u32) -> &mut QState {
         let comps = &mut self.comps;
         self.queues.entry(queue).or_insert_with(|| {
-            // Numbered as `comp` and `task_comps` would: ME, PFP, then the task prefixes.
+            // Numbered as `comp` and `task_comps` would: ME, PFP, the task prefixes, retirements.
             let mut comp = |c: Comp| {
                 let n = comps.len() as u32;
                 *comps.entry(c).or_insert(n)
@@ -123,9 +157,11 @@ impl Model {
             ] {
                 comp(c(queue));
             }
+            let ret = comp(Comp::Retire(queue));
             let mut s = QState {
                 me_c: me,
                 pfp_c: pfp,
+                ret_c: ret,
                 ..QState::default()
             };
             for c in [&mut s.p, &mut s.o, &mut s.r] {

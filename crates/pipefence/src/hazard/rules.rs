@@ -37,15 +37,23 @@ impl Model {
         let Some(s) = self.queues.get(&wq) else {
             return MissingRec::Nothing;
         };
-        let me = self.comps.get(&Comp::Me(wq)).copied().unwrap_or(u32::MAX);
-        let acquired = x_clock.get(me);
-        for rel in &s.releases {
+        // The ME's and the retirements' releases, in the queue's program order.
+        let (mut top, mut bop) = (
+            s.releases.iter().peekable(),
+            s.retire_releases.iter().peekable(),
+        );
+        let in_order = std::iter::from_fn(|| match (top.peek(), bop.peek()) {
+            (Some(a), Some(b)) if b.me_epoch < a.me_epoch => bop.next(),
+            (Some(_), _) => top.next(),
+            (None, _) => bop.next(),
+        });
+        for rel in in_order {
             let after_writer = match index {
                 Some(i) if copy => rel.copy > i,
                 Some(i) => rel.disp > i,
                 None => true,
             };
-            if !after_writer || rel.me_epoch > acquired {
+            if !after_writer || !x_clock.has(rel.ep) {
                 continue;
             }
             return match rel.kind {

@@ -407,7 +407,7 @@ impl Scheduler {
                     };
                     let q = listing.queues[listing.entries[pos].queue].clone();
                     let ctx = EngineCtx::new(dev);
-                    let (step, launches, copy, moved, q_tracked) = {
+                    let (step, launches, copy, moved) = {
                         let mut e = lock(&q.engine);
                         let before = e.packets_moved();
                         let step = e.step(stage, &ctx);
@@ -415,7 +415,7 @@ impl Scheduler {
                             st.trace.extend(t.drain());
                         }
                         let moved = e.packets_moved() != before;
-                        (step, e.take_launches(), e.copy_pending(), moved, e.tracked)
+                        (step, e.take_launches(), e.copy_pending(), moved)
                     };
                     // A PFP step that brings the PFP to a memory-value wait that does not hold
                     // reads the word on arrival: a write before it would have let the PFP pass
@@ -520,21 +520,12 @@ impl Scheduler {
                         if keep {
                             footprint::take_raw();
                         } else {
-                            // What the stage touched of its queue's state the engine
-                            // recorded (`footprint.rs`); an ME step changes what the queue
-                            // has left to do. With a hazard model, the stages share its
-                            // per-queue clocks.
+                            // What the stage touched of its queue's state the engine (and
+                            // a hazard model) recorded (`footprint.rs`); an ME step changes
+                            // what the queue has left to do.
                             let mut extra = Vec::new();
                             if stage == Stage::Me {
                                 extra.push((Obj::Busy(id), Kind::Update));
-                            }
-                            if q_tracked {
-                                // The ME shares the hazard model's queue clocks with the
-                                // retirements, and what the PFP acquired with the PFP.
-                                if stage == Stage::Me {
-                                    extra.push((Obj::Queue(id), Kind::Write));
-                                }
-                                extra.push((Obj::Parser(id), Kind::Write));
                             }
                             for (index, _) in &launched {
                                 extra.push((Obj::Dispatch(id, *index), Kind::Write));
@@ -553,7 +544,6 @@ impl Scheduler {
                     return Pick::Progressed;
                 }
                 Actor::Retire(id) => {
-                    let mut q_tracked = false;
                     if let Some(q) = listing.queue(id) {
                         let ctx = EngineCtx::new(dev);
                         let step = {
@@ -562,7 +552,6 @@ impl Scheduler {
                             if let Some(t) = e.trace.as_mut() {
                                 st.trace.extend(t.drain());
                             }
-                            q_tracked = e.tracked;
                             step
                         };
                         if let Step::Faulted(f) = step {
@@ -572,10 +561,7 @@ impl Scheduler {
                         st.disabled.clear();
                     }
                     if reducing {
-                        let mut extra = vec![(Obj::Busy(id), Kind::Update)];
-                        if q_tracked {
-                            extra.push((Obj::Queue(id), Kind::Write));
-                        }
+                        let extra = vec![(Obj::Busy(id), Kind::Update)];
                         self.reduced_event(st, ActorKey::Retire(id), extra);
                     }
                     return Pick::Progressed;
@@ -659,7 +645,6 @@ impl Scheduler {
                 if let Some(t) = e.trace.as_mut() {
                     st.trace.extend(t.drain());
                 }
-                let tracked = e.tracked;
                 drop(e);
                 st.steps += 1;
                 match step {
@@ -673,11 +658,7 @@ impl Scheduler {
                     }
                 }
                 if reducing {
-                    let mut extra = Vec::new();
-                    if tracked {
-                        extra.push((Obj::Parser(q.id), Kind::Write));
-                    }
-                    self.reduced_event(st, ActorKey::Pfp(q.id), extra);
+                    self.reduced_event(st, ActorKey::Pfp(q.id), Vec::new());
                 }
             }
         }
