@@ -743,3 +743,105 @@ fn d4_the_runners_elapsed_time_leaves_the_clock_out_of_the_relation() {
         assert_eq!(r.failing, 0, "{name}");
     }
 }
+
+/// Every schedule of a strict search (reduced, complete), with the hazards' kinds and the ops
+/// of their two accesses.
+fn hazards_of_every_schedule(name: &str, text: &str) -> Vec<Vec<(String, String, String)>> {
+    let sc = pipefence_scenario::parse(name, text).expect("a valid scenario");
+    let mut o = opts(true, 10_000);
+    o.bounds.reduction = true;
+    let mut each = Vec::new();
+    let r = check_exhaustive_each(
+        &sc,
+        &o,
+        |_| {},
+        |_, out| {
+            let mut hs: Vec<(String, String, String)> = out
+                .hazards
+                .iter()
+                .map(|h| (h.kind.clone(), h.first.op.clone(), h.second.op.clone()))
+                .collect();
+            hs.sort();
+            hs.dedup();
+            each.push(hs);
+        },
+    );
+    assert!(r.complete, "{name}: {} schedules", r.schedules);
+    assert_eq!(each.len() as u64, r.schedules, "{name}");
+    each
+}
+
+/// D5 (`docs/memory-model.md` 5.2, bottom-of-pipe write): a bottom-of-pipe write releases
+/// what its queue did before it, not a top-of-pipe write that follows it, whether or not that
+/// write ran before the bottom-of-pipe write retired. A reader that waits for the flag and
+/// then copies `x` races with the write of `x` in every schedule (while the retirement was
+/// the ME's access at the time it ran, the 22 of 88 schedules where the ME wrote `x` first
+/// were clean).
+#[test]
+fn d5_a_bottom_of_pipe_write_does_not_release_the_writes_after_it() {
+    let text = r#"buffer flag size=64 heap=shared
+buffer x size=64 heap=shared
+buffer out size=256 heap=readback
+fence done
+queue gfx kind=direct
+queue cmp kind=compute
+list produce kind=direct {
+    write-value32-bop flag value=1
+    write-value32-top x value=5
+}
+list consume kind=compute {
+    wait-value32 flag cmp=equal reference=1
+    copy src=x dst=out bytes=4
+}
+execute cmp consume
+execute gfx produce
+signal cmp done 1
+cpu-wait done 1 timeout-ms=5000
+"#;
+    let want = (
+        "unreleased-read".to_string(),
+        "write-value32-top".to_string(),
+        "copy".to_string(),
+    );
+    for (i, hs) in hazards_of_every_schedule("bop-release", text)
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(hs, &vec![want.clone()], "schedule {i}");
+    }
+}
+
+/// D5 (`docs/memory-model.md` 5.2): the ME does not wait for its bottom-of-pipe writes, so a
+/// top-of-pipe write after one to the same word is not ordered after it (it may land first,
+/// and the bottom-of-pipe write's value last): a write-write hazard in every schedule. While
+/// the retirement was the ME's access at the time it ran, no schedule reported it.
+#[test]
+fn d5_a_top_of_pipe_write_is_not_ordered_after_an_earlier_bottom_of_pipe_write() {
+    let text = r#"buffer flag size=64 heap=readback
+queue gfx kind=direct
+list l kind=direct {
+    write-value32-bop flag value=1
+    write-value32-top flag value=2
+}
+execute gfx l
+wait-idle
+"#;
+    let want = (
+        "write-write".to_string(),
+        "write-value32-bop".to_string(),
+        "write-value32-top".to_string(),
+    );
+    let each = hazards_of_every_schedule("bop-then-top", text);
+    assert!(!each.is_empty());
+    for (i, hs) in each.iter().enumerate() {
+        assert_eq!(hs.len(), 1, "schedule {i}: {hs:?}");
+        let (k, a, b) = &hs[0];
+        let mut ops = [a.clone(), b.clone()];
+        ops.sort();
+        assert_eq!(
+            (k, &ops[0], &ops[1]),
+            (&want.0, &want.1, &want.2),
+            "schedule {i}"
+        );
+    }
+}
