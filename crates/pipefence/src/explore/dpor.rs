@@ -1511,10 +1511,49 @@ fn step_before_submission(
         {
             continue;
         }
+        // The chosen action alone before the submission lets an action that needs it run
+        // before the run-ahead that takes the submission, which is otherwise glued to it in
+        // one step. That matters only for an action after the chosen one (not a part of its
+        // step: its write-backs, other PFPs' run-ahead) that races with the run-ahead's own
+        // events of the step (a host's write after a fence the chosen action signalled, read
+        // by the PFP's arrival at a wait); a race with a later event the search reverses as
+        // any other, the run-ahead glued to the chosen action. Not the end of the run (it
+        // comes after all work in every schedule), nor an early write-back that the step
+        // meets only in the queue's dirty words or read cache (a Q7 boundary making the words
+        // visible to the CP, an invalidation: the write-back leaves the same words and values
+        // either way), not in memory.
+        let moves = (c + 1..h.events.len()).any(|x| {
+            let ex = &h.events[x];
+            ex.point != pj
+                && h.preds[x].contains(c)
+                && ex.actor != ej.actor
+                && !ex.footprint.has((Obj::Settled, Kind::Read))
+                && (j..h.events.len())
+                    .take_while(|&k| h.events[k].point == pj)
+                    .any(|k| {
+                        h.events[k].actor == ej.actor
+                            && h.races(k, x)
+                            && (!matches!(ex.actor, ActorKey::Writeback(..))
+                                || meets_memory(&h.events[k].footprint, &ex.footprint))
+                    })
+        });
+        if !moves {
+            continue;
+        }
         if let Some(r) = reversal_starts(h, i, c, path) {
             sink.put(r.op(ei.point), path);
         }
     }
+}
+
+/// Whether two footprints touch common memory bytes.
+fn meets_memory(a: &Footprint, b: &Footprint) -> bool {
+    a.accesses().iter().any(|&(oa, _)| {
+        matches!(oa, Obj::Mem(..))
+            && b.accesses()
+                .iter()
+                .any(|&(ob, _)| matches!(ob, Obj::Mem(..)) && oa.overlaps(ob))
+    })
 }
 
 /// Whether an action with this footprint is a host's wait for every queue to be idle that
