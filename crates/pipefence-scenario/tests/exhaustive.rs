@@ -893,3 +893,46 @@ expect out count=256 equals=7
     assert!(r.complete, "{} schedules", r.schedules);
     assert_eq!((r.schedules, r.outcomes, r.failing), (52, 1, 0));
 }
+
+/// D5 (`docs/memory-model.md` 5.2, bottom-of-pipe write): a retirement's release holds what
+/// the retirements before it *released*, not what they were ordered after: a
+/// `flush-pipeline` without `l2-writeback` orders the dispatch's writes before the ME's later
+/// work, but no write-back released them, so a reader that waits for the second
+/// bottom-of-pipe flag still races with the dispatch in every schedule. A first version of
+/// the retirements' own clock passed the first retirement's order on as a release and proved
+/// this scenario clean.
+#[test]
+fn d5_a_retirement_releases_what_earlier_retirements_released_not_what_they_followed() {
+    let text = r#"buffer data size=256
+buffer x size=64 heap=shared
+buffer flag size=64 heap=shared
+buffer out size=256 heap=readback
+fence done
+queue gfx kind=direct
+queue cmp kind=compute
+list produce kind=direct {
+    dispatch fill dst=data groups=1 value=7
+    flush-pipeline
+    write-value32-bop x value=1
+    write-value32-bop flag value=1
+}
+list consume kind=compute {
+    wait-value32 flag cmp=equal reference=1
+    copy src=data dst=out bytes=256
+}
+execute cmp consume
+execute gfx produce
+signal cmp done 1
+cpu-wait done 1 timeout-ms=5000
+"#;
+    let want = (
+        "unreleased-read".to_string(),
+        "dispatch".to_string(),
+        "copy".to_string(),
+    );
+    let each = hazards_of_every_schedule("retired-release", text);
+    assert!(!each.is_empty());
+    for (i, hs) in each.iter().enumerate() {
+        assert_eq!(hs, &vec![want.clone()], "schedule {i}");
+    }
+}

@@ -88,7 +88,8 @@ impl Model {
     /// Pops the retiring bottom-of-pipe write or signal, an access of the queue's
     /// retirements: ordered after what the ME had done when it pushed it and after the
     /// retirements before it (they land in order), not after what the ME did since. Its release
-    /// holds what it was pushed with, the retirements before it and its own epoch. The ME's
+    /// holds what it was pushed with, what the retirements before it released and its own
+    /// epoch. The ME's
     /// release clock takes its epoch (a later top-of-pipe write releases the CP writes already
     /// landed) and, with a write-back, what it released; (strict) the tasks' data is written
     /// back first.
@@ -104,11 +105,13 @@ impl Model {
         let mut order = p.order;
         order.join(&s.t);
         order.raise(ret_c, ep.v);
+        // What the earlier retirements released, not what they were ordered after (the ME's
+        // order clock holds tasks' writes that no write-back released).
         let mut release = p.release;
-        release.join(&s.t);
+        release.join(&s.t_rel);
         release.raise(ret_c, ep.v);
         s.t.join(&order);
-        s.t.join(&release);
+        s.t_rel.join(&release);
         s.r.raise(ret_c, ep.v);
         if p.upto.is_some() {
             s.r.join(&release);

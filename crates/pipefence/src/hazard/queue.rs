@@ -38,6 +38,9 @@ pub(super) struct QState {
     /// ([`Comp::Retire`]). Only retirements write it; a Q7 boundary and `wait_idle` (which
     /// wait for every retirement) read it.
     pub(super) t: Vc,
+    /// What the retirements so far released (each retirement's release joins it, and the
+    /// next one's release holds it: they land in order).
+    pub(super) t_rel: Vc,
     /// The ME's top-of-pipe releases and the retirements' releases, each in its own order (a
     /// log is written by one agent, so what it holds does not depend on how the two
     /// interleave).
