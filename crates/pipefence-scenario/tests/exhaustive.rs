@@ -778,6 +778,17 @@ fn hazards_of_every_schedule(name: &str, text: &str) -> Vec<Vec<(String, String,
     each
 }
 
+/// Asserts that every schedule of the strict search reports exactly one hazard: `want`'s kind,
+/// first op and second op.
+fn assert_one_hazard_in_every_schedule(name: &str, text: &str, want: (&str, &str, &str)) {
+    let want = vec![(want.0.to_string(), want.1.to_string(), want.2.to_string())];
+    let each = hazards_of_every_schedule(name, text);
+    assert!(!each.is_empty(), "{name}");
+    for (i, hs) in each.iter().enumerate() {
+        assert_eq!(hs, &want, "{name}: schedule {i}");
+    }
+}
+
 /// D5 (`docs/memory-model.md` 5.2, bottom-of-pipe write): a bottom-of-pipe write releases
 /// what its queue did before it, not a top-of-pipe write that follows it, whether or not that
 /// write ran before the bottom-of-pipe write retired. A reader that waits for the flag and
@@ -805,17 +816,11 @@ execute gfx produce
 signal cmp done 1
 cpu-wait done 1 timeout-ms=5000
 "#;
-    let want = (
-        "unreleased-read".to_string(),
-        "write-value32-top".to_string(),
-        "copy".to_string(),
+    assert_one_hazard_in_every_schedule(
+        "bop-release",
+        text,
+        ("unreleased-read", "write-value32-top", "copy"),
     );
-    for (i, hs) in hazards_of_every_schedule("bop-release", text)
-        .iter()
-        .enumerate()
-    {
-        assert_eq!(hs, &vec![want.clone()], "schedule {i}");
-    }
 }
 
 /// D5 (`docs/memory-model.md` 5.2): the ME does not wait for its bottom-of-pipe writes, so a
@@ -925,14 +930,9 @@ execute gfx produce
 signal cmp done 1
 cpu-wait done 1 timeout-ms=5000
 "#;
-    let want = (
-        "unreleased-read".to_string(),
-        "dispatch".to_string(),
-        "copy".to_string(),
+    assert_one_hazard_in_every_schedule(
+        "retired-release",
+        text,
+        ("unreleased-read", "dispatch", "copy"),
     );
-    let each = hazards_of_every_schedule("retired-release", text);
-    assert!(!each.is_empty());
-    for (i, hs) in each.iter().enumerate() {
-        assert_eq!(hs, &vec![want.clone()], "schedule {i}");
-    }
 }
