@@ -113,11 +113,11 @@ impl Model {
         s.t.join(&order);
         s.t_rel.join(&release);
         s.r.raise(ret_c, ep.v);
-        if p.upto.is_some() {
+        if p.writeback {
             s.r.join(&release);
         }
-        if let (Some((d, c)), Some(v)) = (p.upto, self.vis.as_mut()) {
-            v.write_back_tasks(queue, d, c);
+        if let (true, Some(v)) = (p.writeback, self.vis.as_mut()) {
+            v.write_back_tasks(queue, p.tasks.0, p.tasks.1);
         }
         Retired {
             order,
@@ -125,7 +125,7 @@ impl Model {
             ep,
             me_epoch: p.me_epoch,
             tasks: p.tasks,
-            writeback: p.upto.is_some(),
+            writeback: p.writeback,
         }
     }
 
@@ -292,7 +292,7 @@ impl Model {
         let me_c = s.me_c;
         s.retire.push_back(Pushed {
             release,
-            upto: full.then_some((d, c)),
+            writeback: full,
             tasks: (d, c),
             order: s.o.clone(),
             me_epoch: s.o.get(me_c),

@@ -100,8 +100,8 @@ pub(super) struct Pushed {
     /// What it releases (fixed at the push; the retirements before it join it when it
     /// retires).
     pub(super) release: Vc,
-    /// With a write-back, the tasks below (dispatches, copies) whose data it writes back.
-    pub(super) upto: Option<(u32, u32)>,
+    /// Whether it writes back the data of the tasks launched before it.
+    pub(super) writeback: bool,
     /// The tasks launched before it (dispatches, copies).
     pub(super) tasks: (u32, u32),
     /// The ME's order clock at the push: what its write is ordered after.
