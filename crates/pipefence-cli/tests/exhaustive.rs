@@ -80,8 +80,9 @@ fn x3_a_small_fixed_scenario_is_proved() {
     assert_eq!(v["failing"], 0);
     let out = pipefence(&["check", f, "--exhaustive", "--strict"]);
     let n = v["schedules"].as_u64().unwrap();
+    let noun = if n == 1 { "schedule" } else { "schedules" };
     assert!(
-        stdout(&out).contains(&format!("proved: {n} schedules, 1 outcome, all pass")),
+        stdout(&out).contains(&format!("proved: {n} {noun}, 1 outcome, all pass")),
         "{}",
         stdout(&out)
     );

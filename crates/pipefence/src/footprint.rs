@@ -74,6 +74,18 @@ pub enum Obj {
     /// from `hi` to `lo - 1`): a latch registered for such a target reads it (`lo == hi`), as
     /// whether the value had reached its target when it registered depends on the order.
     FenceDown(u64, u64, u64),
+    /// The targets `[lo, hi]` of a fence that were reached before a signal (or the fence's
+    /// release) and still are after it: it rewrote what a latch registered for such a target
+    /// reads when it finds the target reached (the crossing: the last signal's writer, time,
+    /// value and release), so the two orders tell the latch of different signals. A signal
+    /// that *crosses* a target writes [`Obj::FenceCross`] instead.
+    FenceHeld(u64, u64, u64),
+    /// The targets `[lo, hi]` of a fence that a signal (or the fence's release) crossed: the
+    /// value was below them before it and reaches them after it. A latch registered for such
+    /// a target after it fires at once, told of it, and awaits it ([`Kind::Await`]): one
+    /// registered before it is set by it, told of the same signal, so the two orders are one
+    /// schedule, yet the latch (and whoever tests it) still comes after the signal.
+    FenceCross(u64, u64, u64),
     /// One line of a queue's strict-mode cache (by the line's address): its dirty words (task
     /// and CP writes, atomics and write-backs write it; the CP's reads read it).
     Line(u32, u64),
@@ -81,11 +93,19 @@ pub enum Obj {
     /// the line, over its dirty words, over memory. A task's read reads it; the queue's task
     /// and CP writes and atomics write it; a write-back of the line leaves it as it is (the
     /// words it writes to memory are the ones the queue already sees), so a task's read and
-    /// the write-back of its line commute. Overlaps [`Obj::Cache`] of the queue, not
-    /// [`Obj::Line`] or [`Obj::Dirty`].
+    /// the write-back of its line commute. Overlaps no other object: what an invalidation
+    /// changes of it is [`Obj::Loaded`].
     View(u32, u64),
+    /// Whether a queue's strict-mode read cache holds a snapshot of one line (by its address),
+    /// and which: a task's read of the line reads it (a miss loads it: two reads with nothing
+    /// between load the same snapshot in either order). A task's write or atomic updates a
+    /// snapshot that is there and loads none, so it leaves the same state before or after an
+    /// invalidation and does not touch it. Overlaps [`Obj::Cache`] of the queue.
+    Loaded(u32, u64),
     /// A queue's strict-mode read cache as a whole (an invalidation): it overlaps every
-    /// [`Obj::Line`] and [`Obj::View`] of the queue.
+    /// [`Obj::Loaded`] of the queue. Its dirty words ([`Obj::Line`]) and what its tasks read
+    /// through it ([`Obj::View`]) it leaves alone: a write-back, a task's write or atomic,
+    /// a CP write and an invalidation leave the same state in either order.
     Cache(u32),
     /// The tasks whose words a write-back of one of a queue's strict-mode lines wrote: (queue,
     /// 1 + the last dispatch, 1 + the last copy). Only read, and overlapping nothing else: no
@@ -364,7 +384,7 @@ fn kind_index(k: Kind) -> usize {
     }
 }
 
-fn kinds_conflict(a: Kind, b: Kind) -> bool {
+pub(crate) fn kinds_conflict(a: Kind, b: Kind) -> bool {
     use Kind::{Await, Read, Update};
     !matches!((a, b), (Read | Await, Read | Await) | (Update, Update))
 }
@@ -416,7 +436,7 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
                 (a..=b).fold(0, |m, l| m | line(l))
             }
         }
-        Obj::Line(q, _) | Obj::View(q, _) | Obj::Cache(q) | Obj::Dirty(q) => {
+        Obj::Line(q, _) | Obj::View(q, _) | Obj::Loaded(q, _) | Obj::Cache(q) | Obj::Dirty(q) => {
             bit(0x1000_0000_0000 | u64::from(q))
         }
         Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
@@ -437,6 +457,8 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::Settled => bit(0x3b00_0000_0000),
         Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
         Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
+        Obj::FenceHeld(f, _, _) => bit(0x3c00_0000_0000 ^ f),
+        Obj::FenceCross(f, _, _) => bit(0x3d00_0000_0000 ^ f),
         // One bit per queue for a dispatch and a range of them (they overlap).
         Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
         Obj::Clock => 1 << 62,
@@ -476,16 +498,18 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
         (Obj::Mem(s1, e1), Obj::Mem(s2, e2)) | (Obj::Writers(s1, e1), Obj::Writers(s2, e2)) => {
             s1 < e2 && s2 < e1
         }
-        (Obj::Line(q1, _), Obj::Cache(q2) | Obj::Dirty(q2))
-        | (Obj::Cache(q1) | Obj::Dirty(q1), Obj::Line(q2, _))
-        | (Obj::View(q1, _), Obj::Cache(q2))
-        | (Obj::Cache(q1), Obj::View(q2, _)) => q1 == q2,
+        (Obj::Line(q1, _), Obj::Dirty(q2))
+        | (Obj::Dirty(q1), Obj::Line(q2, _))
+        | (Obj::Loaded(q1, _), Obj::Cache(q2))
+        | (Obj::Cache(q1), Obj::Loaded(q2, _)) => q1 == q2,
         (Obj::Dispatch(q1, d), Obj::Dispatches(q2, lo, hi))
         | (Obj::Dispatches(q2, lo, hi), Obj::Dispatch(q1, d)) => q1 == q2 && lo <= d && d < hi,
         (Obj::Dispatches(q1, lo1, hi1), Obj::Dispatches(q2, lo2, hi2)) => {
             q1 == q2 && lo1 < hi2 && lo2 < hi1
         }
-        (Obj::FenceDown(f1, lo1, hi1), Obj::FenceDown(f2, lo2, hi2)) => {
+        (Obj::FenceDown(f1, lo1, hi1), Obj::FenceDown(f2, lo2, hi2))
+        | (Obj::FenceHeld(f1, lo1, hi1), Obj::FenceHeld(f2, lo2, hi2))
+        | (Obj::FenceCross(f1, lo1, hi1), Obj::FenceCross(f2, lo2, hi2)) => {
             f1 == f2 && lo1 <= hi2 && lo2 <= hi1
         }
         _ => a == b,
@@ -675,7 +699,10 @@ mod tests {
             (0u32..2).prop_map(Obj::Released),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Line(q, l * 64)),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::View(q, l * 64)),
+            (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Loaded(q, l * 64)),
             (0u32..2).prop_map(Obj::Cache),
+            (0u64..2, 0u64..3).prop_map(|(f, lo)| Obj::FenceHeld(f, lo, lo + 1)),
+            (0u64..2, 0u64..3).prop_map(|(f, lo)| Obj::FenceCross(f, lo, lo + 1)),
             Just(Obj::Device),
             Just(Obj::Clock),
             Just(Obj::All),
@@ -772,7 +799,7 @@ mod tests {
         assert!(r.conflicts(&u) && r.conflicts(&w) && u.conflicts(&w));
         assert!(!r.conflicts(&far) && far.conflicts(&w));
         let line = fp(&[(Obj::Line(1, 64), Kind::Write)]);
-        assert!(line.conflicts(&fp(&[(Obj::Cache(1), Kind::Read)])));
+        assert!(!line.conflicts(&fp(&[(Obj::Cache(1), Kind::Write)])));
         assert!(!line.conflicts(&fp(&[(Obj::Line(1, 128), Kind::Write)])));
         assert!(!line.conflicts(&fp(&[(Obj::Cache(2), Kind::Write)])));
         assert!(line.conflicts(&fp(&[(Obj::Dirty(1), Kind::Write)])));
@@ -780,11 +807,15 @@ mod tests {
             !fp(&[(Obj::Dirty(1), Kind::Write)]).conflicts(&fp(&[(Obj::Cache(1), Kind::Write)]))
         );
         assert!(fp(&[(Obj::All, Kind::Read)]).conflicts(&line));
-        // A task's view of a line: not the line's dirty state (its write-back), but the read
-        // cache's invalidation.
+        // A task's view of a line: not the line's dirty state (its write-back), nor the read
+        // cache's invalidation, which only what a read loads meets.
         let view = fp(&[(Obj::View(1, 64), Kind::Read)]);
         assert!(!view.conflicts(&line) && !view.conflicts(&fp(&[(Obj::Dirty(1), Kind::Write)])));
-        assert!(view.conflicts(&fp(&[(Obj::Cache(1), Kind::Write)])));
+        assert!(!view.conflicts(&fp(&[(Obj::Cache(1), Kind::Write)])));
+        let loaded = fp(&[(Obj::Loaded(1, 64), Kind::Read)]);
+        assert!(loaded.conflicts(&fp(&[(Obj::Cache(1), Kind::Write)])));
+        assert!(!loaded.conflicts(&fp(&[(Obj::Cache(2), Kind::Write)])));
+        assert!(!loaded.conflicts(&loaded) && !loaded.conflicts(&line));
         assert!(view.conflicts(&fp(&[(Obj::View(1, 64), Kind::Write)])));
         assert!(!view.conflicts(&fp(&[(Obj::View(1, 128), Kind::Write)])));
         // Groups of a dispatch commute; a read of whether dispatches finished conflicts with
@@ -833,6 +864,8 @@ mod tests {
                 Obj::Line(q, 64),
                 Obj::View(q, 0),
                 Obj::View(q, 64),
+                Obj::Loaded(q, 0),
+                Obj::Loaded(q, 64),
                 Obj::Pending(q, 1, 0),
                 Obj::Release(q, 1, 0),
                 Obj::Cache(q),
@@ -851,6 +884,10 @@ mod tests {
             Obj::Fence(1),
             Obj::FenceDown(1, 2, 4),
             Obj::FenceDown(1, 4, 9),
+            Obj::FenceHeld(1, 0, 3),
+            Obj::FenceHeld(1, 3, 3),
+            Obj::FenceCross(1, 4, 9),
+            Obj::FenceCross(1, 2, 2),
         ]);
         let mut overlapping = 0;
         for &a in &objs {

@@ -249,10 +249,10 @@ impl Queue {
                 // With hazard tracking the wait acquires the release of the signal current
                 // when it registers if the value is reached then, else of the signal that
                 // crosses it: registered after a second signal of the same value it acquires
-                // that one, before it the first. So the registration reads the fence (a
-                // signal before it and one after it are different schedules).
+                // that one, before it the first (a different schedule). The signal that
+                // crosses the target and the registration commute (`FenceCore::note_held`).
                 if self.shared.device.model.is_some() {
-                    core.note(Kind::Read);
+                    core.note_held(value);
                 }
                 // The ticket is named by the submission it belongs to (`footprint.rs`): the
                 // host holds its turn until the submit, so no other submission comes between.

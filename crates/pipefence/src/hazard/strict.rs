@@ -374,6 +374,7 @@ impl Visibility {
             // The engine's view of the line, not the line's dirty state: a write-back of the
             // line does not change what this read returns or loads.
             record(Obj::View(q, line), Kind::Read);
+            record(Obj::Loaded(q, line), Kind::Read);
             let mem = self.view_line(dev, q, line);
             let e = self.e(q);
             let cached = e.cache.get(&line).copied();

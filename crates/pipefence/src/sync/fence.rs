@@ -229,6 +229,16 @@ impl FenceCore {
                     Kind::Write,
                 );
             }
+            // A latch registered for a target reached before and after this signal fires at
+            // once either way, told of the signal before this one if it registers first, of
+            // this one if after (`register_inner`).
+            let id = self.footprint_id();
+            footprint::record(Obj::FenceHeld(id, 0, value.min(s.value)), Kind::Write);
+            if value > s.value {
+                // A latch registered for a target it crosses is set by it or, registered
+                // after it, awaits it: one schedule either way.
+                footprint::record(Obj::FenceCross(id, s.value + 1, value), Kind::Write);
+            }
             s.value = value;
             s.last_writer = writer;
             s.last_write_ns = now_ns;
@@ -246,6 +256,20 @@ impl FenceCore {
         };
         fired.fire();
         true
+    }
+
+    /// Records that a latch about to be registered for `target` depends on which signal it
+    /// is told of (a queue wait acquires that signal's release, D5): the last signal if the
+    /// target is reached now, else the one that crosses it. A signal that keeps the target
+    /// reached changes that, whether the target is reached at the registration or not:
+    /// registered while it is below, before the crossing signal, the latch comes before that
+    /// one too, and a schedule where it comes after both is another ([`Obj::FenceHeld`]).
+    /// The crossing signal itself commutes with the registration ([`Obj::FenceCross`]).
+    pub(crate) fn note_held(&self, target: u64) {
+        footprint::record(
+            Obj::FenceHeld(self.footprint_id(), target, target),
+            Kind::Read,
+        );
     }
 
     /// Registers `notify` to fire once the value is `>= target` (F6: on crossing). If it is
@@ -266,14 +290,13 @@ impl FenceCore {
         // a signal that raises the value across its target sets the latch whether it comes
         // before the registration (which then fires at once) or after (which fires it), and a
         // signal below the target leaves it pending either way. When the target is already
-        // reached it reads what the last signal wrote (the crossing it is told of).
+        // reached it reads what the last signal wrote (the crossing it is told of), which only
+        // a signal that found the target reached and left it so changes ([`Obj::FenceHeld`]).
         let latch = notify.latch_key();
         if let Some((a, b)) = latch {
+            let id = self.footprint_id();
             footprint::record(Obj::Ticket(a, b), Kind::Update);
-            footprint::record(
-                Obj::FenceDown(self.footprint_id(), target, target),
-                Kind::Read,
-            );
+            footprint::record(Obj::FenceDown(id, target, target), Kind::Read);
         } else {
             self.note(Kind::Write);
         }
@@ -295,7 +318,12 @@ impl FenceCore {
                 return Registration::Pending(key);
             }
             if latch.is_some() {
-                self.note(Kind::Read);
+                // What crossed the target: the last signal (or the release). The one that
+                // crossed it commutes with this registration (before it, this reads that
+                // signal; after it, that signal sets the latch), but the latch comes after
+                // it all the same ([`Obj::FenceCross`]).
+                let id = self.footprint_id();
+                footprint::record(Obj::FenceCross(id, target, target), Kind::Await);
             }
             s.current_crossing()
         };
@@ -312,6 +340,13 @@ impl FenceCore {
             let mut s = lock(&self.state);
             if s.released || s.removed {
                 return;
+            }
+            // A latch registered for a target already reached is told of the last signal
+            // before the release, of the release after it (`register_inner`).
+            let id = self.footprint_id();
+            footprint::record(Obj::FenceHeld(id, 0, s.value), Kind::Write);
+            if s.value < u64::MAX {
+                footprint::record(Obj::FenceCross(id, s.value + 1, u64::MAX), Kind::Write);
             }
             s.released = true;
             (std::mem::take(&mut s.waiters), s.current_crossing())
