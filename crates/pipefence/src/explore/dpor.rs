@@ -712,7 +712,7 @@ pub(super) fn note_slept(
             e.footprint.accesses().iter().any(|&(o, _)| {
                 matches!(
                     o,
-                    Obj::Cache(_) | Obj::Dirty(_) | Obj::Line(..) | Obj::View(..)
+                    Obj::Cache(_) | Obj::Dirty(_) | Obj::Line(..) | Obj::View(..) | Obj::Loaded(..)
                 )
             })
         });
@@ -1311,7 +1311,7 @@ fn add_backtracks(
             while m != 0 {
                 let i = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if reversible(h, i, j) && !unobserved_writeback(h, i, j) {
+                if reversible(h, i, j) && !unobserved_writeback(h, i, j) && !unread_load(h, i, j) {
                     racing.push(i);
                 }
             }
@@ -1352,6 +1352,7 @@ fn add_backtracks(
         step_before_submission(h, j, frozen, path, sink);
     }
     late_observers(h, first_new, frozen, path, sink);
+    late_load_readers(h, first_new, frozen, path, sink);
 }
 
 /// Whether `i`'s race with the later `j` is one some schedule could reverse: two actors, not
@@ -1697,6 +1698,162 @@ fn unobserved_writeback(h: &History, i: usize, j: usize) -> bool {
     through_cache(h, w, t) && window(h, w).0
 }
 
+/// `(r, c, q)` when `i` and `j` conflict only in queue `q`'s strict-mode read cache: one
+/// (`r`, a task's read) reads lines it may load ([`Obj::Loaded`]) and the other (`c`) drops
+/// the cache ([`Obj::Cache`]).
+fn load_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize, u32)> {
+    let cache_of = |e: usize| {
+        h.events[e]
+            .footprint
+            .accesses()
+            .iter()
+            .find_map(|&(o, k)| match o {
+                Obj::Cache(q) if k == Kind::Write => Some(q),
+                _ => None,
+            })
+    };
+    let (r, c, q) = match (cache_of(i), cache_of(j)) {
+        (Some(q), None) => (j, i, q),
+        (None, Some(q)) => (i, j, q),
+        _ => return None,
+    };
+    let (fr, fc) = (&h.events[r].footprint, &h.events[c].footprint);
+    if fr.is_removal() || fc.is_removal() {
+        return None;
+    }
+    let only_cache = fr.accesses().iter().all(|&(o1, k1)| {
+        matches!(o1, Obj::Loaded(q1, _) if q1 == q)
+            || !fc
+                .accesses()
+                .iter()
+                .any(|&(o2, k2)| crate::footprint::kinds_conflict(k1, k2) && o1.overlaps(o2))
+    });
+    only_cache.then_some((r, c, q))
+}
+
+/// Whether the race of `i` and `j` is a task's read of lines of queue `q` (`r`) and an
+/// invalidation of `q`'s read cache (`c`) whose order nobody sees: for every line the read
+/// loads, the cache held no snapshot of it before the two ([`load_window`]), so the read
+/// returns memory either way, and no read of the line by `q` comes after them before the
+/// cache is dropped again: the snapshot the read leaves when it comes second is never read.
+/// Either order then leaves the same memory, values and snapshots that anybody reads
+/// (docs/exploration.md, "Loads nobody reads"). A reader that a later run puts in the
+/// window reverses the race then ([`late_load_readers`]).
+fn unread_load(h: &History, i: usize, j: usize) -> bool {
+    let Some((r, c, q)) = load_pair(h, i, j) else {
+        return false;
+    };
+    loaded_lines(h, r, q).all(|line| load_window(h, r, c, q, line).0)
+}
+
+/// The lines of queue `q` whose snapshot event `r` reads.
+fn loaded_lines(h: &History, r: usize, q: u32) -> impl Iterator<Item = u64> + '_ {
+    h.events[r]
+        .footprint
+        .accesses()
+        .iter()
+        .filter_map(move |&(o, k)| match o {
+            Obj::Loaded(p, line) if p == q && k == Kind::Read => Some(line),
+            _ => None,
+        })
+}
+
+/// Whether nobody sees the order of read `r` and invalidation `c` in queue `q`'s snapshot
+/// of `line`, and the index of the event that decided it (none: the run's start or end).
+/// Before the two, back to the queue's last invalidation, no read of the line (the cache
+/// held no snapshot of it: a task's write or atomic updates one and loads none); between
+/// them, none (the read first leaves its snapshot there, the invalidation first none); after
+/// them, none before the next invalidation (the read second leaves its snapshot there, and
+/// the hazard model's record of the read's invalidation generation, which a later read of
+/// the word in that generation compares for `stale-cache`).
+fn load_window(h: &History, r: usize, c: usize, q: u32, line: u64) -> (bool, Option<usize>) {
+    let (lo, hi) = (r.min(c), r.max(c));
+    let bits = crate::footprint::object_bits(Obj::Cache(q));
+    let reads = (Obj::Loaded(q, line), Kind::Read);
+    let drops = (Obj::Cache(q), Kind::Write);
+    for k in (0..lo).rev() {
+        let m = h.masks[k].0;
+        if (m[0] | m[1] | m[2]) & bits == 0 {
+            continue;
+        }
+        let f = &h.events[k].footprint;
+        if f.has(drops) {
+            break;
+        }
+        if f.has(reads) {
+            return (false, Some(k));
+        }
+    }
+    for k in lo + 1..h.events.len() {
+        let m = h.masks[k].0;
+        if k == hi || (m[0] | m[1] | m[2]) & bits == 0 {
+            continue;
+        }
+        let f = &h.events[k].footprint;
+        if f.has(reads) || f.is_removal() {
+            return (false, Some(k));
+        }
+        if k > hi && f.has(drops) {
+            return (true, Some(k));
+        }
+    }
+    (true, None)
+}
+
+/// The races of a task's read and an invalidation that an earlier run found unread
+/// ([`unread_load`]) and that an event new in this run reads (the run shares the two with
+/// the earlier one and puts a read of the line before the next invalidation): they are
+/// reversed now.
+fn late_load_readers(
+    h: &History,
+    first_new: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    let has = |e: usize, f: fn(Obj, Kind) -> bool| {
+        h.events[e]
+            .footprint
+            .accesses()
+            .iter()
+            .any(|&(o, k)| f(o, k))
+    };
+    let loads = |e: usize| has(e, |o, k| matches!(o, Obj::Loaded(..)) && k == Kind::Read);
+    if !(first_new..h.events.len()).any(loads) {
+        return;
+    }
+    let reads: Vec<usize> = (0..first_new).filter(|&e| loads(e)).collect();
+    let drops =
+        (0..first_new).filter(|&e| has(e, |o, k| matches!(o, Obj::Cache(_)) && k == Kind::Write));
+    for c in drops {
+        for &x in &reads {
+            let (i, j) = (c.min(x), c.max(x));
+            if x == c
+                || !h.preds[j].contains(i)
+                || h.prev_same(j)
+                    .is_some_and(|p| p == i || h.preds[p].contains(i))
+                || !reversible(h, i, j)
+            {
+                continue;
+            }
+            let Some((r, c2, q)) = load_pair(h, i, j) else {
+                continue;
+            };
+            if c2 != c {
+                continue;
+            }
+            let late = loaded_lines(h, r, q).any(
+                |line| matches!(load_window(h, r, c, q, line), (false, Some(k)) if k >= first_new),
+            );
+            if late {
+                if let Some(rev) = start_of(h, i, j, path) {
+                    put_start(h, i, rev, frozen, path, sink);
+                }
+            }
+        }
+    }
+}
+
 /// `(w, t)` when one of `i` and `j` is a line's write-back (`w`) and the other (`t`) is not.
 fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
     match (h.events[i].actor, h.events[j].actor) {
@@ -1895,8 +2052,8 @@ fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
 /// events; the initials are the first actions of `v`, then `j` (source-DPOR's). No schedule
 /// reverses the race when `j` follows the step anyway: `j` is an action of an actor of the
 /// step (its next action from that state is the step itself: the ME's next packet after the
-/// pop whose eager PFP step is `i`), `j` follows an action chosen after the step that `i`
-/// conflicts with (that race comes first), or `j` needs nothing of `v` and could not run
+/// pop whose eager PFP step is `i`), `j` follows an action chosen after the step that a part of
+/// the step conflicts with (that race comes first), or `j` needs nothing of `v` and could not run
 /// there (the listing has only the actors that can run, and nothing between them that `j`
 /// depends on enabled it, so the step did). An actor of the step is never an initial (a
 /// host's next command after the submission whose PFP step is `i` comes after that step).
@@ -1930,20 +2087,24 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         path.get(e.point)
             .is_none_or(|n| n.taken_actor() == Some(e.actor))
     };
-    // j follows an action chosen after i's step that i conflicts with: that race (or the
-    // order that action always keeps with i) comes first. Not when j is a host's wait for
-    // idle that passes: it follows the retirement of every submission made before it, so the
-    // plumbing of i's submission orders it here only because i came first (without i it
-    // passes sooner), and the reversal must be looked for here.
-    // (The quick tests first: most of the events between are independent of i, and an event
-    // that i is dependent on has i among the events before it.)
+    // j follows an action chosen after i's step that the step (i or another part of it)
+    // conflicts with: that race (or the order that action always keeps with the step) comes
+    // first, as the step runs whole (a retirement's write-back of a line that another queue
+    // reads once it passed a wait for the retirement's signal). Not when j is a host's wait
+    // for idle that passes: it follows the retirement of every submission made before it, so
+    // the plumbing of i's submission orders it here only because i came first (without i it
+    // passes sooner), and the reversal must be looked for here. (The quick tests first: most
+    // of the events between are independent of the step, and an event that a part of it is
+    // dependent on has that part among the events before it.)
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
-            h.masks[i].may_conflict(h.masks[k])
-                && h.preds[j].contains(k)
-                && h.preds[k].contains(i)
-                && chosen(k)
-                && h.dependent(i, k)
+            h.preds[j].contains(k)
+                && (first..=last).any(|s| {
+                    h.masks[s].may_conflict(h.masks[k])
+                        && h.preds[k].contains(s)
+                        && h.dependent(s, k)
+                        && chosen(k)
+                })
                 && !unobserved_writeback(h, k, j)
         })
     {
