@@ -942,10 +942,9 @@ cpu-wait done 1 timeout-ms=5000
     );
 }
 
-/// A fill on queue `a` between two signals of `f`, and a copy of it on queue `b` after a wait
-/// for the first. The host submits the wait after both signals, so the GPU may have run
-/// neither, one or both when the wait registers.
-const WAIT_BETWEEN_SIGNALS: &str = r#"buffer data size=256
+/// A fill on queue `a` and a copy of its buffer on queue `b`, with fences `f` and `done`:
+/// the program follows.
+const FILL_AND_COPY: &str = r#"buffer data size=256
 buffer out size=256 heap=readback
 fence f
 fence done
@@ -957,14 +956,17 @@ list produce kind=compute {
 list consume kind=compute {
     copy src=data dst=out bytes=256
 }
-signal a f 1
-execute a produce
-signal a f 2
-wait b f 1
-execute b consume
-signal b done 1
-cpu-wait done 1 timeout-ms=5000
 "#;
+
+/// [`FILL_AND_COPY`] with the fill between two signals of `f`, and the copy after a wait for
+/// the first. The host submits the wait after both signals, so the GPU may have run neither,
+/// one or both when the wait registers.
+fn wait_between_signals() -> String {
+    format!(
+        "{FILL_AND_COPY}signal a f 1\nexecute a produce\nsignal a f 2\nwait b f 1\n\
+         execute b consume\nsignal b done 1\ncpu-wait done 1 timeout-ms=5000\n"
+    )
+}
 
 /// The reduced strict search of a scenario text: its report and its distinct outcomes.
 fn strict_reduced_outcomes(text: &str) -> (ExhaustiveReport, BTreeSet<String>) {
@@ -993,44 +995,28 @@ fn strict_reduced_outcomes(text: &str) -> (ExhaustiveReport, BTreeSet<String>) {
 /// schedules, 1 outcome).
 #[test]
 fn f5_a_wait_registered_after_a_second_signal_acquires_its_release() {
-    let (r, found) = strict_reduced_outcomes(WAIT_BETWEEN_SIGNALS);
+    let (r, found) = strict_reduced_outcomes(&wait_between_signals());
     assert!(r.complete, "{} schedules", r.schedules);
     assert_eq!(r.outcomes, 2, "{found:#?}");
     assert!(r.failing > 0 && r.failing < r.schedules, "{r:?}");
-    let sampled = sampled(&scenario(WAIT_BETWEEN_SIGNALS), true);
+    let sampled = sampled(&scenario(&wait_between_signals()), true);
     assert!(found.is_superset(&sampled), "{found:#?}\n{sampled:#?}");
 }
 
 /// F5 and D4 (`docs/exploration.md`, "A wait's registration and the signal that crosses its
-/// target"): a wait registered before the signal that crosses its target is set by it; one
-/// registered after it is told of the same signal. One schedule, where the relation made two
-/// until 2026-12-04.
+/// target"): a wait registered before the signal that crosses its target touches nothing the
+/// signal touches (the signal sets its latch), so the search does not order them: one
+/// schedule, where the registration read the whole fence until 2026-12-04 (two).
 #[test]
 fn f5_a_wait_and_the_signal_that_crosses_its_target_are_one_schedule() {
-    let text = r#"buffer data size=256
-buffer out size=256 heap=readback
-fence f
-fence done
-queue a kind=compute
-queue b kind=compute
-list produce kind=compute {
-    dispatch fill dst=data groups=1 value=7
-}
-list consume kind=compute {
-    copy src=data dst=out bytes=256
-}
-execute a produce
-signal a f 1
-wait b f 1
-execute b consume
-signal b done 1
-cpu-wait done 1 timeout-ms=5000
-expect out count=64 equals=7
-"#;
-    let (r, found) = strict_reduced_outcomes(text);
+    let text = format!(
+        "{FILL_AND_COPY}execute a produce\nsignal a f 1\nwait b f 1\nexecute b consume\n\
+         signal b done 1\ncpu-wait done 1 timeout-ms=5000\nexpect out count=64 equals=7\n"
+    );
+    let (r, found) = strict_reduced_outcomes(&text);
     assert!(r.complete);
     assert_eq!((r.schedules, r.outcomes, r.failing), (1, 1, 0));
-    assert_eq!(found, sampled(&scenario(text), true));
+    assert_eq!(found, sampled(&scenario(&text), true));
 }
 
 /// D4 (`docs/exploration.md`, "Loads nobody reads"): two frames of a ring buffer (a copy
@@ -1038,7 +1024,7 @@ expect out count=64 equals=7
 /// second frame drops its read cache while the first frame's group still reads its slot;
 /// nobody reads that slot again, so the order of the read and the invalidation is one class.
 /// 201 schedules until 2026-12-04 (with the registrations of the waits against the signals
-/// that cross their targets, and the slot's write-back by the retirement against the read).
+/// of other values, and the slot's write-back by the retirement against the read).
 #[test]
 fn d4_strict_a_load_nobody_reads_is_not_reversed() {
     let text = r#"buffer staging size=512 heap=upload init=5
@@ -1076,5 +1062,51 @@ expect total width=64 equals=640
     let (r, _) = strict_reduced_outcomes(text);
     assert!(r.complete, "{} schedules", r.schedules);
     assert_eq!((r.outcomes, r.failing), (1, 0));
-    assert_eq!(r.schedules, 21);
+    assert_eq!(r.schedules, 33);
+}
+
+/// D4 (`docs/exploration.md`, "A wait's registration and the signal that crosses its
+/// target"): a host's wait for any of two fences, registered before the signal of the first,
+/// can pass on the second before that signal. A first version of the relation let a
+/// registration that found its target reached *await* the signal that crossed it (the two
+/// orders leave the same latch), and the search took that order as one no schedule reverses:
+/// the host's pass before the first signal was never explored (3 outcomes of 4; hand-written
+/// scenario `b13`).
+#[test]
+fn d4_regression_strict_a_host_wait_for_any_fence_can_pass_before_a_signal_it_registered_for() {
+    let text = r#"fence a
+fence b
+fence c
+buffer s size=64 heap=shared
+queue dma kind=copy
+queue cmp kind=compute
+queue gfx kind=direct
+list w1 kind=compute {
+    write-immediate s value=1
+}
+list w2 kind=direct {
+    write-immediate s value=2
+}
+execute cmp w1
+signal cmp a 1
+execute gfx w2
+signal gfx b 1
+signal dma c 1
+cpu-wait-multiple mode=any {
+    a 1
+    b 1
+}
+expect s equals=2
+cpu-wait-multiple mode=all {
+    a 1
+    b 1
+    c 1
+}
+expect s equals=2
+"#;
+    let (r, found) = strict_reduced_outcomes(text);
+    assert!(r.complete);
+    assert_eq!(r.outcomes, 4, "{found:#?}");
+    let sampled = sampled(&scenario(text), true);
+    assert!(found.is_superset(&sampled), "{found:#?}\n{sampled:#?}");
 }

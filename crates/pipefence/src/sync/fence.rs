@@ -318,12 +318,14 @@ impl FenceCore {
                 return Registration::Pending(key);
             }
             if latch.is_some() {
-                // What crossed the target: the last signal (or the release). The one that
-                // crossed it commutes with this registration (before it, this reads that
-                // signal; after it, that signal sets the latch), but the latch comes after
-                // it all the same ([`Obj::FenceCross`]).
+                // What crossed the target: the last signal (or the release). Registered
+                // before the signal that crossed it, the latch would hold the same signal,
+                // but not in every schedule that follows: a host's wait for any of several
+                // fences registered first can pass on another fence before this signal. So
+                // the registration reads the crossing ([`Obj::FenceCross`]), and the search
+                // reverses it with that signal.
                 let id = self.footprint_id();
-                footprint::record(Obj::FenceCross(id, target, target), Kind::Await);
+                footprint::record(Obj::FenceCross(id, target, target), Kind::Read);
             }
             s.current_crossing()
         };
