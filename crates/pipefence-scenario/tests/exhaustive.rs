@@ -1110,3 +1110,52 @@ expect s equals=2
     let sampled = sampled(&scenario(text), true);
     assert!(found.is_superset(&sampled), "{found:#?}\n{sampled:#?}");
 }
+
+/// D6 and D4 (`docs/exploration.md`, "The end of the run after a removal"): a queue hangs on
+/// a memory wait nobody satisfies while another queue runs frames of work and signals. The
+/// end of the run, released by the removal for the hang, comes after everything that could
+/// run in every schedule, as the end that passes does; it used to count as an ordinary host
+/// action, and in strict mode each of the other queue's steps was tried alone before the
+/// run-ahead that takes its next submission, for the end's sake: 14, 414 and 20,740
+/// schedules for one, two and three frames, bounded past that. Every frame count is one
+/// schedule now, with the outcomes sampled schedules find (the plain search of every
+/// interleaving agrees for one frame).
+#[test]
+fn d6_strict_the_end_of_the_run_after_a_hang_reverses_no_step_before_a_submission() {
+    let frames = |n: u32| {
+        let mut t = String::from(
+            "device tdr-ms=300\nbuffer m size=64 heap=shared\nfence f\nqueue q kind=compute\n\
+             queue g kind=direct\nlist w kind=compute {\n    wait-value32 m cmp=equal reference=1\n}\n\
+             list s kind=direct {\n    dispatch spin ns=100000000 groups=1\n}\nexecute q w\n",
+        );
+        for i in 1..=n {
+            t += &format!("execute g s\nsignal g f {i}\n");
+        }
+        t + "expect-removed reason=hung\n"
+    };
+    for n in [1, 3, 5] {
+        let text = frames(n);
+        let (r, found) = strict_reduced_outcomes(&text);
+        assert!(r.complete, "{n} frames: {} schedules", r.schedules);
+        assert_eq!(
+            (r.schedules, r.outcomes, r.failing),
+            (1, 1, 0),
+            "{n} frames"
+        );
+        assert_eq!(found, sampled(&scenario(&text), true), "{n} frames");
+    }
+    let sc = scenario(&frames(1));
+    let mut o = opts(true, 20_000);
+    o.bounds.reduction = false;
+    let mut plain = BTreeSet::new();
+    let r = check_exhaustive_each(
+        &sc,
+        &o,
+        |_| {},
+        |_, out| {
+            plain.insert(signature(&mut out.clone()));
+        },
+    );
+    assert!(r.complete, "{} plain schedules", r.schedules);
+    assert_eq!(plain, strict_reduced_outcomes(&frames(1)).1);
+}

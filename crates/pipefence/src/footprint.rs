@@ -120,9 +120,10 @@ pub enum Obj {
     /// words, making them visible to its own CP): it overlaps every [`Obj::Line`] of the
     /// queue, not its read cache ([`Obj::Cache`]).
     Dirty(u32),
-    /// The end of the run, reached: every host but the last is done and every queue is idle.
-    /// Only the pass of the last host's wait for it reads it (nothing writes it): it marks an
-    /// action that could not run before any retirement or dispatch group of the run.
+    /// The end of the run, reached: every host but the last is done and every queue is idle
+    /// or the device removed. Only the last host's wait for it, passing or released by the
+    /// removal, reads it (nothing writes it): it marks an action that could not run before any
+    /// retirement or dispatch group of the run.
     Settled,
     /// The virtual clock.
     Clock,

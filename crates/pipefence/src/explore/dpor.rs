@@ -1567,8 +1567,8 @@ fn awaits_idle(f: &Footprint) -> bool {
 
 /// Whether event `j` comes after every retirement and dispatch group of queue `q` submitted
 /// before it, and reverses no race with them: a host's wait for idle that passes or that a
-/// hang releases ([`awaits_idle`]), or the pass of the wait for the end of the run
-/// ([`Obj::Settled`]) when it wrote nothing back. An end of the run that wrote dirty lines
+/// hang releases ([`awaits_idle`]), or the wait for the end of the run ([`Obj::Settled`],
+/// passing or released by a removal) when it wrote nothing back. An end of the run that wrote dirty lines
 /// back keeps those races: the host's reads before it race with those write-backs, but its
 /// own next action, which no schedule puts first, orders the write-backs after them
 /// ([`reversal_starts`]: that race is left to a race there is not), and the early

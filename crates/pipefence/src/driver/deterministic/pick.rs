@@ -382,10 +382,13 @@ impl Scheduler {
                                     extra.push((Obj::Submit(q.id), Kind::Read));
                                 }
                             }
-                            // The end of the run, passed: every other host is done and every
-                            // queue idle. It reads everything (the outcome), and says that it
-                            // could not come before any retirement or group of the run.
-                            HostState::Blocked(HostWait::Settled) if wake == Wake::Ok => {
+                            // The end of the run: every other host is done and every queue
+                            // idle, or the device removed (no engine acts after a removal).
+                            // It reads everything (the outcome), and says that it could not
+                            // come before any retirement or group of the run.
+                            HostState::Blocked(HostWait::Settled)
+                                if matches!(wake, Wake::Ok | Wake::Removed) =>
+                            {
                                 extra.push((Obj::All, Kind::Read));
                                 extra.push((Obj::Settled, Kind::Read));
                             }
