@@ -125,6 +125,10 @@ pub enum Obj {
     /// removal, reads it (nothing writes it): it marks an action that could not run before any
     /// retirement or dispatch group of the run.
     Settled,
+    /// A quiescence of the run, by its number: nothing could run, so every host's device wait
+    /// timed out. Only the wakes of the waits it released read it (nothing writes it): it
+    /// marks an action that could not run before any action that ran before the quiescence.
+    Quiet(u32),
     /// The virtual clock.
     Clock,
     /// A host thread (its state: running, finished).
@@ -208,6 +212,20 @@ impl Footprint {
     /// Whether it is the device's removal: it has `(Device, Write)`.
     pub fn is_removal(&self) -> bool {
         self.removal
+    }
+
+    /// The quiescence whose timeout released the host that acted ([`Obj::Quiet`]), if any.
+    pub fn quiescence(&self) -> Option<u32> {
+        if self.kinds[0] != object_bits(Obj::All) {
+            return None;
+        }
+        self.accesses
+            .iter()
+            .take_while(|&&(_, k)| k == Kind::Read)
+            .find_map(|&(o, _)| match o {
+                Obj::Quiet(n) => Some(n),
+                _ => None,
+            })
     }
 
     /// Whether it has `(All, Read)` (a host released by a timeout or a removal reads
@@ -456,6 +474,7 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
         Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
         Obj::Settled => bit(0x3b00_0000_0000),
+        Obj::Quiet(n) => bit(0x3e00_0000_0000 | u64::from(n)),
         Obj::Ticket(o, n) => bit(0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n),
         Obj::FenceDown(f, _, _) => bit(0x3900_0000_0000 ^ f),
         Obj::FenceHeld(f, _, _) => bit(0x3c00_0000_0000 ^ f),

@@ -1364,6 +1364,24 @@ fn reversible(h: &History, i: usize, j: usize) -> bool {
         && h.events[i].point != h.events[j].point
         && h.races(i, j)
         && !pinned_after_step(h, i, j)
+        && !after_quiescence(h, i, j)
+}
+
+/// Whether `j` is the wake of a host wait that timed out at a quiescence of the run (nothing
+/// could run, [`Obj::Quiet`]) that came after `i`: `j` could not run before `i` in any
+/// schedule. Before `i` the actor of `i` could run (or what let it run had not run), so there
+/// was no quiescence; a schedule where one comes sooner, before `i`, differs in something
+/// else first: an action that disabled `i`'s actor (a write that makes a wait fail again:
+/// [`add_disabled`] explores the disabled action before it) or that kept it from being
+/// enabled (its own race). The wakes of one quiescence are ordered only by what they touch,
+/// as are the actions of a released host after its wake and the wakes it runs beside.
+fn after_quiescence(h: &History, i: usize, j: usize) -> bool {
+    let Some(n) = h.events[j].footprint.quiescence() else {
+        return false;
+    };
+    // The quiescence came just before the first wake it released (nothing else could run):
+    // after `i` when no event up to `i` is one of its wakes.
+    !(0..=i).any(|x| h.events[x].footprint.quiescence() == Some(n))
 }
 
 /// Who could start the reversal of `i`'s race with `j` ([`reversal_starts`], else the line's
@@ -1519,7 +1537,9 @@ fn step_before_submission(
         // events of the step (a host's write after a fence the chosen action signalled, read
         // by the PFP's arrival at a wait); a race with a later event the search reverses as
         // any other, the run-ahead glued to the chosen action. Not the end of the run (it
-        // comes after all work in every schedule), nor an early write-back that the step
+        // comes after all work in every schedule), nor the wake of a host wait that a
+        // quiescence after the step timed out ([`after_quiescence`]: no schedule puts it
+        // before the run-ahead either), nor an early write-back that the step
         // meets only in the queue's dirty words or read cache (a Q7 boundary making the words
         // visible to the CP, an invalidation: the write-back leaves the same words and values
         // either way), not in memory.
@@ -1529,6 +1549,7 @@ fn step_before_submission(
                 && h.preds[x].contains(c)
                 && ex.actor != ej.actor
                 && !ex.footprint.has((Obj::Settled, Kind::Read))
+                && !after_quiescence(h, c, x)
                 && (j..h.events.len())
                     .take_while(|&k| h.events[k].point == pj)
                     .any(|k| {
@@ -2075,7 +2096,12 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         .get(h.events[i].point)
         .and_then(|n| n.taken_actor())
         .unwrap_or(h.events[first].actor);
-    if let ActorKey::Group(q, ..) | ActorKey::Dispatch(q, _) | ActorKey::Retire(q) = step_actor {
+    if let ActorKey::Group(q, ..)
+    | ActorKey::Dispatch(q, _)
+    | ActorKey::Retire(q)
+    | ActorKey::Pfp(q)
+    | ActorKey::Me(q) = step_actor
+    {
         if needs_idle(h, j, q) {
             return None;
         }

@@ -224,6 +224,10 @@ struct State {
     /// The last `Device` handle is being dropped (Q8): run what can run; when nothing can,
     /// engine work left is not a hang (it is dropped with the device).
     draining: bool,
+    /// The quiescences of the run so far (nothing could run, so every host's device wait
+    /// timed out): the wakes of the waits a quiescence released read its number
+    /// ([`Obj::Quiet`](crate::footprint::Obj::Quiet)).
+    quiescences: u32,
     /// Trace events waiting to be handed to the sink once the lock is released.
     trace: Vec<crate::trace::TraceEvent>,
 }
@@ -281,6 +285,7 @@ impl Scheduler {
                 failed_tries: 0,
                 blocked_host_tests: 0,
                 draining: false,
+                quiescences: 0,
                 trace: Vec::new(),
             }),
             woken: Arc::new(Mutex::new(Vec::new())),

@@ -256,6 +256,9 @@ impl Scheduler {
                     }
                 }
                 if released {
+                    if !dev.is_removed() {
+                        st.quiescences += 1;
+                    }
                     continue;
                 }
                 return Pick::Nothing;
@@ -395,8 +398,12 @@ impl Scheduler {
                             HostState::Blocked(_) => extra.push((Obj::All, Kind::Read)),
                             _ => {}
                         }
+                        // Timed out: nothing could run. It reads everything, and which
+                        // quiescence released it: it comes after every action before that
+                        // quiescence in every schedule (explore/dpor.rs).
                         if wake == Wake::TimedOut {
                             extra.push((Obj::All, Kind::Read));
+                            extra.push((Obj::Quiet(st.quiescences), Kind::Read));
                         }
                         self.reduced_event(st, ActorKey::Host(h as u32), extra);
                     }
