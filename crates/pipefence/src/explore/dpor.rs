@@ -1498,7 +1498,10 @@ fn step_before_submission(
     let Some(node) = path.get(pj) else {
         return;
     };
-    if !matches!(ej.actor, ActorKey::Pfp(_)) || !node.point.scheduling {
+    let ActorKey::Pfp(q) = ej.actor else {
+        return;
+    };
+    if !node.point.scheduling {
         return;
     }
     let Some(chosen_actor) = node.taken_actor() else {
@@ -1537,7 +1540,9 @@ fn step_before_submission(
         // events of the step (a host's write after a fence the chosen action signalled, read
         // by the PFP's arrival at a wait); a race with a later event the search reverses as
         // any other, the run-ahead glued to the chosen action. Not the end of the run (it
-        // comes after all work in every schedule), nor the wake of a host wait that a
+        // comes after all work in every schedule), nor a host's wait for every queue to be
+        // idle that passes ([`needs_idle`]: it follows the run-ahead's take of a submission
+        // made before it in every schedule), nor the wake of a host wait that a
         // quiescence after the step timed out ([`after_quiescence`]: no schedule puts it
         // before the run-ahead either), nor an early write-back that the step
         // meets only in the queue's dirty words or read cache (a Q7 boundary making the words
@@ -1549,6 +1554,7 @@ fn step_before_submission(
                 && h.preds[x].contains(c)
                 && ex.actor != ej.actor
                 && !ex.footprint.has((Obj::Settled, Kind::Read))
+                && !needs_idle(h, x, q)
                 && !after_quiescence(h, c, x)
                 && (j..h.events.len())
                     .take_while(|&k| h.events[k].point == pj)
