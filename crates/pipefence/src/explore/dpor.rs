@@ -1563,6 +1563,7 @@ fn step_before_submission(
                             && h.races(k, x)
                             && (!matches!(ex.actor, ActorKey::Writeback(..))
                                 || meets_memory(&h.events[k].footprint, &ex.footprint))
+                            && !unread_load(h, k, x)
                     })
         });
         if !moves {
@@ -1877,6 +1878,20 @@ fn late_load_readers(
                     put_start(h, i, rev, frozen, path, sink);
                 }
             }
+        }
+        // An invalidation by a PFP's run-ahead whose race with a read nobody saw kept the
+        // search from running the step alone before that run-ahead
+        // ([`step_before_submission`]): a new reader in the window makes it run it now.
+        let seen_late = reads.iter().any(|&x| {
+            load_pair(h, c.min(x), c.max(x)).is_some_and(|(r, c2, q)| {
+                c2 == c
+                    && loaded_lines(h, r, q).any(|line| {
+                        matches!(load_window(h, r, c, q, line), (false, Some(k)) if k >= first_new)
+                    })
+            })
+        });
+        if seen_late {
+            step_before_submission(h, c, frozen, path, sink);
         }
     }
 }
