@@ -973,9 +973,15 @@ fn wait_between_signals() -> String {
 
 /// The reduced strict search of a scenario text: its report and its distinct outcomes.
 fn strict_reduced_outcomes(text: &str) -> (ExhaustiveReport, BTreeSet<String>) {
+    strict_outcomes(text, true, 10_000)
+}
+
+/// The strict search of a scenario text, reduced or plain, within `max` schedules: its report
+/// and its distinct outcomes.
+fn strict_outcomes(text: &str, reduction: bool, max: u64) -> (ExhaustiveReport, BTreeSet<String>) {
     let sc = scenario(text);
-    let mut o = opts(true, 10_000);
-    o.bounds.reduction = true;
+    let mut o = opts(true, max);
+    o.bounds.reduction = reduction;
     let mut seen = BTreeSet::new();
     let r = check_exhaustive_each(
         &sc,
@@ -1154,18 +1160,7 @@ fn d6_strict_the_end_of_the_run_after_a_hang_reverses_no_step_before_a_submissio
         );
         assert_eq!(found, sampled(&scenario(&text), true), "{n} frames");
     }
-    let sc = scenario(&frames(1));
-    let mut o = opts(true, 20_000);
-    o.bounds.reduction = false;
-    let mut plain = BTreeSet::new();
-    let r = check_exhaustive_each(
-        &sc,
-        &o,
-        |_| {},
-        |_, out| {
-            plain.insert(signature(&mut out.clone()));
-        },
-    );
+    let (r, plain) = strict_outcomes(&frames(1), false, 20_000);
     assert!(r.complete, "{} plain schedules", r.schedules);
     assert_eq!(plain, strict_reduced_outcomes(&frames(1)).1);
 }
