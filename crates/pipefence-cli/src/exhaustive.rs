@@ -110,6 +110,17 @@ pub(crate) fn command(
         shard: parallel.shard.is_some(),
     };
     let mut summary = summary_header(&view);
+    if preemption_bound.is_some()
+        && reduction
+        && report
+            .bound
+            .as_deref()
+            .is_some_and(|b| b.starts_with("--preemption-bound"))
+    {
+        summary += "  a preemption bound explores every interleaving without partial-order \
+                    reduction; without --preemption-bound the reduced search may prove this \
+                    scenario in far fewer schedules\n";
+    }
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
     let quoted = shell_word(&name);

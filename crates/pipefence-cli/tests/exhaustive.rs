@@ -98,6 +98,13 @@ fn x3_a_small_fixed_scenario_is_proved() {
     let v = json(&out);
     assert_eq!(v["complete"], false);
     assert_eq!(v["bound"], "--preemption-bound 0");
+    // The summary says how to get the proof the bound gave up.
+    let out = pipefence(&["check", f, "--exhaustive", "--preemption-bound", "0"]);
+    assert!(
+        stdout(&out).contains("without --preemption-bound the reduced search may prove"),
+        "{}",
+        stdout(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
