@@ -1854,26 +1854,23 @@ fn late_load_readers(
     let drops =
         (0..first_new).filter(|&e| has(e, |o, k| matches!(o, Obj::Cache(_)) && k == Kind::Write));
     for c in drops {
+        let mut seen_late = false;
         for &x in &reads {
             let (i, j) = (c.min(x), c.max(x));
-            if x == c
-                || !h.preds[j].contains(i)
-                || h.prev_same(j)
-                    .is_some_and(|p| p == i || h.preds[p].contains(i))
-                || !reversible(h, i, j)
-            {
+            // The read's order with invalidation `c` was unseen, and a new event reads what
+            // it left.
+            let late = x != c
+                && load_pair(h, i, j).is_some_and(|(r, c2, q)| {
+                    c2 == c
+                        && loaded_lines(h, r, q).any(|line| {
+                            matches!(load_window(h, r, c, q, line), (false, Some(k)) if k >= first_new)
+                        })
+                });
+            if !late {
                 continue;
             }
-            let Some((r, c2, q)) = load_pair(h, i, j) else {
-                continue;
-            };
-            if c2 != c {
-                continue;
-            }
-            let late = loaded_lines(h, r, q).any(
-                |line| matches!(load_window(h, r, c, q, line), (false, Some(k)) if k >= first_new),
-            );
-            if late {
+            seen_late = true;
+            if direct_race(h, i, j) {
                 if let Some(rev) = start_of(h, i, j, path) {
                     put_start(h, i, rev, frozen, path, sink);
                 }
@@ -1882,18 +1879,22 @@ fn late_load_readers(
         // An invalidation by a PFP's run-ahead whose race with a read nobody saw kept the
         // search from running the step alone before that run-ahead
         // ([`step_before_submission`]): a new reader in the window makes it run it now.
-        let seen_late = reads.iter().any(|&x| {
-            load_pair(h, c.min(x), c.max(x)).is_some_and(|(r, c2, q)| {
-                c2 == c
-                    && loaded_lines(h, r, q).any(|line| {
-                        matches!(load_window(h, r, c, q, line), (false, Some(k)) if k >= first_new)
-                    })
-            })
-        });
         if seen_late {
             step_before_submission(h, c, frozen, path, sink);
         }
     }
+}
+
+/// Whether `i` races directly with the later `j`: `i` happens before `j` but not before (or
+/// at) the previous event of `j`'s actor, and some schedule could reverse the two
+/// ([`reversible`]). The races that [`add_backtracks`] finds among the new events, for a
+/// pair of older events that a new one made worth reversing.
+fn direct_race(h: &History, i: usize, j: usize) -> bool {
+    h.preds[j].contains(i)
+        && !h
+            .prev_same(j)
+            .is_some_and(|p| p == i || h.preds[p].contains(i))
+        && reversible(h, i, j)
 }
 
 /// `(w, t)` when one of `i` and `j` is a line's write-back (`w`) and the other (`t`) is not.
@@ -2033,13 +2034,7 @@ fn late_observers(
         }
         for t in 0..first_new {
             let (i, j) = if t < w { (t, w) } else { (w, t) };
-            if t == w
-                || !h.preds[j].contains(i)
-                || h.prev_same(j)
-                    .is_some_and(|p| p == i || h.preds[p].contains(i))
-                || !through_cache(h, w, t)
-                || !reversible(h, i, j)
-            {
+            if t == w || !direct_race(h, i, j) || !through_cache(h, w, t) {
                 continue;
             }
             split_writeback(h, i, j, frozen, path, sink);

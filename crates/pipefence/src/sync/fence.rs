@@ -229,16 +229,7 @@ impl FenceCore {
                     Kind::Write,
                 );
             }
-            // A latch registered for a target reached before and after this signal fires at
-            // once either way, told of the signal before this one if it registers first, of
-            // this one if after (`register_inner`).
-            let id = self.footprint_id();
-            footprint::record(Obj::FenceHeld(id, 0, value.min(s.value)), Kind::Write);
-            if value > s.value {
-                // A latch registered for a target it crosses is set by it or, registered
-                // after it, awaits it: one schedule either way.
-                footprint::record(Obj::FenceCross(id, s.value + 1, value), Kind::Write);
-            }
+            self.note_change(s.value, value);
             s.value = value;
             s.last_writer = writer;
             s.last_write_ns = now_ns;
@@ -256,6 +247,19 @@ impl FenceCore {
         };
         fired.fire();
         true
+    }
+
+    /// Records what a signal (or the release) that takes the value from `old` to `new` changes
+    /// for latches. A latch registered for a target reached before and after it fires at once
+    /// either way, told of the signal before this one if it registers first, of this one if
+    /// after ([`Obj::FenceHeld`]); a latch registered for a target it crosses is set by it or,
+    /// registered after it, awaits it: one schedule either way ([`Obj::FenceCross`]).
+    fn note_change(&self, old: u64, new: u64) {
+        let id = self.footprint_id();
+        footprint::record(Obj::FenceHeld(id, 0, old.min(new)), Kind::Write);
+        if new > old {
+            footprint::record(Obj::FenceCross(id, old + 1, new), Kind::Write);
+        }
     }
 
     /// Records that a latch about to be registered for `target` depends on which signal it
@@ -343,13 +347,8 @@ impl FenceCore {
             if s.released || s.removed {
                 return;
             }
-            // A latch registered for a target already reached is told of the last signal
-            // before the release, of the release after it (`register_inner`).
-            let id = self.footprint_id();
-            footprint::record(Obj::FenceHeld(id, 0, s.value), Kind::Write);
-            if s.value < u64::MAX {
-                footprint::record(Obj::FenceCross(id, s.value + 1, u64::MAX), Kind::Write);
-            }
+            // The release crosses every target above the value (`register_inner`).
+            self.note_change(s.value, u64::MAX);
             s.released = true;
             (std::mem::take(&mut s.waiters), s.current_crossing())
         };
