@@ -546,13 +546,6 @@ fn x1_an_exhaustive_check_leaves_no_recorder_on() {
 /// The reduced search of a scenario of the repository (up to 10,000 schedules), checked
 /// complete.
 /// The reduced strict search of a scenario text, capped at 10,000 schedules.
-fn strict_reduced_search(name: &str, text: &str) -> ExhaustiveReport {
-    let sc = pipefence_scenario::parse(name, text).expect("a valid scenario");
-    let mut o = opts(true, 10_000);
-    o.bounds.reduction = true;
-    check_exhaustive_each(&sc, &o, |_| {}, |_, _| {})
-}
-
 fn complete_reduced_search(name: &str, strict: bool) -> ExhaustiveReport {
     let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("the scenario file");
@@ -719,7 +712,7 @@ cpu-wait f 2
 expect data count=128 equals=2
 "#;
     for (name, text, want) in [("chain", chain, (1, 1)), ("frames", frames, (1, 1))] {
-        let r = strict_reduced_search(name, text);
+        let (r, _) = strict_reduced_outcomes(text);
         assert!(r.complete, "{name}: {} schedules", r.schedules);
         assert_eq!(
             (r.schedules, r.outcomes),
@@ -902,7 +895,7 @@ signal cmp consumed 2
 cpu-wait consumed 2 timeout-ms=5000
 expect out count=256 equals=7
 "#;
-    let r = strict_reduced_search("frames", text);
+    let (r, _) = strict_reduced_outcomes(text);
     assert!(r.complete, "{} schedules", r.schedules);
     assert_eq!((r.schedules, r.outcomes, r.failing), (5, 1, 0));
 }
