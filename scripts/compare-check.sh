@@ -13,6 +13,9 @@
 # summary's count of runs stopped as equivalent): for a change to the search that only stops it
 # making runs that end asleep.
 #
+# SHRINK=1 (with EXHAUSTIVE=1) leaves the shrinking of failures on. EXTRA_ARGS adds arguments
+# to every check (e.g. EXTRA_ARGS="--no-reduction", "--preemption-bound 2", "--shard 1/2").
+#
 # Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
 set -uo pipefail
 if [[ $# -lt 2 ]]; then
@@ -36,11 +39,13 @@ for file in examples/*.kdl tests/scenarios/*.kdl; do
     for mode in "" --strict; do
         for jobs in 1 2; do
             if [[ -n ${EXHAUSTIVE:-} ]]; then
-                args=(check "$file" --exhaustive --no-shrink --max-schedules "$schedules")
+                args=(check "$file" --exhaustive --max-schedules "$schedules")
+                [[ -n ${SHRINK:-} ]] || args+=(--no-shrink)
             else
                 args=(check "$file" --schedules "$schedules")
             fi
-            args+=(-j "$jobs" $mode)
+            # shellcheck disable=SC2206 # EXTRA_ARGS is split into words on purpose
+            args+=(-j "$jobs" $mode ${EXTRA_ARGS:-})
             a=$("$old" "${args[@]}" --json 2>/dev/null | strip)
             b=$("$new" "${args[@]}" --json 2>/dev/null | strip)
             c=$("$old" "${args[@]}" 2>&1 | timeless)
