@@ -313,6 +313,15 @@ fn command(cli: Cli) -> ExitCode {
             if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
+            if schedule.is_some()
+                && driver == Driver::Threaded
+                && std::env::args().any(|a| a == "--driver")
+            {
+                return usage_error(
+                    "--schedule replays a schedule of the deterministic driver; the threaded \
+                     driver has none (leave out --driver threaded)",
+                );
+            }
             if strict && validate {
                 return usage_error(
                     "--strict already reports hazards; --validate is for the threaded driver",
@@ -1142,6 +1151,21 @@ fn run_command(
             .map(std::sync::Arc::new),
     };
     let outcome = run(scenario, &opts);
+    let mismatch = opts.schedule.as_ref().and_then(|s| s.replay_mismatch());
+    if let (Some(why), Some(s)) = (mismatch, &mode.schedule) {
+        let other = if mode.strict {
+            "without --strict"
+        } else {
+            "with --strict"
+        };
+        return usage_error(&format!(
+            "schedule string `{s}` is not a schedule of {}{}: {why}. A schedule string \
+             replays the scenario and mode it was printed for (was it printed by a check \
+             {other}, or of another file?)",
+            file.display(),
+            if mode.strict { " with --strict" } else { "" }
+        ));
+    }
     let title = run_title(name, driver, &mode, seed);
     if let Err(code) = write_pictures(&outcome, &title, trace.as_deref(), timeline.as_deref()) {
         return code;

@@ -252,3 +252,109 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
     let out = pipefence(&["check", f, "--no-shrink"]);
     assert_eq!(out.status.code(), Some(2), "--no-shrink needs --exhaustive");
 }
+
+/// A schedule string replays the scenario and mode it was printed for. One that does not fit
+/// the run (a try naming an alternative the point does not have, or tries left when the run
+/// ends) is refused with an error that says so, not replayed as some other schedule that
+/// passes; so is one longer than any run, before it is decoded into memory, and the threaded
+/// driver, which has no schedules.
+#[test]
+fn x2_a_schedule_string_that_does_not_fit_the_run_is_refused() {
+    let f = "tests/scenarios/write-write.kdl";
+    let out = pipefence(&[
+        "check",
+        f,
+        "--exhaustive",
+        "--strict",
+        "--json",
+        "--no-shrink",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let replay = json(&out)["failures"][0]["replay"]
+        .as_str()
+        .expect("a replay string")
+        .to_string();
+    let ok = pipefence(&["run", f, "--strict", "--schedule", &replay]);
+    assert_eq!(ok.status.code(), Some(1), "it replays its failure");
+    let refused = |args: &[&str], why: &str| {
+        let out = pipefence(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: nothing is reported as replayed"
+        );
+    };
+    // Another mode, another file.
+    refused(
+        &["run", f, "--schedule", &replay],
+        "is not a schedule of tests/scenarios/write-write.kdl: its choice",
+    );
+    refused(
+        &["run", "examples/deadlock.kdl", "--schedule", &replay],
+        "is not a schedule of examples/deadlock.kdl",
+    );
+    // Tries past the run's end: `AGQ` is a run of 100 tries of the first alternative, which
+    // every point has; the deadlock's run ends after a few.
+    refused(
+        &["run", "examples/deadlock.kdl", "--schedule", "v4:AGQ"],
+        "it has 100 choices, and this run ended after the first",
+    );
+    // 2^32 tries, in 8 characters.
+    refused(
+        &["run", f, "--schedule", "v4:AICAgIAQ"],
+        "longer than any run",
+    );
+    refused(
+        &["run", f, "--schedule", &replay, "--driver", "threaded"],
+        "the threaded driver has none",
+    );
+}
+
+/// A dispatch of 4,294,967,295 groups: past 4,096 groups left it is one actor choosing which
+/// groups complete, a choice among billions. The exhaustive searches (reduced, plain, in
+/// shards) explore such a choice one alternative after another without listing them (they
+/// listed them: 16 GiB, and the process aborted or was killed). Run with 4 GB of address
+/// space, so that a search that lists them again fails here at once.
+#[cfg(unix)]
+#[test]
+fn x3_a_dispatch_of_billions_of_groups_is_searched_in_bounded_memory() {
+    let dir = std::env::temp_dir().join(format!("pipefence-x3-groups-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("groups.kdl");
+    std::fs::write(
+        &file,
+        "queue q kind=compute\nlist l kind=compute {\n    dispatch spin ns=1 groups=4294967295\n}\nexecute q l\nwait-idle\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    for extra in [
+        &[][..],
+        &["--no-reduction"],
+        &["--preemption-bound", "1"],
+        &["--shard", "0/2"],
+        &["-j", "2"],
+    ] {
+        let mut args = vec![
+            "-c",
+            "ulimit -v 4000000 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_pipefence"),
+            "check",
+            file,
+            "--exhaustive",
+            "--max-schedules",
+            "30",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = Command::new("sh").args(&args).output().expect("run sh");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {err}");
+        let v = json(&out);
+        assert_eq!(v["complete"], false, "{extra:?}");
+        assert_eq!(v["failing"], 0, "{extra:?}");
+        assert!(v["schedules"].as_u64().unwrap() >= 1, "{extra:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -178,6 +178,10 @@ struct ScriptState {
     /// Record who performs each scheduling alternative and where it is in the program
     /// ([`Script::narration`]).
     narrating: bool,
+    /// The first try of the prefix that named no alternative of its point: (its index, the
+    /// alternative it named, the point's alternatives). The canonical choice was made
+    /// instead ([`Script::replay_mismatch`]).
+    misfit: Option<(usize, u32, u32)>,
     /// Per scheduling point (by index in `points`), where each alternative's actor is.
     sites: Vec<(usize, Vec<Option<Where>>)>,
     /// Scheduling points opened so far.
@@ -482,6 +486,29 @@ impl Script {
         self.lock().aborted
     }
 
+    /// After a run that replayed a schedule string ([`Script::from_schedule_string`]): why
+    /// the string is not a schedule of that run's program, if it is not. A try named an
+    /// alternative the point did not have (the canonical choice was made there instead), or
+    /// the run ended before the string's last try. A schedule string replays the scenario,
+    /// mode and build it was printed for; any other program may fit it by chance, or not.
+    pub fn replay_mismatch(&self) -> Option<String> {
+        let st = self.lock();
+        if let Some((at, k, n)) = st.misfit {
+            return Some(format!(
+                "its choice {} is alternative {} (counting from 1), where this run had {n}",
+                at + 1,
+                u64::from(k) + 1
+            ));
+        }
+        let used = st.tries.len().min(st.prefix.len());
+        (used < st.prefix.len()).then(|| {
+            format!(
+                "it has {} choices, and this run ended after the first {used}",
+                st.prefix.len()
+            )
+        })
+    }
+
     /// Opens a choice point of `n` alternatives; returns the first proposal. A scheduling
     /// point stays open until [`Script::taken`] or [`Script::close`].
     pub(crate) fn begin(&self, n: u32, scheduling: bool, continuing: Option<u32>) -> u32 {
@@ -597,6 +624,13 @@ impl Script {
 /// The next proposal at point `idx`: the prefix's next try, else the canonical choice (not
 /// an actor asleep; when every alternative left is, the run is sleep-blocked and stops).
 fn propose(st: &mut ScriptState, idx: usize) -> u32 {
+    let from_prefix = st.prefix.get(st.tries.len()).copied();
+    let n = st.points[idx].alternatives;
+    if let Some(k) = from_prefix.filter(|&k| k >= n) {
+        // A try of a prefix names no alternative here: the prefix is another run's.
+        let at = st.tries.len();
+        st.misfit.get_or_insert((at, k, n));
+    }
     let p = &st.points[idx];
     let asleep = |a: u32| {
         p.scheduling
@@ -604,8 +638,8 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
                 .get(a as usize)
                 .is_some_and(|k| p.sleep.iter().any(|(s, _)| s == k))
     };
-    let k = match st.prefix.get(st.tries.len()) {
-        Some(&k) if k < p.alternatives => k,
+    let k = match from_prefix {
+        Some(k) if k < p.alternatives => k,
         _ if st.sampling.is_some() => sample(st, idx),
         _ => match p
             .continuing
@@ -634,6 +668,12 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
 /// A [`Script::sampling`] run's choice at point `idx`, past its prefix.
 fn sample(st: &mut ScriptState, idx: usize) -> u32 {
     let p = &st.points[idx];
+    if !p.scheduling && p.disabled.is_empty() {
+        // A choice within an action (which group of a dispatch of billions completes) is
+        // drawn as below, without listing its alternatives.
+        let n = u64::from(p.alternatives);
+        return st.sampling.as_mut().map_or(0, |s| s.rng.below(n) as u32);
+    }
     let open: Vec<u32> = (0..p.alternatives)
         .filter(|a| !p.disabled.contains(a))
         .collect();
@@ -802,6 +842,11 @@ pub(crate) fn encode(tries: &[u32]) -> String {
     s
 }
 
+/// The most tries a schedule string holds: more than any run makes (a run of the
+/// deterministic driver with this many choice points would take hours), few enough that
+/// decoding one allocates at most 64 MiB.
+const MAX_TRIES: usize = 1 << 24;
+
 /// The tries of the body of a schedule string ([`encode`]).
 pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
     let mut bits = 0u32;
@@ -851,11 +896,18 @@ pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
             let run = it
                 .next()
                 .ok_or_else(|| "schedule string: truncated run".to_string())?;
-            if run > 1 << 32 {
-                return Err("schedule string: a run is too long".into());
+            if run > (MAX_TRIES - tries.len()) as u64 {
+                return Err(format!(
+                    "schedule string: longer than any run (more than {MAX_TRIES} choices)"
+                ));
             }
             tries.extend(std::iter::repeat_n(0, run as usize));
         } else {
+            if tries.len() >= MAX_TRIES {
+                return Err(format!(
+                    "schedule string: longer than any run (more than {MAX_TRIES} choices)"
+                ));
+            }
             tries.push(u32::try_from(v - 1).map_err(|_| "schedule string: value too large")?);
         }
     }

@@ -94,7 +94,8 @@ impl Extend<u32> for Alts {
 #[derive(Debug)]
 struct Node {
     point: ChoicePoint,
-    /// Alternatives to explore here.
+    /// Alternatives to explore here (at a choice within an action, every one: not listed,
+    /// [`Node::next`]).
     backtrack: Alts,
     /// Alternatives explored here, or found disabled.
     done: Alts,
@@ -112,11 +113,9 @@ impl Node {
     fn new(point: ChoicePoint) -> Self {
         let mut done: Alts = point.disabled.iter().copied().collect();
         done.extend(point.taken);
-        let backtrack = if point.scheduling {
-            point.taken.into_iter().collect()
-        } else {
-            (0..point.alternatives).collect()
-        };
+        // A choice within an action explores every alternative: they are not listed (a
+        // dispatch of billions of groups chooses among billions), `Node::next` finds them.
+        let backtrack = point.taken.into_iter().collect();
         Node {
             point,
             backtrack,
@@ -141,8 +140,29 @@ impl Node {
 
     /// The alternative of actor `a` here, unless found disabled.
     fn enabled(&self, a: ActorKey) -> Option<u32> {
-        (0..self.point.alternatives)
+        (0..self.point.actors.len() as u32)
             .find(|&alt| self.actor_of(alt) == Some(a) && !self.point.disabled.contains(&alt))
+    }
+
+    /// The next alternative to explore here: the first of the backtrack set still pending
+    /// at a scheduling point; at a choice within an action, the least not explored.
+    fn next(&self) -> Option<u32> {
+        if self.point.scheduling {
+            return self
+                .backtrack
+                .iter()
+                .copied()
+                .find(|&alt| self.pending(alt));
+        }
+        // `done` is sorted: the first gap in it.
+        let mut next = 0u32;
+        for &d in self.done.iter() {
+            if d != next {
+                break;
+            }
+            next += 1;
+        }
+        (next < self.point.alternatives).then_some(next)
     }
 
     /// Adds `rest` to the sequences of alternative `alt` (not explored yet) to plant.
@@ -1149,8 +1169,7 @@ fn choose<T>(
 ) -> Option<(usize, u32)> {
     let mut next = None;
     for d in (lo..st.path.len()).rev() {
-        let n = &st.path[d];
-        if let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) {
+        if let Some(alt) = st.path[d].next() {
             next = Some((d, alt));
             break;
         }
@@ -1262,7 +1281,7 @@ fn ahead_specs(
     let mut out = Vec::new();
     for d in (frozen..next).rev() {
         let n = &path[d];
-        let Some(alt) = n.backtrack.iter().copied().find(|&alt| n.pending(alt)) else {
+        let Some(alt) = n.next() else {
             continue;
         };
         let mut slept = n.slept.clone();

@@ -38,6 +38,12 @@ const BATCH: usize = 32;
 /// Units expanded at once while expanding the top (the heaviest first).
 const EXPAND_AT_ONCE: usize = 8;
 
+/// A choice within an action with more alternatives than this is not expanded into units
+/// (each unit is a run made at once, whatever the bound on schedules): the unit that reaches
+/// it explores it on its own. (Which group of a dispatch of billions completes is a choice
+/// among billions; a scheduling point lists at most 4,096 groups and the other actors.)
+const MAX_EXPANDED_ALTERNATIVES: u32 = 4096;
+
 /// The most threads a check runs (more asked for run this many): each thread holds a stack
 /// and the kernel's maps for it, and thousands of them exhaust a process's memory maps, which
 /// aborts it when a thread cannot set up its stack guard.
@@ -160,6 +166,11 @@ fn unit_points(script: &Script, reduced: bool) -> Vec<ChoicePoint> {
 /// The alternatives at `p` that a search could explore besides the one taken: not found
 /// disabled, and for the reduced search not asleep.
 fn others(p: &ChoicePoint, reduced: bool) -> u32 {
+    if !p.scheduling && p.disabled.is_empty() {
+        // A choice within an action: every alternative but the one taken (without counting
+        // them one by one: a dispatch of billions of groups chooses among billions).
+        return p.alternatives.saturating_sub(u32::from(p.taken.is_some()));
+    }
     (0..p.alternatives)
         .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a))
         .filter(|&a| !(reduced && asleep(p, &p.sleep, a)))
@@ -262,6 +273,9 @@ fn expand<T>(
     let Some(f) = (u.frozen..points.len()).find(|&i| others(&points[i], reduced) > 0) else {
         return Ok(vec![Unit { weight: 0.0, ..u }]);
     };
+    if !points[f].scheduling && points[f].alternatives > MAX_EXPANDED_ALTERNATIVES {
+        return Ok(vec![Unit { weight: 0.0, ..u }]);
+    }
     let mut point = points[f].clone();
     let sleep_here = point.sleep.clone();
     let mut latest_tries = u.script.tries();
