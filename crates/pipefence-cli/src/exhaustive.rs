@@ -7,7 +7,7 @@ use super::{
 use pipefence::explore::{ExhaustiveOptions, Parallel, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::check::problems_of_outcomes;
 use pipefence_scenario::diagnostic::SourceFile;
-use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions, ShrunkFailure};
+use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
 use pipefence_scenario::merge::{ExhaustiveShardOptions, ShardedExhaustiveReport};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -103,6 +103,7 @@ pub(crate) fn command(
                 count: f.count,
                 replay: &f.replay,
                 what: &f.what,
+                shrunk: None,
             })
             .collect(),
         other_failing: report.other_failing,
@@ -147,7 +148,14 @@ pub(crate) fn command(
             f.replay
         );
         if let Some(s) = &f.shrunk {
-            summary += &shrunk_text(s, &f.replay, &format!("{program} run {quoted}{flag}"));
+            let view = ShrunkView {
+                replay: s.replay.clone(),
+                preemptions: s.preemptions,
+                original_preemptions: s.original_preemptions,
+                fewest: s.fewest,
+                steps: s.steps.iter().map(|step| step.text.clone()).collect(),
+            };
+            summary += &shrunk_text(&view, &f.replay, &format!("{program} run {quoted}{flag}"));
         }
     }
     summary += &hidden_failures(
@@ -193,9 +201,39 @@ fn hidden_failures(counts: impl Iterator<Item = u64>, other_failing: u64) -> Str
     )
 }
 
+/// What the summary says of a shrunk failure (from a report's `shrunk`, or a merged shard's).
+pub(crate) struct ShrunkView {
+    pub(crate) replay: String,
+    pub(crate) preemptions: u32,
+    pub(crate) original_preemptions: u32,
+    pub(crate) fewest: bool,
+    /// Each decisive step in words.
+    pub(crate) steps: Vec<String>,
+}
+
+impl ShrunkView {
+    /// The view of a report's `shrunk` object as its shard printed it; `None` when it is not
+    /// one (a report edited by hand).
+    pub(crate) fn from_json(v: &serde_json::Value) -> Option<ShrunkView> {
+        let count = |k: &str| v.get(k)?.as_u64().and_then(|n| u32::try_from(n).ok());
+        Some(ShrunkView {
+            replay: v.get("replay")?.as_str()?.to_string(),
+            preemptions: count("preemptions")?,
+            original_preemptions: count("original_preemptions")?,
+            fewest: v.get("fewest")?.as_bool()?,
+            steps: v
+                .get("steps")?
+                .as_array()?
+                .iter()
+                .filter_map(|s| Some(s.get("text")?.as_str()?.to_string()))
+                .collect(),
+        })
+    }
+}
+
 /// A shrunk failure in words: its preemptions, whether they are the fewest, its replay and
 /// its decisive steps. `run` is the replay command without `--schedule`.
-fn shrunk_text(s: &ShrunkFailure, replayed: &str, run: &str) -> String {
+fn shrunk_text(s: &ShrunkView, replayed: &str, run: &str) -> String {
     let fewest = if s.fewest {
         "the fewest possible"
     } else {
@@ -216,7 +254,7 @@ fn shrunk_text(s: &ShrunkFailure, replayed: &str, run: &str) -> String {
               schedule choosing who runs next each time\n";
     }
     for (i, step) in s.steps.iter().enumerate() {
-        t += &format!("      decisive step {}: {}\n", i + 1, step.text);
+        t += &format!("      decisive step {}: {step}\n", i + 1);
     }
     t
 }
@@ -229,6 +267,8 @@ pub(crate) struct ExhaustiveFailureView<'a> {
     pub(crate) count: u64,
     pub(crate) replay: &'a str,
     pub(crate) what: &'a [String],
+    /// The failure shrunk (merged shards keep their shard's shrink).
+    pub(crate) shrunk: Option<ShrunkView>,
 }
 
 /// What the summary of an exhaustive check says, from its report or merged shards' reports.
@@ -314,6 +354,9 @@ pub(crate) fn summary(r: &ExhaustiveView) -> String {
         );
         for w in f.what {
             summary += &format!("      {w}\n");
+        }
+        if let Some(s) = &f.shrunk {
+            summary += &shrunk_text(s, f.replay, &format!("{program} run {quoted}{flag}"));
         }
     }
     summary += &hidden_failures(r.failures.iter().map(|f| f.count), r.other_failing);

@@ -1,7 +1,9 @@
 //! `pipefence check --shard`, the shard from the environment (Bazel, Kubernetes indexed jobs),
 //! and `pipefence merge` (docs/exploration.md).
 
-use super::exhaustive::{ExhaustiveFailureView, ExhaustiveView};
+use super::exhaustive::{
+    ExhaustiveFailureView, ExhaustiveView, ShrunkView as ExhaustiveShrunkView,
+};
 use super::{check_summary, usage_error, CheckView, ColorChoice, FailureView};
 use pipefence_scenario::check::{parse_count, problem_details, Shard};
 use pipefence_scenario::diagnostic::SourceFile;
@@ -60,7 +62,7 @@ pub(crate) fn resolve(
         }
         return Shard::parse(text)
             .map(|s| Some((s, ShardSource::Flag)))
-            .map_err(|e| format!("--shard {e}"));
+            .map_err(|e| format!("--{e}"));
     }
     match (env("TEST_SHARD_INDEX")?, env("TEST_TOTAL_SHARDS")?) {
         (Some(i), Some(n)) => {
@@ -262,6 +264,11 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                         count: f.count,
                         replay: &f.replay,
                         what: &f.what,
+                        shrunk: f
+                            .shrunk
+                            .as_ref()
+                            .and_then(|r| serde_json::from_str(r.get()).ok())
+                            .and_then(|v| ExhaustiveShrunkView::from_json(&v)),
                     })
                     .collect(),
                 other_failing: m.other_failing,

@@ -365,7 +365,11 @@ fn bad_shards_and_jobs_are_usage_errors_that_name_the_value() {
         }
         assert!(!e.contains("panicked"), "{e}");
     };
-    check(&["--shard", "3/3"], &[], &["3/3", "below the total"]);
+    check(
+        &["--shard", "3/3"],
+        &[],
+        &["--shard 3/3: ", "below the total"],
+    );
     check(&["--shard", "0/0"], &[], &["0/0", "at least 1"]);
     check(
         &["--shard", "x/2"],
@@ -664,6 +668,35 @@ fn merge_of_exhaustive_shards_sums_counts_and_keeps_the_lowest_shards_replay() {
     }
     let text = merge(&[fa.clone(), fb.clone()], &[]);
     assert!(stdout(&text).contains("--schedule "), "{}", stdout(&text));
+    // The shard's shrunk counterexample, as the check prints it.
+    for says in ["1 preemption, the fewest possible", "decisive step 1: "] {
+        assert!(stdout(&text).contains(says), "{}", stdout(&text));
+    }
+    // Shards of exhaustive checks with other options do not merge; the refusal names the
+    // options that differ.
+    let strictness = |strict: bool, index: u64| {
+        let f = dir.join(format!("strict-{strict}-{index}.json"));
+        let mut args = vec![
+            "check",
+            "tests/scenarios/host-write-race.kdl",
+            "--exhaustive",
+            "--json",
+        ];
+        if strict {
+            args.push("--strict");
+        }
+        let shard = format!("{index}/2");
+        args.extend(["--shard", &shard]);
+        std::fs::write(&f, pipefence(&args).stdout).unwrap();
+        f
+    };
+    let out = merge(&[strictness(false, 0), strictness(true, 1)], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("different options (strict: false and true)"),
+        "{}",
+        stderr(&out)
+    );
     // An exhaustive shard and a sampled one do not merge.
     let sampled = run_shards(&dir, &["check", FAILING, "--schedules", "4"], 2);
     let out = merge(&[fa.clone(), sampled[1].clone()], &[]);

@@ -875,6 +875,32 @@ fn exhaustive_signature(f: &InExhaustiveFailure) -> String {
     }
 }
 
+/// How two exhaustive shards' recorded options differ, option by option (`strict: false and
+/// true`), for the message that refuses to merge them.
+fn options_differ(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> String {
+    use serde_json::Value;
+    let text = |v: Option<&Value>| v.map_or_else(|| "none".to_string(), Value::to_string);
+    match (a, b) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.iter()
+                .filter(|k| x.get(k.as_str()) != y.get(k.as_str()))
+                .map(|k| {
+                    format!(
+                        "{k}: {} and {}",
+                        text(x.get(k.as_str())),
+                        text(y.get(k.as_str()))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+        _ => format!("{} and {}", text(a), text(b)),
+    }
+}
+
 fn merge_exhaustive(
     inputs: &[Input],
     shards: Vec<(usize, InExhaustive)>,
@@ -890,8 +916,10 @@ fn merge_exhaustive(
         }
         if r.merge.options != r0.merge.options {
             return Err(format!(
-                "{} and {} are shards of checks with different options",
-                inputs[*first].name, inputs[*i].name
+                "{} and {} are shards of checks with different options ({})",
+                inputs[*first].name,
+                inputs[*i].name,
+                options_differ(r0.merge.options.as_ref(), r.merge.options.as_ref())
             ));
         }
     }
