@@ -242,7 +242,7 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
     let text = stdout(&out);
     assert!(text.contains("1 preemption, the fewest possible"), "{text}");
     assert!(
-        text.contains("decisive step 1: `gfx`'s PFP parsed `dispatch` (line 16) before host thread `main` went on from line 20"),
+        text.contains("decisive step 1: `gfx`'s PFP parsed `dispatch sum` (line 16) before host thread `main` went on from line 20"),
         "{text}"
     );
 

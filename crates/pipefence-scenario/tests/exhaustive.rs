@@ -423,6 +423,8 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
         "a decisive step names a scenario line: {step:?}"
     );
     assert!(step.text.contains("(line "), "{}", step.text);
+    // The command by its node name, the kernel's name with it.
+    assert!(step.text.contains("`dispatch sum` (line 16)"), "{}", step.text);
     // The host thread's side names the line it went on from (the `execute` at line 20).
     let host = [&step.ran, &step.preempted]
         .into_iter()
@@ -437,6 +439,33 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
         |_, _| {},
     );
     assert!(r.failures.iter().all(|f| f.shrunk.is_none()));
+}
+
+/// An early write-back in a decisive step names its line by buffer and offset, as the
+/// scenario writes addresses, not by the device's address.
+#[test]
+fn d4_a_decisive_early_write_back_names_its_line_in_scenario_terms() {
+    let root = format!("{}/../../examples/missing-writeback.kdl", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&root).expect("the example");
+    let sc = pipefence_scenario::parse(&root, &src).expect("valid");
+    let mut o = opts(true, 300);
+    o.bounds.reduction = true;
+    o.shrink = Some(1000);
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    let steps: Vec<&str> = r
+        .failures
+        .iter()
+        .filter_map(|f| f.shrunk.as_ref())
+        .flat_map(|s| s.steps.iter().map(|step| step.text.as_str()))
+        .filter(|t| t.contains("write-back"))
+        .collect();
+    assert!(!steps.is_empty(), "a shrunk failure has a write-back step");
+    for t in steps {
+        assert!(
+            t.contains("early write-back of the line at `data+") && !t.contains("0x"),
+            "{t}"
+        );
+    }
 }
 
 /// Every example and race scenario file.

@@ -51,7 +51,8 @@ pub fn command_keyword(c: &ListCommand) -> &'static str {
         ListCommand::Dispatch { kernel, .. } => match kernel {
             KernelDecl::Fill { .. } => "dispatch fill",
             KernelDecl::Add { .. } => "dispatch add",
-            _ => "dispatch",
+            KernelDecl::Sum { .. } => "dispatch sum",
+            KernelDecl::Spin { .. } => "dispatch spin",
         },
         ListCommand::DispatchIndirect { .. } => "dispatch-indirect",
         ListCommand::Copy { .. } => "copy",
@@ -91,6 +92,22 @@ fn queue_name(ctx: &Ctx, id: u32) -> String {
     )
 }
 
+/// The cache line at GPU address `line` in the scenario's terms (`` `slots+256` ``), or the
+/// address when no buffer holds it.
+fn line_name(ctx: &Ctx, line: u64) -> String {
+    ctx.buffers
+        .iter()
+        .zip(&ctx.sc.buffers)
+        .find_map(|(b, decl)| {
+            let offset = line.checked_sub(b.gpu_address())?;
+            (offset < b.size()).then(|| match offset {
+                0 => format!("`{}`", decl.name),
+                o => format!("`{}+{o}`", decl.name),
+            })
+        })
+        .unwrap_or_else(|| format!("{line:#x}"))
+}
+
 fn step_actor(
     ctx: &Ctx,
     list_index: &HashMap<u32, usize>,
@@ -110,7 +127,8 @@ fn step_actor(
             format!("an early write-back of a line {} wrote", queue_name(ctx, q))
         }
         ActorKey::Writeback(q, line) => format!(
-            "an early write-back of line {line:#x} ({} wrote it)",
+            "an early write-back of the line at {} ({} wrote it)",
+            line_name(ctx, line),
             queue_name(ctx, q)
         ),
         ActorKey::Group(q, _, g) => format!("group {g} of a dispatch of {}", queue_name(ctx, q)),
