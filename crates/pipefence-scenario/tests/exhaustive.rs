@@ -424,7 +424,11 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
     );
     assert!(step.text.contains("(line "), "{}", step.text);
     // The command by its node name, the kernel's name with it.
-    assert!(step.text.contains("`dispatch sum` (line 16)"), "{}", step.text);
+    assert!(
+        step.text.contains("`dispatch sum` (line 16)"),
+        "{}",
+        step.text
+    );
     // The host thread's side names the line it went on from (the `execute` at line 20).
     let host = [&step.ran, &step.preempted]
         .into_iter()
@@ -445,7 +449,10 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
 /// scenario writes addresses, not by the device's address.
 #[test]
 fn d4_a_decisive_early_write_back_names_its_line_in_scenario_terms() {
-    let root = format!("{}/../../examples/missing-writeback.kdl", env!("CARGO_MANIFEST_DIR"));
+    let root = format!(
+        "{}/../../examples/missing-writeback.kdl",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let src = std::fs::read_to_string(&root).expect("the example");
     let sc = pipefence_scenario::parse(&root, &src).expect("valid");
     let mut o = opts(true, 300);
