@@ -1563,3 +1563,46 @@ expect-removed reason=requested
     assert_finds_sampled_outcomes(text, false, 1000);
     assert_finds_sampled_outcomes(text, true, 1000);
 }
+
+/// Strict mode: a queue runs a dispatch that reads `slot`, then waits on a fence that a host
+/// thread signals after writing `slot+256`. In a run where the host writes and signals before
+/// the groups run, the wait's acquire (an invalidation of the queue's cache, a PFP step of
+/// the signal) comes between the host's write and group 1's read of `slot+256`, and group 1
+/// depends on it; nobody sees the order of that read and the invalidation (the line was not
+/// cached), so that race is not reversed, but happens-before through it put the host's
+/// write before group 1's read with nothing left to reverse: the schedules where both groups
+/// read before both host writes (`o` and `o+256` both 1) were never explored, and the search
+/// said it was complete (2 outcomes of 6 missed). A race's reversal no longer counts the
+/// dependences of its later action whose order nobody sees.
+#[test]
+fn d4_regression_strict_a_read_before_an_unread_invalidation_races_with_the_host_write_before_its_signal(
+) {
+    assert_finds_sampled_outcomes(
+        r#"buffer slot size=512 heap=shared init=1
+buffer o size=2048 heap=readback
+fence f
+queue c kind=compute
+list r kind=compute {
+    dispatch add dst=o src=slot value=0 groups=2
+}
+list r2 kind=compute {
+    dispatch add dst="o+1024" src=slot value=0 groups=2
+}
+execute c r
+wait c f 1
+execute c r2
+host h {
+    cpu-write "slot+256" value=4
+    cpu-signal f 1
+}
+cpu-write slot value=3
+wait-idle
+expect o cmp=never reference=0
+expect "o+256" cmp=never reference=0
+expect "o+1024" cmp=never reference=0
+expect "o+1280" cmp=never reference=0
+"#,
+        true,
+        300,
+    );
+}

@@ -2157,9 +2157,12 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     // passes sooner), and the reversal must be looked for here. (The quick tests first: most
     // of the events between are independent of the step, and an event that a part of it is
     // dependent on has that part among the events before it.)
+    // What j needs: happens-before without its own dependences whose order nobody sees
+    // ([`needs_of`]).
+    let needs = needs_of(h, j);
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
-            h.preds[j].contains(k)
+            needs.contains(k)
                 && (first..=last).any(|s| {
                     h.masks[s].may_conflict(h.masks[k])
                         && h.preds[k].contains(s)
@@ -2174,7 +2177,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     let after_step = |k: usize| (first..=last).any(|x| h.preds[k].contains(x));
     let v: Vec<usize> = (last + 1..j).filter(|&k| !after_step(k)).collect();
     let mut initials: Vec<ActorKey> = Vec::new();
-    if !v.iter().any(|&k| h.preds[j].contains(k)) {
+    if !v.iter().any(|&k| needs.contains(k)) {
         if actors.is_some_and(|a| !a.contains(&aj)) {
             return None;
         }
@@ -2205,7 +2208,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     let pj = h.events[j].point;
     let mut points: Vec<usize> = v
         .iter()
-        .filter(|&&k| chosen(k) && h.preds[j].contains(k))
+        .filter(|&&k| chosen(k) && needs.contains(k))
         .map(|&k| h.events[k].point)
         .collect();
     points.push(pj);
@@ -2216,6 +2219,35 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
         .filter_map(|p| Some((taken_at(p)?, step_footprint(&h.events, p))))
         .collect();
     Some(Reversal { initials, sequence })
+}
+
+/// The events `j` needs before it in any schedule that reverses one of its races: its
+/// happens-before, except through its own dependences whose order nobody sees (a task's
+/// read and an invalidation of its queue's cache that leave the same values either way,
+/// [`unread_load`]; a write-back and a read or wait for idle that see the same memory either
+/// way, [`unobserved_writeback`]). Such a dependence stays in happens-before (it orders the
+/// run's events), but j can run before the other action with nothing changed, so what
+/// follows that action is not a reason j must wait: through it, a host's write before its
+/// signal of the fence that the queue's wait acquired (invalidating the cache) would order
+/// the host's write before every task read of the queue's earlier work, and that race would
+/// never be reversed (`d4_regression_strict_a_read_before_an_unread_invalidation_races_with_the_host_write_before_its_signal`).
+fn needs_of(h: &History, j: usize) -> Bits {
+    let mut needs = Bits::default();
+    let mut same_actor_seen = false;
+    for k in (0..j).rev() {
+        if !h.preds[j].contains(k) || needs.contains(k) {
+            continue;
+        }
+        let same = h.events[k].actor == h.events[j].actor;
+        let direct = (same && !same_actor_seen)
+            || (h.dependent(k, j) && !unread_load(h, k, j) && !unobserved_writeback(h, k, j));
+        if direct {
+            same_actor_seen |= same;
+            needs.union(&h.preds[k]);
+            needs.insert(k);
+        }
+    }
+    needs
 }
 
 /// `sequence` without the first action of `a` (the initial that starts it).
