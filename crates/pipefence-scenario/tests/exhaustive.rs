@@ -1094,10 +1094,12 @@ fn ring(n: usize) -> String {
 /// the run-ahead that takes the wait for that order's sake either. Two frames took 201
 /// schedules until 2026-12-04 (with the registrations of the waits against the signals of
 /// other values, and the slot's write-back by the retirement against the read), then 33
-/// until 2026-12-05, three 2,879 and four bounded at 300,000 until then.
+/// until 2026-12-05, three 2,879 and four bounded at 300,000 until then; then 3, 7 and 19,
+/// and 3, 9 and 40 since a race's reversal no longer counts the dependences nobody sees as
+/// something its later action needs (docs/exploration.md, end of "Loads nobody reads").
 #[test]
 fn d4_strict_a_load_nobody_reads_is_not_reversed() {
-    for (n, want) in [(2, 3), (3, 7), (4, 19)] {
+    for (n, want) in [(2, 3), (3, 9), (4, 40)] {
         let text = ring(n);
         let (r, found) = strict_reduced_outcomes(&text);
         assert!(r.complete, "{n} frames: {} schedules", r.schedules);
