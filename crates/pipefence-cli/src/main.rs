@@ -310,13 +310,12 @@ fn command(cli: Cli) -> ExitCode {
                     "--schedule replays one schedule and --seed {s} samples one: give only one"
                 ));
             }
-            if strict && driver == Driver::Threaded && std::env::args().any(|a| a == "--driver") {
+            let threaded_asked =
+                driver == Driver::Threaded && std::env::args().any(|a| a == "--driver");
+            if strict && threaded_asked {
                 return usage_error("--strict implies the deterministic driver; it cannot be used with --driver threaded");
             }
-            if schedule.is_some()
-                && driver == Driver::Threaded
-                && std::env::args().any(|a| a == "--driver")
-            {
+            if schedule.is_some() && threaded_asked {
                 return usage_error(
                     "--schedule replays a schedule of the deterministic driver; the threaded \
                      driver has none (leave out --driver threaded)",

@@ -889,6 +889,8 @@ pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
     if shift != 0 {
         return Err("schedule string: truncated".into());
     }
+    let too_long =
+        || format!("schedule string: longer than any run (more than {MAX_TRIES} choices)");
     let mut tries = Vec::new();
     let mut it = vals.into_iter();
     while let Some(v) = it.next() {
@@ -897,16 +899,12 @@ pub(crate) fn decode(body: &str) -> Result<Vec<u32>, String> {
                 .next()
                 .ok_or_else(|| "schedule string: truncated run".to_string())?;
             if run > (MAX_TRIES - tries.len()) as u64 {
-                return Err(format!(
-                    "schedule string: longer than any run (more than {MAX_TRIES} choices)"
-                ));
+                return Err(too_long());
             }
             tries.extend(std::iter::repeat_n(0, run as usize));
         } else {
             if tries.len() >= MAX_TRIES {
-                return Err(format!(
-                    "schedule string: longer than any run (more than {MAX_TRIES} choices)"
-                ));
+                return Err(too_long());
             }
             tries.push(u32::try_from(v - 1).map_err(|_| "schedule string: value too large")?);
         }

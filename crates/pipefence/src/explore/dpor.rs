@@ -487,22 +487,30 @@ impl History {
             let j = self.events.len();
             self.masks.push(mask(&e.footprint));
             self.events.push(e);
-            let mut p = Bits::default();
-            let mut same_actor_seen = false;
-            for i in (0..j).rev() {
-                if p.contains(i) {
-                    continue;
-                }
-                let same = self.events[i].actor == self.events[j].actor;
-                if (same && !same_actor_seen) || self.dependent(i, j) {
-                    same_actor_seen |= same;
-                    p.union(&self.preds[i]);
-                    p.insert(i);
-                }
-            }
+            let p = self.before(j, |i| self.dependent(i, j));
             self.preds.push(p);
         }
         keep
+    }
+
+    /// The events before `j` through its actor's previous event and the earlier events
+    /// `direct` accepts (each with its own happens-before): happens-before itself when
+    /// `direct` is dependence. Needs the happens-before of every event before `j`.
+    fn before(&self, j: usize, direct: impl Fn(usize) -> bool) -> Bits {
+        let mut p = Bits::default();
+        let mut same_actor_seen = false;
+        for i in (0..j).rev() {
+            if p.contains(i) {
+                continue;
+            }
+            let same = self.events[i].actor == self.events[j].actor;
+            if (same && !same_actor_seen) || direct(i) {
+                same_actor_seen |= same;
+                p.union(&self.preds[i]);
+                p.insert(i);
+            }
+        }
+        p
     }
 
     /// The previous event of `j`'s actor.
@@ -2232,22 +2240,12 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
 /// the host's write before every task read of the queue's earlier work, and that race would
 /// never be reversed (`d4_regression_strict_a_read_before_an_unread_invalidation_races_with_the_host_write_before_its_signal`).
 fn needs_of(h: &History, j: usize) -> Bits {
-    let mut needs = Bits::default();
-    let mut same_actor_seen = false;
-    for k in (0..j).rev() {
-        if !h.preds[j].contains(k) || needs.contains(k) {
-            continue;
-        }
-        let same = h.events[k].actor == h.events[j].actor;
-        let direct = (same && !same_actor_seen)
-            || (h.dependent(k, j) && !unread_load(h, k, j) && !unobserved_writeback(h, k, j));
-        if direct {
-            same_actor_seen |= same;
-            needs.union(&h.preds[k]);
-            needs.insert(k);
-        }
-    }
-    needs
+    h.before(j, |k| {
+        h.preds[j].contains(k)
+            && h.dependent(k, j)
+            && !unread_load(h, k, j)
+            && !unobserved_writeback(h, k, j)
+    })
 }
 
 /// `sequence` without the first action of `a` (the initial that starts it).
