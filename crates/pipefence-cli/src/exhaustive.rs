@@ -147,14 +147,14 @@ pub(crate) fn command(
             plural(f.count, "schedule"),
             f.replay
         );
-        if let Some(s) = &f.shrunk {
-            let view = ShrunkView {
-                replay: s.replay.clone(),
-                preemptions: s.preemptions,
-                original_preemptions: s.original_preemptions,
-                fewest: s.fewest,
-                steps: s.steps.iter().map(|step| step.text.clone()).collect(),
-            };
+        // Read from the report's JSON, as `merge` reads a shard's: one reading of it, so a
+        // check and the merge of its shards say the same of each shrunk failure.
+        if let Some(view) = f
+            .shrunk
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok())
+            .and_then(|v| ShrunkView::from_json(&v))
+        {
             summary += &shrunk_text(&view, &f.replay, &format!("{program} run {quoted}{flag}"));
         }
     }
@@ -201,7 +201,8 @@ fn hidden_failures(counts: impl Iterator<Item = u64>, other_failing: u64) -> Str
     )
 }
 
-/// What the summary says of a shrunk failure (from a report's `shrunk`, or a merged shard's).
+/// What the summary says of a shrunk failure: a report's `shrunk` object, read from its JSON
+/// (the check's own report, or a merged shard's).
 pub(crate) struct ShrunkView {
     pub(crate) replay: String,
     pub(crate) preemptions: u32,
@@ -212,8 +213,8 @@ pub(crate) struct ShrunkView {
 }
 
 impl ShrunkView {
-    /// The view of a report's `shrunk` object as its shard printed it; `None` when it is not
-    /// one (a report edited by hand).
+    /// The view of a report's `shrunk` object in its JSON (this check's, or a shard's as it
+    /// printed it); `None` when it is not one (a report edited by hand).
     pub(crate) fn from_json(v: &serde_json::Value) -> Option<ShrunkView> {
         let count = |k: &str| v.get(k)?.as_u64().and_then(|n| u32::try_from(n).ok());
         Some(ShrunkView {
