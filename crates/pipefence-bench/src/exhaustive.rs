@@ -80,6 +80,7 @@ fn exhaustive_with(
         },
         shrink: None,
         parallel: pipefence::explore::Parallel { jobs, shard: None },
+        fail_fast: false,
     };
     let t = Instant::now();
     let r = check_exhaustive(sc, &opts, |_| {});

@@ -4,13 +4,19 @@ use super::{
     load, plural, problem_diagnostics, replay_program_here, shell_word, usage_error, ColorChoice,
     SHOWN_FAILURES,
 };
-use pipefence::explore::{ExhaustiveOptions, Parallel, DEFAULT_MAX_SCHEDULES};
+use pipefence::explore::{ExhaustiveOptions, Parallel, Script, DEFAULT_MAX_SCHEDULES};
 use pipefence_scenario::check::problems_of_outcomes;
 use pipefence_scenario::diagnostic::SourceFile;
-use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
+use pipefence_scenario::exhaustive::{
+    check_exhaustive, ExhaustiveCheckOptions, ExhaustiveFailure, ExhaustiveReport,
+};
 use pipefence_scenario::merge::{ExhaustiveShardOptions, ShardedExhaustiveReport};
+use pipefence_scenario::plan::Scenario;
+use pipefence_scenario::run::{run, DriverKind, RunOptions};
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// The search flags of `check --exhaustive`.
 pub(crate) struct Search {
@@ -19,6 +25,8 @@ pub(crate) struct Search {
     pub(crate) reduction: bool,
     /// The shrink budget; `None` with `--no-shrink`.
     pub(crate) shrink: Option<u64>,
+    /// `--fail-fast`: stop at the first failing schedule.
+    pub(crate) fail_fast: bool,
 }
 
 pub(crate) fn command(
@@ -28,12 +36,14 @@ pub(crate) fn command(
     search: Search,
     parallel: super::Parallel,
     color: ColorChoice,
+    outputs: &super::Outputs,
 ) -> ExitCode {
     let Search {
         max_schedules,
         preemption_bound,
         reduction,
         shrink,
+        fail_fast,
     } = search;
     let given =
         |flag: &str| std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
@@ -62,6 +72,7 @@ pub(crate) fn command(
             jobs: parallel.jobs,
             shard: parallel.shard.map(|(s, _)| (s.index, s.total)),
         },
+        fail_fast,
     };
     // Progress only on a terminal: a pipe or a log gets no `\r` lines.
     let terminal = std::io::stderr().is_terminal();
@@ -80,6 +91,11 @@ pub(crate) fn command(
     if shown {
         // Clear the progress line.
         eprint!("\r\x1b[2K");
+    }
+    if !report.interrupted {
+        if let Err(code) = write_outputs(file, &name, &scenario, strict, &report, outputs) {
+            return code;
+        }
     }
     let title = match parallel.shard {
         Some((shard, _)) => format!("{name} (shard {}/{})", shard.index, shard.total),
@@ -187,6 +203,78 @@ pub(crate) fn command(
         print!("{summary}");
     }
     ExitCode::from(report.exit_code() as u8)
+}
+
+/// `--timeline DIR`, `--trace DIR` and `--report FILE` of an exhaustive check: each listed
+/// failing outcome's schedule (its shrunk one when it was shrunk) run again with the trace on,
+/// as DIR/failure-N.svg and DIR/failure-N.json (N from 1, as the outcomes are listed); the
+/// report of the first of them, or, when none fails, of the search's first schedule (the
+/// first alternative at every choice). A schedule replays exactly: each is what the search
+/// saw.
+fn write_outputs(
+    file: &std::path::Path,
+    name: &str,
+    scenario: &Scenario,
+    strict: bool,
+    report: &ExhaustiveReport,
+    outputs: &super::Outputs,
+) -> Result<(), ExitCode> {
+    let replay = |script: Script| {
+        let script = Arc::new(script);
+        let outcome = run(
+            scenario,
+            &RunOptions {
+                driver: DriverKind::Deterministic,
+                strict,
+                trace: true,
+                schedule: Some(script.clone()),
+                ..RunOptions::default()
+            },
+        );
+        let mode = super::Mode {
+            strict,
+            validate: false,
+            schedule: Some(script.schedule_string()),
+        };
+        (mode, outcome)
+    };
+    // Each failure's schedule: the shrunk one when there is one. Its string came from this
+    // search, so it decodes.
+    let failure = |f: &ExhaustiveFailure| {
+        let s = f.shrunk.as_ref().map_or(&f.replay, |s| &s.replay);
+        Script::from_schedule_string(s)
+            .map_err(|e| usage_error(&format!("cannot replay schedule `{s}`: {e}")))
+    };
+    if outputs.timeline.is_some() || outputs.trace.is_some() {
+        for (i, f) in report.failures.iter().enumerate() {
+            let (mode, outcome) = replay(failure(f)?);
+            let title = super::run_title(name, DriverKind::Deterministic, &mode, 0);
+            let path = |dir: &PathBuf, ext: &str| dir.join(format!("failure-{}.{ext}", i + 1));
+            super::write_pictures(
+                &outcome,
+                &title,
+                outputs.trace.as_ref().map(|d| path(d, "json")).as_deref(),
+                outputs.timeline.as_ref().map(|d| path(d, "svg")).as_deref(),
+            )?;
+        }
+    }
+    if let Some(path) = &outputs.report {
+        let script = match report.failures.first() {
+            Some(f) => failure(f)?,
+            None if report.reduced => Script::reducing(Vec::new(), None, Vec::new()),
+            None => Script::new(Vec::new()),
+        };
+        let (mode, outcome) = replay(script);
+        let at = super::Run {
+            file,
+            name,
+            driver: DriverKind::Deterministic,
+            mode: &mode,
+            seed: 0,
+        };
+        super::write_report(path, &at, &outcome)?;
+    }
+    Ok(())
 }
 
 /// The line that counts the failing schedules not shown: those of the outcomes past the

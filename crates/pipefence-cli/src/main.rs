@@ -167,18 +167,24 @@ enum Command {
         /// a hazard fails the schedule. `--strict` reports hazards already.
         #[arg(long)]
         validate: bool,
-        /// Stop at the first failing schedule and report it.
+        /// Stop at the first failing schedule and report it. With --exhaustive: the first in
+        /// the search's order (the same whatever -j); the check is then bounded by it, not a
+        /// proof, and a search that finds no failure ends as it would without it.
         #[arg(long)]
         fail_fast: bool,
         /// Write an SVG timeline of each failing outcome's first seed (and of each other failing
-        /// seed the report lists) into DIR, as DIR/seed-N.svg.
+        /// seed the report lists) into DIR, as DIR/seed-N.svg. With --exhaustive: of each
+        /// listed failing outcome's schedule, shrunk when it was, as DIR/failure-N.svg (N as
+        /// the outcomes are listed, from 1).
         #[arg(long, value_name = "DIR")]
         timeline: Option<PathBuf>,
-        /// Write a Chrome/Perfetto trace of the same seeds into DIR, as DIR/seed-N.json.
+        /// Write a Chrome/Perfetto trace of the same seeds (with --exhaustive: the same
+        /// schedules) into DIR, as DIR/seed-N.json (DIR/failure-N.json).
         #[arg(long, value_name = "DIR")]
         trace: Option<PathBuf>,
         /// Write the HTML report (see `run --report`) of the first failing schedule (of the
-        /// first seed when none fails).
+        /// first seed when none fails). With --exhaustive: of the first failing outcome's
+        /// schedule, shrunk when it was (of the search's first schedule when none fails).
         #[arg(long, value_name = "FILE")]
         report: Option<PathBuf>,
         /// Explore every schedule up to the order of independent actions (partial-order
@@ -220,8 +226,9 @@ enum Command {
         total_shards: Option<String>,
         /// Threads that run schedules at once (default: the number of CPUs; at most 1024). The
         /// report, human and --json (but elapsed times), is the same whatever N; --fail-fast
-        /// still stops at the lowest failing seed. With --exhaustive, threads explore the
-        /// search's units and the report is the same whatever N too.
+        /// still stops at the lowest failing seed. With --exhaustive the report is the same
+        /// whatever N too: threads explore ahead the subtrees the reduced search will take, or
+        /// the units of the plain search and of shards (docs/exploration.md).
         #[arg(short = 'j', long, value_name = "N")]
         jobs: Option<String>,
         /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
@@ -403,18 +410,26 @@ fn command(cli: Cli) -> ExitCode {
                 },
             };
             let parallel = Parallel { shard, jobs };
+            for (flag, dir) in [("--timeline", &timeline), ("--trace", &trace)] {
+                if let Some(dir) = dir {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        return usage_error(&format!(
+                            "{flag} {}: cannot create the directory: {e}",
+                            dir.display()
+                        ));
+                    }
+                }
+            }
+            let outputs = Outputs {
+                timeline,
+                trace,
+                report,
+            };
             if exhaustive {
-                if validate
-                    || fail_fast
-                    || timeline.is_some()
-                    || trace.is_some()
-                    || report.is_some()
-                {
+                if validate {
                     return usage_error(
-                        "--exhaustive takes --strict, --json, --max-schedules, \
-                         --preemption-bound, --no-reduction, --no-shrink, --shrink-runs, -j and \
-                         --shard; --validate, --fail-fast, --timeline, --trace and --report are \
-                         for sampled schedules",
+                        "--exhaustive takes --strict (whose hazards fail a schedule); \
+                         --validate is for sampled schedules",
                     );
                 }
                 if no_shrink && shrink_runs.is_some() {
@@ -436,9 +451,11 @@ fn command(cli: Cli) -> ExitCode {
                         preemption_bound,
                         reduction: !no_reduction,
                         shrink,
+                        fail_fast,
                     },
                     parallel,
                     color,
+                    &outputs,
                 );
             }
             if max_schedules.is_some()
@@ -469,16 +486,6 @@ fn command(cli: Cli) -> ExitCode {
                     plural((u64::MAX - seed).saturating_add(1), "schedule")
                 ));
             }
-            for (flag, dir) in [("--timeline", &timeline), ("--trace", &trace)] {
-                if let Some(dir) = dir {
-                    if let Err(e) = std::fs::create_dir_all(dir) {
-                        return usage_error(&format!(
-                            "{flag} {}: cannot create the directory: {e}",
-                            dir.display()
-                        ));
-                    }
-                }
-            }
             let opts = CheckOptions {
                 schedules,
                 seed,
@@ -489,18 +496,7 @@ fn command(cli: Cli) -> ExitCode {
                 fail_fast,
                 ..CheckMode::default()
             };
-            check_command(
-                &file,
-                (json, color),
-                &opts,
-                mode,
-                parallel,
-                Outputs {
-                    timeline,
-                    trace,
-                    report,
-                },
-            )
+            check_command(&file, (json, color), &opts, mode, parallel, outputs)
         }
         Command::Merge { files, json, color } => shard::merge_command(&files, json, color),
         Command::Completions { shell } => {

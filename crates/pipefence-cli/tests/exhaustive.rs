@@ -358,3 +358,161 @@ fn x3_a_dispatch_of_billions_of_groups_is_searched_in_bounded_memory() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The report without its elapsed time (the only field that differs between runs).
+fn timeless(mut v: Value) -> Value {
+    v.as_object_mut().expect("an object").remove("elapsed_ns");
+    v
+}
+
+#[test]
+fn x6_exhaustive_fail_fast_stops_at_the_first_failing_schedule_whatever_the_threads() {
+    let mut reports = Vec::new();
+    for jobs in ["1", "2", "3"] {
+        let out = pipefence(&[
+            "check",
+            "tests/scenarios/write-write-queues.kdl",
+            "--strict",
+            "--exhaustive",
+            "--fail-fast",
+            "--json",
+            "-j",
+            jobs,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        let v = timeless(json(&out));
+        assert_eq!(v["complete"], false, "{v}");
+        assert_eq!(v["bound"], "--fail-fast", "{v}");
+        assert_eq!(v["failing"], 1, "{v}");
+        assert_eq!(v["failures"].as_array().map(Vec::len), Some(1), "{v}");
+        assert!(v["failures"][0]["shrunk"].is_object(), "{v}");
+        reports.push(v);
+    }
+    assert_eq!(reports[0], reports[1], "-j 1 and -j 2");
+    assert_eq!(reports[0], reports[2], "-j 1 and -j 3");
+    // Without it the same search goes on past that schedule.
+    let whole = json(&pipefence(&[
+        "check",
+        "tests/scenarios/write-write-queues.kdl",
+        "--strict",
+        "--exhaustive",
+        "--max-schedules",
+        "50",
+        "--json",
+    ]));
+    assert!(whole["failing"].as_u64().unwrap() > 1, "{whole}");
+    assert_eq!(
+        whole["failures"][0]["replay"], reports[0]["failures"][0]["replay"],
+        "the first failing schedule is the one --fail-fast stops at"
+    );
+    // A scenario with no failure is still proved: the option stops nothing there.
+    let text = stdout(&pipefence(&[
+        "check",
+        "tests/scenarios/write-write-queues-fixed.kdl",
+        "--strict",
+        "--exhaustive",
+        "--fail-fast",
+    ]));
+    assert!(text.contains(": proved: "), "{text}");
+}
+
+#[test]
+fn x6_exhaustive_timelines_traces_and_report_replay_each_failing_outcome() {
+    let dir = std::env::temp_dir().join(format!("pipefence-x6-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (tl, tr, html) = (dir.join("tl"), dir.join("tr"), dir.join("report.html"));
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/stale-cache.kdl",
+        "--strict",
+        "--exhaustive",
+        "--json",
+        "--timeline",
+        tl.to_str().unwrap(),
+        "--trace",
+        tr.to_str().unwrap(),
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let failures = v["failures"].as_array().expect("failures");
+    assert!(failures.len() > 1, "{v}");
+    let files = |d: &PathBuf| {
+        let mut n: Vec<String> = std::fs::read_dir(d)
+            .expect("the directory was made")
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let want = |ext: &str| {
+        let mut n: Vec<String> = (1..=failures.len())
+            .map(|i| format!("failure-{i}.{ext}"))
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(files(&tl), want("svg"));
+    assert_eq!(files(&tr), want("json"));
+    for (i, f) in failures.iter().enumerate() {
+        // Each is the failure's shrunk schedule replayed: the same trace as `run` gives it.
+        let schedule = f["shrunk"]["replay"].as_str().expect("shrunk");
+        let own = dir.join(format!("own-{i}.json"));
+        let run = pipefence(&[
+            "run",
+            "tests/scenarios/stale-cache.kdl",
+            "--strict",
+            "--schedule",
+            schedule,
+            "--trace",
+            own.to_str().unwrap(),
+        ]);
+        assert_eq!(run.status.code(), Some(f["exit"].as_i64().unwrap() as i32));
+        assert_eq!(
+            std::fs::read(&own).unwrap(),
+            std::fs::read(tr.join(format!("failure-{}.json", i + 1))).unwrap(),
+            "failure {}",
+            i + 1
+        );
+        let svg = std::fs::read_to_string(tl.join(format!("failure-{}.svg", i + 1))).unwrap();
+        assert!(svg.contains(&format!("schedule {schedule}")), "{svg}");
+    }
+    let page = std::fs::read_to_string(&html).expect("the report");
+    let first = failures[0]["shrunk"]["replay"].as_str().unwrap();
+    assert!(page.contains(&format!("--schedule {first}")), "{page}");
+    // With nothing failing, the report is of the search's first schedule, which replays.
+    let html2 = dir.join("proved.html");
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/stale-cache-fixed.kdl",
+        "--strict",
+        "--exhaustive",
+        "--report",
+        html2.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let page = std::fs::read_to_string(&html2).expect("the report");
+    let at = page.find("--schedule ").expect("a replay command") + "--schedule ".len();
+    let schedule: String = page[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '<')
+        .collect();
+    let run = pipefence(&[
+        "run",
+        "tests/scenarios/stale-cache-fixed.kdl",
+        "--strict",
+        "--schedule",
+        &schedule,
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{schedule}");
+    // --validate stays a sampled check's option.
+    let out = pipefence(&[
+        "check",
+        "tests/scenarios/stale-cache.kdl",
+        "--exhaustive",
+        "--validate",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

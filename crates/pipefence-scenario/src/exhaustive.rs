@@ -32,6 +32,11 @@ pub struct ExhaustiveCheckOptions {
     /// The threads, and the shard (`pipefence::explore::enumerate_parallel`): the report is
     /// the same whatever the number of threads.
     pub parallel: Parallel,
+    /// Stop at the first failing schedule (`--fail-fast`): the report is then bounded by it
+    /// (`bound` is `--fail-fast`, `complete` false); a search that finds no failure ends as it
+    /// would without it. The first failing schedule in the search's order, whatever the
+    /// threads.
+    pub fail_fast: bool,
 }
 
 /// One distinct failing outcome of an exhaustive check.
@@ -84,8 +89,8 @@ pub struct ExhaustiveReport {
     /// Every schedule was explored without a bound cutting any: a proof for this scenario in
     /// this model.
     pub complete: bool,
-    /// The bound that stopped it (`--max-schedules N`, `--preemption-bound K`, `stopped`), or
-    /// `null` when complete.
+    /// The bound that stopped it (`--max-schedules N`, `--preemption-bound K`, `--fail-fast`
+    /// at the first failing schedule, `interrupted`, `stopped`), or `null` when complete.
     pub bound: Option<String>,
     /// Schedules explored.
     pub schedules: u64,
@@ -238,7 +243,8 @@ fn check_exhaustive_inner(
             if seen.len() < crate::check::MAX_DISTINCT_OUTCOMES {
                 seen.insert(sig.clone());
             }
-            if status != Status::Passed {
+            let failed = status != Status::Passed;
+            if failed {
                 failing += 1;
                 if let Some((_, g)) = groups.iter_mut().find(|(s, _)| *s == sig) {
                     g.count += 1;
@@ -269,7 +275,7 @@ fn check_exhaustive_inner(
                 failures: failing,
                 per_second: if secs > 0.0 { done as f64 / secs } else { 0.0 },
             });
-            true
+            !(failed && opts.fail_fast)
         },
     );
     let mut interrupted = crate::run::interrupted();
@@ -306,6 +312,7 @@ fn check_exhaustive_inner(
         complete: e.complete && !interrupted,
         bound: e.bound.map(|b| match b {
             Bound::Stopped if interrupted => "interrupted".to_string(),
+            Bound::Stopped if opts.fail_fast && failing > 0 => "--fail-fast".to_string(),
             b => b.to_string(),
         }),
         schedules: e.schedules,
@@ -350,6 +357,7 @@ mod tests {
                 },
                 shrink: None,
                 parallel: Parallel::default(),
+                fail_fast: false,
             };
             let mut seen = Vec::new();
             let r = check_exhaustive_each(

@@ -100,6 +100,7 @@ fn opts(strict: bool, max_schedules: u64) -> ExhaustiveCheckOptions {
         },
         shrink: None,
         parallel: pipefence::explore::Parallel::default(),
+        fail_fast: false,
     }
 }
 
@@ -266,6 +267,7 @@ fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, boo
         },
         shrink: None,
         parallel: pipefence::explore::Parallel::default(),
+        fail_fast: false,
     };
     let r = check_exhaustive_each(
         sc,
@@ -304,6 +306,7 @@ fn check_shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, String)
         },
         shrink: Some(pipefence::explore::DEFAULT_SHRINK_RUNS),
         parallel: pipefence::explore::Parallel::default(),
+        fail_fast: false,
     };
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     assert!(!r.failures.is_empty(), "{name}: expected failures");
@@ -412,6 +415,7 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
         },
         shrink: Some(1000),
         parallel: pipefence::explore::Parallel::default(),
+        fail_fast: false,
     };
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     let s = r.failures[0].shrunk.as_ref().expect("shrunk");

@@ -172,6 +172,7 @@ pub fn search(
                 jobs: 2,
                 shard: None,
             },
+            fail_fast: false,
         },
         |_| {},
         |_, o| {
