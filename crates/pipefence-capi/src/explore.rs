@@ -20,6 +20,8 @@ struct Failure {
 pub(crate) struct ExploreObj {
     schedules: u64,
     failures: Vec<Failure>,
+    /// Every schedule was explored (`PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`, no bound cut it).
+    complete: bool,
 }
 
 impl Object for ExploreObj {
@@ -53,6 +55,54 @@ fn removed_reason(d: &Device) -> PIPEFENCE_HRESULT {
     }
 }
 
+/// The device description of `desc` (its `Device`, or the defaults).
+fn base_desc(desc: &PIPEFENCE_EXPLORE_DESC) -> PIPEFENCE_DEVICE_DESC {
+    if desc.Device.is_null() {
+        PIPEFENCE_DEVICE_DESC::default()
+    } else {
+        // SAFETY: non-null; the caller of the exported function promises it points to a
+        // description.
+        unsafe { desc.Device.read() }
+    }
+}
+
+/// One schedule: `body` on a fresh device of `rust`, run until settled; its failure (with
+/// `seed` and `replay` as given) when it failed.
+fn one(
+    desc: &PIPEFENCE_EXPLORE_DESC,
+    rust: pipefence::DeviceDesc,
+    seed: u64,
+    replay: impl FnOnce(MemoryModel) -> String,
+    body: unsafe extern "C" fn(*mut PipefenceDevice, *mut c_void) -> PIPEFENCE_HRESULT,
+    context: *mut c_void,
+) -> Res<Option<Failure>> {
+    let model = rust.memory_model;
+    let device = Device::new(rust)?;
+    let handle = register(DeviceObj(device.clone())).cast::<PipefenceDevice>();
+    // SAFETY: the callback is the caller's function, called with a live handle and the
+    // caller's context, as documented. It must not unwind.
+    let result = unsafe { body(handle, context) };
+    release::<DeviceObj, _>(handle);
+    device.tools().settle(std::time::Duration::from_secs(3600));
+    let reason = removed_reason(&device);
+    let hazards = device.hazards().len();
+    let failed = result < 0
+        || (reason != PIPEFENCE_S_OK && desc.Flags & PIPEFENCE_EXPLORE_FLAG_ALLOW_REMOVAL == 0)
+        || (hazards > 0 && desc.Flags & PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD != 0);
+    Ok(failed.then(|| Failure {
+        info: PIPEFENCE_SCHEDULE_FAILURE {
+            Seed: seed,
+            Result: result,
+            RemovedReason: reason,
+            Hazards: u32::try_from(hazards).unwrap_or(u32::MAX),
+            VirtualNs: device.clock_ns().saturating_sub(pipefence::CLOCK_EPOCH_NS),
+        },
+        replay: replay(model),
+        report: device.removal_report(),
+        hazards: hazards_text(&device),
+    }))
+}
+
 /// Runs the schedules `seeds` of `desc` (a copy with each seed) through `body`.
 fn run(
     desc: &PIPEFENCE_EXPLORE_DESC,
@@ -60,16 +110,11 @@ fn run(
     body: unsafe extern "C" fn(*mut PipefenceDevice, *mut c_void) -> PIPEFENCE_HRESULT,
     context: *mut c_void,
 ) -> Res<ExploreObj> {
-    let base = if desc.Device.is_null() {
-        PIPEFENCE_DEVICE_DESC::default()
-    } else {
-        // SAFETY: non-null; the caller of the exported function promises it points to a
-        // description.
-        unsafe { desc.Device.read() }
-    };
+    let base = base_desc(desc);
     let mut out = ExploreObj {
         schedules: 0,
         failures: Vec::new(),
+        complete: false,
     };
     for seed in seeds {
         let d = PIPEFENCE_DEVICE_DESC {
@@ -77,40 +122,83 @@ fn run(
             Seed: seed,
             ..base
         };
-        let rust = device_desc(&d)?;
-        let model = rust.memory_model;
-        let device = Device::new(rust)?;
-        let handle = register(DeviceObj(device.clone())).cast::<PipefenceDevice>();
-        // SAFETY: the callback is the caller's function, called with a live handle and the
-        // caller's context, as documented. It must not unwind.
-        let result = unsafe { body(handle, context) };
-        release::<DeviceObj, _>(handle);
-        device.tools().settle(std::time::Duration::from_secs(3600));
+        let failure = one(
+            desc,
+            device_desc(&d)?,
+            seed,
+            |model| replay_string(model, seed),
+            body,
+            context,
+        )?;
         out.schedules += 1;
-        let reason = removed_reason(&device);
-        let hazards = device.hazards().len();
-        let failed = result < 0
-            || (reason != PIPEFENCE_S_OK && desc.Flags & PIPEFENCE_EXPLORE_FLAG_ALLOW_REMOVAL == 0)
-            || (hazards > 0 && desc.Flags & PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD != 0);
-        if failed {
-            out.failures.push(Failure {
-                info: PIPEFENCE_SCHEDULE_FAILURE {
-                    Seed: seed,
-                    Result: result,
-                    RemovedReason: reason,
-                    Hazards: u32::try_from(hazards).unwrap_or(u32::MAX),
-                    VirtualNs: device.clock_ns().saturating_sub(pipefence::CLOCK_EPOCH_NS),
-                },
-                replay: replay_string(model, seed),
-                report: device.removal_report(),
-                hazards: hazards_text(&device),
-            });
+        if let Some(f) = failure {
+            out.failures.push(f);
             if desc.Flags & PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE != 0 {
                 break;
             }
         }
     }
     Ok(out)
+}
+
+/// Runs `body` once per schedule of the exhaustive exploration of `desc`
+/// (`PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`): each failure's `Seed` is its schedule's number in
+/// the exploration (from 0), its replay the schedule string.
+fn run_exhaustive(
+    desc: &PIPEFENCE_EXPLORE_DESC,
+    body: unsafe extern "C" fn(*mut PipefenceDevice, *mut c_void) -> PIPEFENCE_HRESULT,
+    context: *mut c_void,
+) -> Res<ExploreObj> {
+    let rust = device_desc(&PIPEFENCE_DEVICE_DESC {
+        Driver: PIPEFENCE_DRIVER_DETERMINISTIC,
+        ..base_desc(desc)
+    })?;
+    let opts = pipefence::explore::ExhaustiveOptions {
+        max_schedules: match desc.Schedules {
+            0 => pipefence::explore::DEFAULT_MAX_SCHEDULES,
+            n => n,
+        },
+        preemption_bound: None,
+        reduction: desc.Flags & PIPEFENCE_EXPLORE_FLAG_REDUCE != 0,
+    };
+    let mut error = None;
+    let mut failures = Vec::new();
+    let mut n = 0u64;
+    let e = pipefence::explore::enumerate(
+        &opts,
+        |script| {
+            let d = pipefence::explore::script_desc(&rust, script.clone());
+            match one(desc, d, 0, |_| String::new(), body, context) {
+                Ok(f) => Some(f),
+                Err(err) => {
+                    error = Some(err);
+                    None
+                }
+            }
+        },
+        |run, script| {
+            let Some(failure) = run else {
+                return false;
+            };
+            let number = n;
+            n += 1;
+            let Some(mut f) = failure else {
+                return true;
+            };
+            f.info.Seed = number;
+            f.replay = script.schedule_string();
+            failures.push(f);
+            desc.Flags & PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE == 0
+        },
+    );
+    if let Some(err) = error {
+        return Err(err);
+    }
+    Ok(ExploreObj {
+        schedules: e.schedules,
+        failures,
+        complete: e.complete,
+    })
 }
 
 /// Runs `body` once per schedule of the deterministic driver: seeds `FirstSeed ..
@@ -121,6 +209,16 @@ fn run(
 /// device ends removed (unless `PIPEFENCE_EXPLORE_FLAG_ALLOW_REMOVAL`), or when it has
 /// hazard reports with `PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD`. `*result` holds the failing
 /// schedules (one reference: release it with `pipefence_explore_result_release`).
+///
+/// With `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE` it runs every schedule instead (every
+/// interleaving; with `PIPEFENCE_EXPLORE_FLAG_REDUCE` up to the order of independent actions,
+/// when host threads share nothing but pipefence objects), at most `Schedules` of them (0:
+/// 10,000); `FirstSeed` is ignored.
+/// `pipefence_explore_result_is_complete` then says whether every schedule was explored: with
+/// no failure, a proof for this program in the model. Each failure's `Seed` is its schedule's
+/// number in the exploration and its replay string the schedule string that
+/// `pipefence_explore_replay` (and `pipefence run --schedule` for a scenario) replays. The
+/// program must depend on nothing but the schedule: the same choices must make the same run.
 ///
 /// `body` runs on the calling thread, which must not be a host thread of another
 /// deterministic device. Host code in it must use that device's thread or
@@ -146,6 +244,16 @@ pub unsafe extern "C" fn pipefence_explore(
         let body = body.ok_or_else(|| Fail::pointer(format!("{what}: the callback is null")))?;
         // SAFETY: non-null, and the caller promises it points to a description.
         let d = unsafe { desc.read() };
+        if d.Flags & PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE != 0 {
+            let obj = run_exhaustive(&d, body, context)?;
+            // SAFETY: checked by clear_out.
+            return unsafe { hand_out(obj, result, what) };
+        }
+        if d.Flags & PIPEFENCE_EXPLORE_FLAG_REDUCE != 0 {
+            return Err(Fail::arg(format!(
+                "{what}: PIPEFENCE_EXPLORE_FLAG_REDUCE needs PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE"
+            )));
+        }
         let count = if d.Schedules == 0 { 100 } else { d.Schedules };
         let last = d.FirstSeed.checked_add(count).ok_or_else(|| {
             Fail::arg(format!(
@@ -159,9 +267,10 @@ pub unsafe extern "C" fn pipefence_explore(
     })
 }
 
-/// Runs exactly the schedule of a replay string (from `pipefence_explore_result_get_replay`,
-/// or `pipefence run`'s `--seed N` flags) with `desc->Device`; `FirstSeed` and `Schedules`
-/// are ignored. `*result` lists it if it fails again.
+/// Runs exactly the schedule of a replay string (from `pipefence_explore_result_get_replay`:
+/// `pipefence run`'s `--seed N` flags, or an exhaustive exploration's schedule string) with
+/// `desc->Device`; `FirstSeed`, `Schedules` and the flags that choose schedules are ignored.
+/// `*result` lists it if it fails again.
 ///
 /// # Safety
 /// As `pipefence_explore`; `replay` is a NUL-terminated string.
@@ -184,13 +293,39 @@ pub unsafe extern "C" fn pipefence_explore_replay(
         // SAFETY: the caller's promise.
         let text = unsafe { c_str(replay) }
             .ok_or_else(|| Fail::pointer(format!("{what}: the replay string is null")))?;
-        let seed = parse_replay(&text).ok_or_else(|| {
-            Fail::arg(format!(
-                "{what}: `{text}` is not a replay string (`--driver deterministic --seed N`)"
-            ))
-        })?;
         // SAFETY: non-null, and the caller promises it points to a description.
         let d = unsafe { desc.read() };
+        let text = text.trim();
+        if text.starts_with('v') && text.contains(':') {
+            // An exhaustive exploration's schedule string.
+            let script = pipefence::explore::Script::from_schedule_string(text)
+                .map_err(|e| Fail::arg(format!("{what}: {e}")))?;
+            let script = Arc::new(script);
+            let rust = device_desc(&PIPEFENCE_DEVICE_DESC {
+                Driver: PIPEFENCE_DRIVER_DETERMINISTIC,
+                ..base_desc(&d)
+            })?;
+            let rust = pipefence::explore::script_desc(&rust, script.clone());
+            let failure = one(&d, rust, 0, |_| text.to_string(), body, context)?;
+            if let Some(why) = script.replay_mismatch() {
+                return Err(Fail::arg(format!(
+                    "{what}: schedule string `{text}` is not a schedule of this program: {why}"
+                )));
+            }
+            let obj = ExploreObj {
+                schedules: 1,
+                failures: failure.into_iter().collect(),
+                complete: false,
+            };
+            // SAFETY: checked by clear_out.
+            return unsafe { hand_out(obj, result, what) };
+        }
+        let seed = parse_replay(text).ok_or_else(|| {
+            Fail::arg(format!(
+                "{what}: `{text}` is not a replay string (`--driver deterministic --seed N`, \
+                 or a schedule string `v4:...`)"
+            ))
+        })?;
         let obj = run(&d, std::iter::once(seed), body, context)?;
         // SAFETY: checked by clear_out.
         unsafe { hand_out(obj, result, what) }
@@ -217,6 +352,18 @@ pub extern "C" fn pipefence_explore_result_get_schedule_count(
     let what = "pipefence_explore_result_get_schedule_count";
     call_value(what, 0, |_| {
         Ok(get::<ExploreObj, _>(result, what)?.schedules)
+    })
+}
+
+/// 1 when an exhaustive exploration (`PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`) explored every
+/// schedule, no bound cutting it: with no failure, a proof for this program in the model; 0
+/// when a bound (`Schedules`, or `PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE`) cut it, for
+/// seeds and replays (samples, never a proof), and for a bad handle.
+#[no_mangle]
+pub extern "C" fn pipefence_explore_result_is_complete(result: *mut PipefenceExploreResult) -> u32 {
+    let what = "pipefence_explore_result_is_complete";
+    call_value(what, 0, |_| {
+        Ok(u32::from(get::<ExploreObj, _>(result, what)?.complete))
     })
 }
 

@@ -175,6 +175,17 @@ pub const PIPEFENCE_EXPLORE_FLAG_ALLOW_REMOVAL: u32 = 1;
 pub const PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD: u32 = 2;
 /// Explore: stop after the first failing schedule.
 pub const PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE: u32 = 4;
+/// Explore every schedule instead of seeds (every interleaving; with
+/// `PIPEFENCE_EXPLORE_FLAG_REDUCE`, up to the order of independent actions): at most
+/// `Schedules` of them (0: 10,000), `FirstSeed` ignored; `pipefence_explore_result_is_complete`
+/// says whether every one was explored.
+pub const PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE: u32 = 8;
+/// With `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: partial-order reduction, two schedules that differ
+/// only in the order of independent actions counting once (far fewer schedules). Sound only
+/// when the program's threads share nothing but pipefence objects (buffers, fences, queues,
+/// host threads' joins): C or C++ state that host threads share otherwise (atomics, locks,
+/// plain variables) is invisible to it, so leave it off then.
+pub const PIPEFENCE_EXPLORE_FLAG_REDUCE: u32 = 16;
 
 /// How to create a device (`pipefence_device_create`).
 /// Zero-initialise it and set what you need: every 0 is the default.
@@ -240,9 +251,10 @@ pub struct PIPEFENCE_EXPLORE_DESC {
     /// The device each schedule runs on (null: defaults); its `Driver` and `Seed` are
     /// replaced by the deterministic driver and each schedule's seed.
     pub Device: *const PIPEFENCE_DEVICE_DESC,
-    /// The first seed.
+    /// The first seed (ignored with `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`).
     pub FirstSeed: u64,
-    /// How many schedules (seeds `FirstSeed ..`); 0 = 100.
+    /// How many schedules (seeds `FirstSeed ..`); 0 = 100. With
+    /// `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: the most schedules to explore; 0 = 10,000.
     pub Schedules: u64,
     /// `PIPEFENCE_EXPLORE_FLAG_*`, or-ed.
     pub Flags: u32,
@@ -252,7 +264,8 @@ pub struct PIPEFENCE_EXPLORE_DESC {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PIPEFENCE_SCHEDULE_FAILURE {
-    /// The schedule's seed.
+    /// The schedule's seed (with `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: its number in the
+    /// exploration, from 0).
     pub Seed: u64,
     /// What the callback returned.
     pub Result: PIPEFENCE_HRESULT,

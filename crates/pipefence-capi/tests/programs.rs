@@ -160,6 +160,12 @@ fn exploration_finds_the_racy_submission() {
 }
 
 #[test]
+fn exhaustive_exploration_proves_the_fix_and_replays_the_race() {
+    let out = build_and_run("tests/programs/explore_exhaustive.cpp");
+    assert!(out.contains("explore_exhaustive: ok"), "{out}");
+}
+
+#[test]
 fn header_next_to_win32_macros() {
     assert!(build_and_run("tests/programs/macros_first.cpp").contains("macros_first: ok"));
 }

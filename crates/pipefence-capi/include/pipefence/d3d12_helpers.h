@@ -121,6 +121,9 @@ struct ScheduleFailure {
 struct ExploreResult {
     UINT64 Schedules = 0;
     std::vector<ScheduleFailure> Failures;
+    /* PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE explored every schedule (with no failure: a proof for
+     * this program in the model); false for seeds, replays and bounded explorations. */
+    bool Complete = false;
 };
 
 namespace detail {
@@ -143,6 +146,7 @@ HRESULT schedule_trampoline(PipefenceDevice* device, void* context) {
 inline HRESULT collect(HRESULT hr, PipefenceExploreResult* r, ExploreResult* out) {
     if (FAILED(hr)) return hr;
     out->Schedules = pipefence_explore_result_get_schedule_count(r);
+    out->Complete = pipefence_explore_result_is_complete(r) != 0;
     out->Failures.clear();
     std::uint32_t n = pipefence_explore_result_get_failure_count(r);
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -181,7 +185,9 @@ HRESULT host_trampoline(void* context) {
 
 /* Runs Body (HRESULT(ID3D12Device*)) once per schedule of the deterministic driver, on a
  * fresh device each time (see pipefence_explore: seeds FirstSeed .., each seed's strategy as
- * `pipefence check` picks it). A schedule fails when Body returns a failure (or throws),
+ * `pipefence check` picks it; with PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE every schedule, with
+ * PIPEFENCE_EXPLORE_FLAG_REDUCE up to the order of independent actions when the threads share
+ * nothing but pipefence objects, and ExploreResult::Complete says whether that was all). A schedule fails when Body returns a failure (or throws),
  * when the device ends removed (unless PIPEFENCE_EXPLORE_FLAG_ALLOW_REMOVAL), or with
  * hazards under PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD. The device Body gets is borrowed
  * (AddRef it to keep it). Inside Body, wait for fences with SetEventOnCompletion(v, nullptr)
@@ -195,7 +201,8 @@ HRESULT Explore(const PIPEFENCE_EXPLORE_DESC* pDesc, F&& Body, ExploreResult* pR
     return detail::collect(hr, r, pResult);
 }
 
-/* Runs exactly the schedule of a replay string (ScheduleFailure::Replay). */
+/* Runs exactly the schedule of a replay string (ScheduleFailure::Replay: a seed's flags, or
+ * an exhaustive exploration's schedule string). */
 template <class F>
 HRESULT ReplaySchedule(const PIPEFENCE_EXPLORE_DESC* pDesc, const char* Replay, F&& Body,
                        ExploreResult* pResult) {

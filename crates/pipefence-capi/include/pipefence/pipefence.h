@@ -303,6 +303,23 @@
 #define PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE 4
 
 /**
+ * Explore every schedule instead of seeds (every interleaving; with
+ * `PIPEFENCE_EXPLORE_FLAG_REDUCE`, up to the order of independent actions): at most
+ * `Schedules` of them (0: 10,000), `FirstSeed` ignored; `pipefence_explore_result_is_complete`
+ * says whether every one was explored.
+ */
+#define PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE 8
+
+/**
+ * With `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: partial-order reduction, two schedules that differ
+ * only in the order of independent actions counting once (far fewer schedules). Sound only
+ * when the program's threads share nothing but pipefence objects (buffers, fences, queues,
+ * host threads' joins): C or C++ state that host threads share otherwise (atomics, locks,
+ * plain variables) is invisible to it, so leave it off then.
+ */
+#define PIPEFENCE_EXPLORE_FLAG_REDUCE 16
+
+/**
  * A buffer (`ID3D12Resource`).
  */
 typedef struct PipefenceBuffer PipefenceBuffer;
@@ -401,11 +418,12 @@ typedef struct PIPEFENCE_EXPLORE_DESC {
      */
     const struct PIPEFENCE_DEVICE_DESC *Device;
     /**
-     * The first seed.
+     * The first seed (ignored with `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`).
      */
     uint64_t FirstSeed;
     /**
-     * How many schedules (seeds `FirstSeed ..`); 0 = 100.
+     * How many schedules (seeds `FirstSeed ..`); 0 = 100. With
+     * `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: the most schedules to explore; 0 = 10,000.
      */
     uint64_t Schedules;
     /**
@@ -426,7 +444,8 @@ typedef PIPEFENCE_HRESULT (*PIPEFENCE_SCHEDULE_FN)(struct PipefenceDevice *devic
  */
 typedef struct PIPEFENCE_SCHEDULE_FAILURE {
     /**
-     * The schedule's seed.
+     * The schedule's seed (with `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`: its number in the
+     * exploration, from 0).
      */
     uint64_t Seed;
     /**
@@ -774,6 +793,16 @@ size_t pipefence_last_error_message(char *buf, size_t len);
  * hazard reports with `PIPEFENCE_EXPLORE_FLAG_FAIL_ON_HAZARD`. `*result` holds the failing
  * schedules (one reference: release it with `pipefence_explore_result_release`).
  *
+ * With `PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE` it runs every schedule instead (every
+ * interleaving; with `PIPEFENCE_EXPLORE_FLAG_REDUCE` up to the order of independent actions,
+ * when host threads share nothing but pipefence objects), at most `Schedules` of them (0:
+ * 10,000); `FirstSeed` is ignored.
+ * `pipefence_explore_result_is_complete` then says whether every schedule was explored: with
+ * no failure, a proof for this program in the model. Each failure's `Seed` is its schedule's
+ * number in the exploration and its replay string the schedule string that
+ * `pipefence_explore_replay` (and `pipefence run --schedule` for a scenario) replays. The
+ * program must depend on nothing but the schedule: the same choices must make the same run.
+ *
  * `body` runs on the calling thread, which must not be a host thread of another
  * deterministic device. Host code in it must use that device's thread or
  * `pipefence_host_spawn`; other threads are outside the schedule.
@@ -785,9 +814,10 @@ size_t pipefence_last_error_message(char *buf, size_t len);
 PIPEFENCE_HRESULT pipefence_explore(const struct PIPEFENCE_EXPLORE_DESC *desc, PIPEFENCE_SCHEDULE_FN body, void *context, struct PipefenceExploreResult **result);
 
 /**
- * Runs exactly the schedule of a replay string (from `pipefence_explore_result_get_replay`,
- * or `pipefence run`'s `--seed N` flags) with `desc->Device`; `FirstSeed` and `Schedules`
- * are ignored. `*result` lists it if it fails again.
+ * Runs exactly the schedule of a replay string (from `pipefence_explore_result_get_replay`:
+ * `pipefence run`'s `--seed N` flags, or an exhaustive exploration's schedule string) with
+ * `desc->Device`; `FirstSeed`, `Schedules` and the flags that choose schedules are ignored.
+ * `*result` lists it if it fails again.
  *
  * # Safety
  * As `pipefence_explore`; `replay` is a NUL-terminated string.
@@ -808,6 +838,14 @@ uint32_t pipefence_explore_result_release(struct PipefenceExploreResult *result)
  * How many schedules ran (0 for a bad handle).
  */
 uint64_t pipefence_explore_result_get_schedule_count(struct PipefenceExploreResult *result);
+
+/**
+ * 1 when an exhaustive exploration (`PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE`) explored every
+ * schedule, no bound cutting it: with no failure, a proof for this program in the model; 0
+ * when a bound (`Schedules`, or `PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE`) cut it, for
+ * seeds and replays (samples, never a proof), and for a bad handle.
+ */
+uint32_t pipefence_explore_result_is_complete(struct PipefenceExploreResult *result);
 
 /**
  * How many schedules failed (0 for a bad handle).
