@@ -124,7 +124,8 @@ pub struct Explored<T> {
 }
 
 /// Runs `body` on a fresh deterministic device once per schedule, every schedule of the
-/// deterministic driver (a stateless depth-first search, no reduction), within `opts`' bounds,
+/// deterministic driver (a stateless depth-first search; with `opts.reduction`, up to the
+/// order of independent actions, see [`ExhaustiveOptions::reduction`]), within `opts`' bounds,
 /// handing each to `visit` (`false` stops). The [`Enumeration`] says whether the search was
 /// complete (every schedule explored) or which bound stopped it. As with [`explore`], the
 /// program must use [`crate::host::spawn`] for host threads and depend on nothing but the
