@@ -1606,3 +1606,38 @@ expect "o+1280" cmp=never reference=0
         300,
     );
 }
+
+/// Strict mode: a dispatch of `q1` and a copy of `q2` both write line `e+832` (a write-write
+/// hazard), and the host's wait for idle writes back every queue's dirty lines, both copies
+/// of that line in one step, in a fixed order: memory kept the last queue's words. The two
+/// write-backs are parts of one step, so no race reversed them; the schedules where the
+/// copy wrote first and the dispatch's line was written back early, before the wait, so
+/// that the copy's words are kept, were never explored (1 outcome of 4 missed; the search
+/// said it was complete; found with a signal of a third queue beside them, generated seed
+/// 1117). The last queue's write-back starts a branch at the step's point.
+#[test]
+fn d4_regression_strict_a_wait_for_idle_writing_one_line_back_from_two_queues_keeps_either() {
+    assert_finds_sampled_outcomes(
+        r#"device fifo-depth=1
+buffer d size=1024 heap=shared init=1
+buffer e size=1024 heap=readback
+fence f
+queue q0 kind=compute
+queue q1 kind=compute
+list add kind=compute {
+    dispatch add dst="e+768" src=d groups=1 value=1
+}
+queue q2 kind=compute
+list copy kind=compute {
+    copy dst="e+832" src=d bytes=64
+}
+signal q0 f 3
+execute q1 add
+execute q2 copy
+wait-idle timeout-ms=1000
+expect "e+832" cmp=never reference=0
+"#,
+        true,
+        600,
+    );
+}

@@ -1380,6 +1380,71 @@ fn add_backtracks(
     }
     late_observers(h, first_new, frozen, path, sink);
     late_load_readers(h, first_new, frozen, path, sink);
+    shared_line_writebacks(h, first_new, frozen, path, sink);
+}
+
+/// A step that writes back every engine's dirty lines (a wait for idle that passes, the end
+/// of the run) writes a line that several queues hold dirty once per queue, in a fixed order:
+/// memory keeps the last one's words. The two write-backs are parts of one step, so no race
+/// of the run reverses them; another queue's words are kept when the last one's line was
+/// written back on its own before the step. So the last one's write-back actor, enabled at
+/// the step's point (its line is dirty there), starts a branch there; that run's step keeps
+/// the next one's words, and so on (generated seed 1117: a copy and a dispatch of another
+/// queue writing one line, with a signal of a third queue beside them).
+fn shared_line_writebacks(
+    h: &History,
+    first_new: usize,
+    frozen: usize,
+    path: &mut [Node],
+    sink: &mut Sink,
+) {
+    let n = h.events.len();
+    let mut k = first_new;
+    while k < n {
+        let p = h.events[k].point;
+        let mut end = k;
+        while end < n && h.events[end].point == p {
+            end += 1;
+        }
+        // The step's write-backs, in the order made; for each line written back from more
+        // than one queue, the last of them.
+        let step = k..end;
+        k = end;
+        let wbs: Vec<(usize, u32, u64)> = step
+            .clone()
+            .filter_map(|x| match h.events[x].actor {
+                ActorKey::Writeback(q, line) => Some((x, q, line)),
+                _ => None,
+            })
+            .collect();
+        if wbs.len() < 2 {
+            continue;
+        }
+        let Some(node) = path.get(p) else {
+            continue;
+        };
+        if p < frozen || !node.point.scheduling {
+            continue;
+        }
+        let first = step.start;
+        let mut starts = Vec::new();
+        for (x, &(_, q, line)) in wbs.iter().enumerate() {
+            let later = wbs[x + 1..].iter().any(|&(_, _, l)| l == line);
+            let shared = wbs.iter().any(|&(_, o, l)| l == line && o != q);
+            let aj = ActorKey::Writeback(q, line);
+            if later || !shared || !node.point.actors.contains(&aj) || node.asleep(aj) {
+                continue;
+            }
+            starts.push(aj);
+        }
+        for aj in starts {
+            let r = Reversal {
+                initials: vec![aj],
+                sequence: Vec::new(),
+            };
+            put_start(h, first, r, frozen, path, sink);
+        }
+    }
 }
 
 /// Whether `i`'s race with the later `j` is one some schedule could reverse: two actors, not

@@ -209,17 +209,22 @@ impl Visibility {
         }
     }
 
-    /// Writes back every engine's dirty words (`wait_idle`).
+    /// Writes back every engine's dirty words (`wait_idle`). A reducing exploration records
+    /// each line's write-back in the order they were made: where two engines hold the same
+    /// line dirty, the last one's words are what memory keeps, and the search explores the
+    /// other orders by writing that one back early (`explore/dpor.rs`,
+    /// `shared_line_writebacks`).
     pub(crate) fn write_back_all(&mut self) {
         record(Obj::All, Kind::Write);
         let mut clean = Vec::new();
         for (&q, e) in self.engines.iter_mut() {
-            for (line, l) in e.dirty.drain() {
+            let mut lines: Vec<(u64, DirtyLine)> = e.dirty.drain().collect();
+            lines.sort_unstable_by_key(|(line, _)| *line);
+            for (line, l) in lines {
                 l.write_back_all();
                 clean.push((q, line));
             }
         }
-        clean.sort_unstable();
         for (q, line) in clean {
             Self::cleaned(&self.script, q, line);
         }
