@@ -164,36 +164,48 @@ fn run_exhaustive(
     let mut error = None;
     let mut failures = Vec::new();
     let mut n = 0u64;
-    let e = pipefence::explore::enumerate(
-        &opts,
-        |script| {
-            let d = pipefence::explore::script_desc(&rust, script.clone());
-            match one(desc, d, 0, |_| String::new(), body, context) {
-                Ok(f) => Some(f),
-                Err(err) => {
-                    error = Some(err);
-                    None
+    // A program that depends on more than the schedule (a counter of its own, the time)
+    // makes the search stop with a panic: that is the program's fault, said as such.
+    let e = catch_unwind(AssertUnwindSafe(|| {
+        pipefence::explore::enumerate(
+            &opts,
+            |script| {
+                let d = pipefence::explore::script_desc(&rust, script.clone());
+                match one(desc, d, 0, |_| String::new(), body, context) {
+                    Ok(f) => Some(f),
+                    Err(err) => {
+                        error = Some(err);
+                        None
+                    }
                 }
-            }
-        },
-        |run, script| {
-            let Some(failure) = run else {
-                return false;
-            };
-            let number = n;
-            n += 1;
-            let Some(mut f) = failure else {
-                return true;
-            };
-            f.info.Seed = number;
-            f.replay = script.schedule_string();
-            failures.push(f);
-            desc.Flags & PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE == 0
-        },
-    );
+            },
+            |run, script| {
+                let Some(failure) = run else {
+                    return false;
+                };
+                let number = n;
+                n += 1;
+                let Some(mut f) = failure else {
+                    return true;
+                };
+                f.info.Seed = number;
+                f.replay = script.schedule_string();
+                failures.push(f);
+                desc.Flags & PIPEFENCE_EXPLORE_FLAG_STOP_AT_FIRST_FAILURE == 0
+            },
+        )
+    }));
     if let Some(err) = error {
         return Err(err);
     }
+    let e = e.map_err(|payload| {
+        let msg = panic_message(&*payload);
+        if msg.contains("depend on nothing but the schedule") {
+            Fail::new(PIPEFENCE_E_FAIL, format!("pipefence_explore: {msg}"))
+        } else {
+            std::panic::resume_unwind(payload)
+        }
+    })?;
     Ok(ExploreObj {
         schedules: e.schedules,
         failures,
@@ -218,7 +230,9 @@ fn run_exhaustive(
 /// no failure, a proof for this program in the model. Each failure's `Seed` is its schedule's
 /// number in the exploration and its replay string the schedule string that
 /// `pipefence_explore_replay` (and `pipefence run --schedule` for a scenario) replays. The
-/// program must depend on nothing but the schedule: the same choices must make the same run.
+/// program must depend on nothing but the schedule: the same choices must make the same run
+/// (one that does not is found when a branch's prefix leads elsewhere: `E_FAIL`, and the
+/// last-error message says so).
 ///
 /// `body` runs on the calling thread, which must not be a host thread of another
 /// deterministic device. Host code in it must use that device's thread or

@@ -801,7 +801,9 @@ size_t pipefence_last_error_message(char *buf, size_t len);
  * no failure, a proof for this program in the model. Each failure's `Seed` is its schedule's
  * number in the exploration and its replay string the schedule string that
  * `pipefence_explore_replay` (and `pipefence run --schedule` for a scenario) replays. The
- * program must depend on nothing but the schedule: the same choices must make the same run.
+ * program must depend on nothing but the schedule: the same choices must make the same run
+ * (one that does not is found when a branch's prefix leads elsewhere: `E_FAIL`, and the
+ * last-error message says so).
  *
  * `body` runs on the calling thread, which must not be a host thread of another
  * deterministic device. Host code in it must use that device's thread or

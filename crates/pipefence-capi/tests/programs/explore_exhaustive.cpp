@@ -11,6 +11,14 @@
 
 static const UINT kGroups = 2;
 
+// A program that depends on more than the schedule: each call dispatches more groups than
+// the last, so a prefix of choices does not lead to the same choices again.
+static int calls = 0;
+static HRESULT Drifting(ID3D12Device* device) {
+    ++calls;
+    return Submit(device, 1 + calls % 3, true, true);
+}
+
 int main() {
     PIPEFENCE_EXPLORE_DESC desc = {};
     desc.Flags = PIPEFENCE_EXPLORE_FLAG_EXHAUSTIVE | PIPEFENCE_EXPLORE_FLAG_REDUCE;
@@ -88,6 +96,13 @@ int main() {
     ExploreResult inOrder;
     CHECK_HR(Explore(&desc, [](ID3D12Device* d) { return Produce(d, false); }, &inOrder), S_OK);
     CHECK(inOrder.Complete && inOrder.Failures.empty());
+
+    // A program that is not a function of the schedule is refused, and says why.
+    CHECK_HR(Explore(&plain, Drifting, &other), E_FAIL);
+    char message[512] = {};
+    pipefence_last_error_message(message, sizeof message);
+    printf("drifting program: %s\n", message);
+    CHECK(std::string(message).find("depend on nothing but the schedule") != std::string::npos);
 
     // Bad input.
     CHECK_HR(ReplaySchedule(&desc, "v4:!!", racy, &other), E_INVALIDARG);
