@@ -208,8 +208,9 @@ pub(crate) fn command(
 /// `--timeline DIR`, `--trace DIR` and `--report FILE` of an exhaustive check: each listed
 /// failing outcome's schedule (its shrunk one when it was shrunk) run again with the trace on,
 /// as DIR/failure-N.svg and DIR/failure-N.json (N from 1, as the outcomes are listed); the
-/// report of the first of them, or, when none fails, of the search's first schedule (the
-/// first alternative at every choice). A schedule replays exactly: each is what the search
+/// report of the first of them, or, when none fails, of the search's first schedule (each
+/// actor running on until it blocks or ends, then the first that can run). A schedule
+/// replays exactly: each is what the search
 /// saw.
 fn write_outputs(
     file: &std::path::Path,
