@@ -104,8 +104,15 @@ int main() {
     printf("drifting program: %s\n", message);
     CHECK(std::string(message).find("depend on nothing but the schedule") != std::string::npos);
 
-    // Bad input.
+    // Bad input: a string that does not decode, and one whose choices this program does not
+    // make (it makes none).
     CHECK_HR(ReplaySchedule(&desc, "v4:!!", racy, &other), E_INVALIDARG);
+    CHECK_HR(ReplaySchedule(&desc, first.Replay.c_str(), [](ID3D12Device*) { return S_OK; },
+                            &other),
+             E_INVALIDARG);
+    pipefence_last_error_message(message, sizeof message);
+    printf("another program's schedule: %s\n", message);
+    CHECK(std::string(message).find("is not a schedule of this program") != std::string::npos);
     PIPEFENCE_EXPLORE_DESC noSeeds = {};
     noSeeds.Flags = PIPEFENCE_EXPLORE_FLAG_REDUCE;
     CHECK_HR(Explore(&noSeeds, racy, &other), E_INVALIDARG);
