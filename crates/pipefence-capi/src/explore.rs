@@ -66,6 +66,15 @@ fn base_desc(desc: &PIPEFENCE_EXPLORE_DESC) -> PIPEFENCE_DEVICE_DESC {
     }
 }
 
+/// The device description of `desc` on the deterministic driver, for scripted runs
+/// ([`pipefence::explore::script_desc`] gives each its script).
+fn deterministic_base(desc: &PIPEFENCE_EXPLORE_DESC) -> Res<pipefence::DeviceDesc> {
+    device_desc(&PIPEFENCE_DEVICE_DESC {
+        Driver: PIPEFENCE_DRIVER_DETERMINISTIC,
+        ..base_desc(desc)
+    })
+}
+
 /// One schedule: `body` on a fresh device of `rust`, run until settled; its failure (with
 /// `seed` and `replay` as given) when it failed.
 fn one(
@@ -149,10 +158,7 @@ fn run_exhaustive(
     body: unsafe extern "C" fn(*mut PipefenceDevice, *mut c_void) -> PIPEFENCE_HRESULT,
     context: *mut c_void,
 ) -> Res<ExploreObj> {
-    let rust = device_desc(&PIPEFENCE_DEVICE_DESC {
-        Driver: PIPEFENCE_DRIVER_DETERMINISTIC,
-        ..base_desc(desc)
-    })?;
+    let rust = deterministic_base(desc)?;
     let opts = pipefence::explore::ExhaustiveOptions {
         max_schedules: match desc.Schedules {
             0 => pipefence::explore::DEFAULT_MAX_SCHEDULES,
@@ -315,11 +321,7 @@ pub unsafe extern "C" fn pipefence_explore_replay(
             let script = pipefence::explore::Script::from_schedule_string(text)
                 .map_err(|e| Fail::arg(format!("{what}: {e}")))?;
             let script = Arc::new(script);
-            let rust = device_desc(&PIPEFENCE_DEVICE_DESC {
-                Driver: PIPEFENCE_DRIVER_DETERMINISTIC,
-                ..base_desc(&d)
-            })?;
-            let rust = pipefence::explore::script_desc(&rust, script.clone());
+            let rust = pipefence::explore::script_desc(&deterministic_base(&d)?, script.clone());
             let failure = one(&d, rust, 0, |_| text.to_string(), body, context)?;
             if let Some(why) = script.replay_mismatch() {
                 return Err(Fail::arg(format!(

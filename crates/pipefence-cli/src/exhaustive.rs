@@ -210,8 +210,7 @@ pub(crate) fn command(
 /// as DIR/failure-N.svg and DIR/failure-N.json (N from 1, as the outcomes are listed); the
 /// report of the first of them, or, when none fails, of the search's first schedule (each
 /// actor running on until it blocks or ends, then the first that can run). A schedule
-/// replays exactly: each is what the search
-/// saw.
+/// replays exactly: each is what the search saw.
 fn write_outputs(
     file: &std::path::Path,
     name: &str,

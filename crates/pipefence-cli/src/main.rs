@@ -410,16 +410,6 @@ fn command(cli: Cli) -> ExitCode {
                 },
             };
             let parallel = Parallel { shard, jobs };
-            for (flag, dir) in [("--timeline", &timeline), ("--trace", &trace)] {
-                if let Some(dir) = dir {
-                    if let Err(e) = std::fs::create_dir_all(dir) {
-                        return usage_error(&format!(
-                            "{flag} {}: cannot create the directory: {e}",
-                            dir.display()
-                        ));
-                    }
-                }
-            }
             let outputs = Outputs {
                 timeline,
                 trace,
@@ -442,6 +432,9 @@ fn command(cli: Cli) -> ExitCode {
                 }
                 let shrink = (!no_shrink)
                     .then(|| shrink_runs.unwrap_or(pipefence::explore::DEFAULT_SHRINK_RUNS));
+                if let Err(code) = outputs.make_dirs() {
+                    return code;
+                }
                 return exhaustive::command(
                     &file,
                     json,
@@ -485,6 +478,9 @@ fn command(cli: Cli) -> ExitCode {
                     u64::MAX,
                     plural((u64::MAX - seed).saturating_add(1), "schedule")
                 ));
+            }
+            if let Err(code) = outputs.make_dirs() {
+                return code;
             }
             let opts = CheckOptions {
                 schedules,
@@ -550,6 +546,23 @@ struct Outputs {
     timeline: Option<PathBuf>,
     trace: Option<PathBuf>,
     report: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Creates the `--timeline` and `--trace` directories (a usage error when it cannot).
+    fn make_dirs(&self) -> Result<(), ExitCode> {
+        for (flag, dir) in [("--timeline", &self.timeline), ("--trace", &self.trace)] {
+            if let Some(dir) = dir {
+                if let Err(e) = std::fs::create_dir_all(dir) {
+                    return Err(usage_error(&format!(
+                        "{flag} {}: cannot create the directory: {e}",
+                        dir.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where `run` writes its trace, timeline and HTML report.

@@ -1408,12 +1408,11 @@ fn shared_line_writebacks(
         }
         // The step's write-backs, in the order made; for each line written back from more
         // than one queue, the last of them.
-        let step = k..end;
+        let first = k;
         k = end;
-        let wbs: Vec<(usize, u32, u64)> = step
-            .clone()
+        let wbs: Vec<(u32, u64)> = (first..end)
             .filter_map(|x| match h.events[x].actor {
-                ActorKey::Writeback(q, line) => Some((x, q, line)),
+                ActorKey::Writeback(q, line) => Some((q, line)),
                 _ => None,
             })
             .collect();
@@ -1426,11 +1425,10 @@ fn shared_line_writebacks(
         if p < frozen || !node.point.scheduling {
             continue;
         }
-        let first = step.start;
         let mut starts = Vec::new();
-        for (x, &(_, q, line)) in wbs.iter().enumerate() {
-            let later = wbs[x + 1..].iter().any(|&(_, _, l)| l == line);
-            let shared = wbs.iter().any(|&(_, o, l)| l == line && o != q);
+        for (x, &(q, line)) in wbs.iter().enumerate() {
+            let later = wbs[x + 1..].iter().any(|&(_, l)| l == line);
+            let shared = wbs.iter().any(|&(o, l)| l == line && o != q);
             let aj = ActorKey::Writeback(q, line);
             if later || !shared || !node.point.actors.contains(&aj) || node.asleep(aj) {
                 continue;

@@ -218,12 +218,14 @@ impl Visibility {
         record(Obj::All, Kind::Write);
         let mut clean = Vec::new();
         for (&q, e) in self.engines.iter_mut() {
-            let mut lines: Vec<(u64, DirtyLine)> = e.dirty.drain().collect();
-            lines.sort_unstable_by_key(|(line, _)| *line);
-            for (line, l) in lines {
+            // An engine's lines are distinct: their order changes no memory, and is recorded
+            // by address.
+            let from = clean.len();
+            for (line, l) in e.dirty.drain() {
                 l.write_back_all();
                 clean.push((q, line));
             }
+            clean[from..].sort_unstable();
         }
         for (q, line) in clean {
             Self::cleaned(&self.script, q, line);
