@@ -1359,13 +1359,14 @@ fn add_backtracks(
         let waits_idle = awaits_idle(&h.events[j].footprint);
         starts.clear();
         starts.resize_with(racing.len(), || None);
+        let needs = NeedsOf::new(h, j);
         for x in (0..racing.len()).rev() {
             let i = racing[x];
             let implied = !waits_idle
                 && (x + 1..racing.len())
                     .any(|y| starts[y].is_some() && h.preds[racing[y]].contains(i));
             if !implied {
-                starts[x] = start_of(h, i, j, path);
+                starts[x] = start_of(h, i, &needs, path);
             }
         }
         for &i in &racing {
@@ -1476,8 +1477,9 @@ fn after_quiescence(h: &History, i: usize, j: usize) -> bool {
 
 /// Who could start the reversal of `i`'s race with `j` ([`reversal_starts`], else the line's
 /// [`early_writeback`]).
-fn start_of(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Reversal> {
-    reversal_starts(h, i, j, path).or_else(|| early_writeback(h, i, j, path))
+fn start_of(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Option<Reversal> {
+    let j = needs.j;
+    reversal_starts(h, i, needs, path).or_else(|| early_writeback(h, i, j, path))
 }
 
 /// Adds reversal `r` of a race of `i` at `i`'s point, unless that point is frozen (the
@@ -1659,7 +1661,7 @@ fn step_before_submission(
         if !moves {
             continue;
         }
-        if let Some(r) = reversal_starts(h, i, c, path) {
+        if let Some(r) = reversal_starts(h, i, &NeedsOf::new(h, c), path) {
             sink.put(r.op(ei.point), path);
         }
     }
@@ -1961,7 +1963,7 @@ fn late_load_readers(
             }
             seen_late = true;
             if direct_race(h, i, j) {
-                if let Some(rev) = start_of(h, i, j, path) {
+                if let Some(rev) = start_of(h, i, &NeedsOf::new(h, j), path) {
                     put_start(h, i, rev, frozen, path, sink);
                 }
             }
@@ -2128,7 +2130,7 @@ fn late_observers(
                 continue;
             }
             split_writeback(h, i, j, frozen, path, sink);
-            if let Some(r) = start_of(h, i, j, path) {
+            if let Some(r) = start_of(h, i, &NeedsOf::new(h, j), path) {
                 put_start(h, i, r, frozen, path, sink);
             }
         }
@@ -2184,7 +2186,8 @@ fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
 /// there (the listing has only the actors that can run, and nothing between them that `j`
 /// depends on enabled it, so the step did). An actor of the step is never an initial (a
 /// host's next command after the submission whose PFP step is `i` comes after that step).
-fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Reversal> {
+fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Option<Reversal> {
+    let j = needs.j;
     let actors = path
         .get(h.events[i].point)
         .map(|n| n.point.actors.as_slice());
@@ -2230,7 +2233,7 @@ fn reversal_starts(h: &History, i: usize, j: usize, path: &[Node]) -> Option<Rev
     // dependent on has that part among the events before it.)
     // What j needs: happens-before without its own dependences whose order nobody sees
     // ([`needs_of`]).
-    let needs = needs_of(h, j);
+    let needs = needs.get();
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
             needs.contains(k)
@@ -2309,6 +2312,29 @@ fn needs_of(h: &History, j: usize) -> Bits {
             && !unread_load(h, k, j)
             && !unobserved_writeback(h, k, j)
     })
+}
+
+/// [`needs_of`] for one later event `j`, computed once, when first asked for, for all the
+/// races of `j` (an event races with up to every earlier one: a host's read of a word that
+/// each group of a dispatch added to).
+struct NeedsOf<'h> {
+    h: &'h History,
+    j: usize,
+    bits: std::cell::OnceCell<Bits>,
+}
+
+impl<'h> NeedsOf<'h> {
+    fn new(h: &'h History, j: usize) -> Self {
+        NeedsOf {
+            h,
+            j,
+            bits: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn get(&self) -> &Bits {
+        self.bits.get_or_init(|| needs_of(self.h, self.j))
+    }
 }
 
 /// `sequence` without the first action of `a` (the initial that starts it).
