@@ -442,10 +442,14 @@ impl Shard {
             ));
         }
         if index >= total {
+            let which = if total == 1 {
+                "the one shard is 0/1".to_string()
+            } else {
+                format!("{total} shards are 0/{total} to {}/{total}", total - 1)
+            };
             return Err(format!(
                 "shard {index}/{total}: the index counts from 0 and must be below the total \
-                 ({total} shards are 0/{total} to {}/{total})",
-                total - 1
+                 ({which})"
             ));
         }
         Ok(Shard { index, total })
