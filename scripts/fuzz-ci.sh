@@ -2,7 +2,7 @@
 # Runs each fuzz target (fuzz/README.md) from its seed corpus for a bounded time and fails on any
 # crash or hang, printing each failing input (base64) so it can be turned into a regression test.
 #
-#   scripts/fuzz-ci.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 60 s; parse decode run)
+#   scripts/fuzz-ci.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 60 s; parse decode run explore)
 #
 # Installs cargo-afl (and with it AFL++) when the matching version is missing.
 set -euo pipefail
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../fuzz"
 secs=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(parse decode run)
+[[ ${#targets[@]} -gt 0 ]] || targets=(parse decode run explore)
 afl_version=$(awk '/^name = "afl"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
 if ! cargo afl --version 2>/dev/null | grep -q "cargo-afl $afl_version"; then
@@ -27,8 +27,11 @@ trap 'rm -rf "$out"' EXIT
 failed=0
 for t in "${targets[@]}"; do
     echo "== fuzz $t for ${secs} s"
+    # The scenario language's tokens help the targets that read scenarios past the parser.
+    dict=()
+    [[ $t == decode ]] || dict=(-x dict/scenario.dict)
     AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1 \
-        AFL_QUIET=1 cargo afl fuzz -V "$secs" -t 10000 -m none -i "corpus/$t" -o "$out/$t" \
+        AFL_QUIET=1 cargo afl fuzz -V "$secs" -t 10000 -m none "${dict[@]}" -i "corpus/$t" -o "$out/$t" \
         "target/release/$t" >"$out/$t.log" 2>&1 || {
         tail -n 30 "$out/$t.log"
         echo "fuzz $t: afl-fuzz failed"
