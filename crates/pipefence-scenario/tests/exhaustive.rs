@@ -630,6 +630,35 @@ fn x1_no_run_reverses_a_group_or_a_retirement_with_a_wait_for_idle() {
     }
 }
 
+/// X1 (`docs/exploration.md`, "The dependence relation", steps): a race whose later action
+/// follows a later action of the first one's actor is not reversed: the actor runs its
+/// actions in order, so that one comes after the first in every schedule, and the later action
+/// can come first only where some race on the way from that action to it is reversed (that
+/// race is reversed on its own). In `ring-buffer.kdl` the producer ME's copy into a slot
+/// raced with the consumer's group reading the slot after the producer's signal passed the
+/// consumer's wait: each reversal tried ended asleep, 5 runs beside the one schedule. Strict:
+/// stale-cache 2 runs asleep beside its 96 schedules, stale-cache-fixed 2 beside 6,
+/// pfp-indirect-race 1 beside 2, all now none with the same schedules and outcomes;
+/// page-fault's schedules 3,864 -> 3,388, the same 7 outcomes.
+#[test]
+fn x1_no_run_reverses_a_race_that_a_later_action_of_the_first_actor_orders() {
+    let cases = [
+        ("examples/ring-buffer.kdl", false, (1, 1, 0)),
+        ("tests/scenarios/stale-cache.kdl", true, (96, 11, 0)),
+        ("tests/scenarios/stale-cache-fixed.kdl", true, (6, 1, 0)),
+        ("tests/scenarios/pfp-indirect-race.kdl", true, (2, 1, 0)),
+        ("tests/scenarios/page-fault.kdl", true, (3388, 7, 0)),
+    ];
+    for (name, strict, want) in cases {
+        let r = complete_reduced_search(name, strict);
+        assert_eq!(
+            (r.schedules, r.outcomes, r.sleep_blocked),
+            want,
+            "{name}: schedules, outcomes, runs that ended asleep"
+        );
+    }
+}
+
 /// D4 (`docs/exploration.md`, "Write-backs nobody reads"): in strict mode, whether a dirty
 /// line is written back early before its queue writes it again, or before a wait for idle
 /// writes every line back, is seen by nobody unless something reads or writes the line's

@@ -2225,7 +2225,12 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     // j follows an action chosen after i's step that the step (i or another part of it)
     // conflicts with: that race (or the order that action always keeps with the step) comes
     // first, as the step runs whole (a retirement's write-back of a line that another queue
-    // reads once it passed a wait for the retirement's signal). Not when j is a host's wait
+    // reads once it passed a wait for the retirement's signal), or that the step's own actor
+    // chose (its actions run in order, so that one comes after the step in every schedule:
+    // the producer ME's signal after its copy into a ring's slot, which the consumer's group
+    // reading the slot follows through the consumer's wait; without it, source-DPOR took the
+    // copy and the read for a race, and the run that tried to reverse it ended asleep, 5 such
+    // runs beside the one schedule of `ring-buffer.kdl`). Not when j is a host's wait
     // for idle that passes: it follows the retirement of every submission made before it, so
     // the plumbing of i's submission orders it here only because i came first (without i it
     // passes sooner), and the reversal must be looked for here. (The quick tests first: most
@@ -2237,12 +2242,13 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
             needs.contains(k)
-                && (first..=last).any(|s| {
-                    h.masks[s].may_conflict(h.masks[k])
-                        && h.preds[k].contains(s)
-                        && h.dependent(s, k)
-                        && chosen(k)
-                })
+                && ((h.events[k].actor == step_actor && chosen(k))
+                    || (first..=last).any(|s| {
+                        h.masks[s].may_conflict(h.masks[k])
+                            && h.preds[k].contains(s)
+                            && h.dependent(s, k)
+                            && chosen(k)
+                    }))
                 && !unobserved_writeback(h, k, j)
         })
     {
