@@ -597,6 +597,19 @@ fn complete_reduced_search(name: &str, strict: bool) -> ExhaustiveReport {
     r
 }
 
+/// Each case's complete reduced search (scenario file, strict) has these schedules, outcomes
+/// and runs that ended asleep.
+fn assert_reduced_counts(cases: &[(&str, bool, (u64, usize, u64))]) {
+    for &(name, strict, want) in cases {
+        let r = complete_reduced_search(name, strict);
+        assert_eq!(
+            (r.schedules, r.outcomes, r.sleep_blocked),
+            want,
+            "{name}: schedules, outcomes, runs that ended asleep"
+        );
+    }
+}
+
 /// X1 (`docs/exploration.md`, "The dependence relation"): a host's wait for every queue to be
 /// idle, and the end of the run, cannot come before a retirement or a dispatch group of work
 /// submitted before them, so the search never tries to reverse those races (each try ended
@@ -620,14 +633,7 @@ fn x1_no_run_reverses_a_group_or_a_retirement_with_a_wait_for_idle() {
         ("examples/async-compute.kdl", false, (2, 1, 0)),
         ("tests/scenarios/host-reuse.kdl", true, (2, 2, 0)),
     ];
-    for (name, strict, want) in cases {
-        let r = complete_reduced_search(name, strict);
-        assert_eq!(
-            (r.schedules, r.outcomes, r.sleep_blocked),
-            want,
-            "{name}: schedules, outcomes, runs that ended asleep"
-        );
-    }
+    assert_reduced_counts(&cases);
 }
 
 /// X1 (`docs/exploration.md`, "The dependence relation", steps): a race whose later action
@@ -649,14 +655,7 @@ fn x1_no_run_reverses_a_race_that_a_later_action_of_the_first_actor_orders() {
         ("tests/scenarios/pfp-indirect-race.kdl", true, (2, 1, 0)),
         ("tests/scenarios/page-fault.kdl", true, (3388, 7, 0)),
     ];
-    for (name, strict, want) in cases {
-        let r = complete_reduced_search(name, strict);
-        assert_eq!(
-            (r.schedules, r.outcomes, r.sleep_blocked),
-            want,
-            "{name}: schedules, outcomes, runs that ended asleep"
-        );
-    }
+    assert_reduced_counts(&cases);
 }
 
 /// D4 (`docs/exploration.md`, "Write-backs nobody reads"): in strict mode, whether a dirty

@@ -12,9 +12,10 @@
 //!   schedule replays to another one.
 
 use pipefence::explore::{ExhaustiveOptions, Parallel, Script};
+use pipefence_fuzz::Budget;
 use pipefence_scenario::check::signature;
 use pipefence_scenario::exhaustive::{check_exhaustive_each, ExhaustiveCheckOptions};
-use pipefence_scenario::plan::{ListCommand, Scenario};
+use pipefence_scenario::plan::Scenario;
 use pipefence_scenario::run::{run, DriverKind, RunOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,18 +25,13 @@ const REDUCED_CAP: u64 = 64;
 /// Schedules the plain search may explore before the comparison is skipped.
 const PLAIN_CAP: u64 = 400;
 
-fn within_budget(sc: &Scenario) -> bool {
-    let bytes: u64 = sc.buffers.iter().map(|b| b.size).sum();
-    bytes <= 1 << 16
-        && sc.lists.iter().all(|l| {
-            l.commands.len() <= 16
-                && l.commands.iter().all(
-                    |c| !matches!(c.cmd, ListCommand::Dispatch { groups, .. } if groups > 8),
-                )
-        })
-        && sc.main.len() <= 16
-        && sc.hosts.iter().all(|h| h.actions.len() <= 16)
-}
+/// The budget of a fuzzed scenario (above): its searches stay small.
+const BUDGET: Budget = Budget {
+    buffer_bytes: 1 << 16,
+    groups: 8,
+    commands: 16,
+    actions: 16,
+};
 
 struct Found {
     complete: bool,
@@ -103,7 +99,7 @@ fn main() {
         let Ok(sc) = pipefence_scenario::parse("fuzz.kdl", &text) else {
             return;
         };
-        if !within_budget(&sc) {
+        if !BUDGET.admits(&sc) {
             return;
         }
         let strict = seed % 2 == 1;

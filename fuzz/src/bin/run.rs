@@ -4,21 +4,16 @@
 //! run). A valid scenario must end with a verdict (exit 0-3); a panic, an abort or a hang (AFL's
 //! timeout) is a crash.
 
-use pipefence_scenario::plan::{ListCommand, Scenario};
+use pipefence_fuzz::Budget;
 use pipefence_scenario::run::{run, DriverKind, RunOptions};
 
-fn within_budget(sc: &Scenario) -> bool {
-    let bytes: u64 = sc.buffers.iter().map(|b| b.size).sum();
-    bytes <= 1 << 20
-        && sc.lists.iter().all(|l| {
-            l.commands.len() <= 4096
-                && l.commands.iter().all(
-                    |c| !matches!(c.cmd, ListCommand::Dispatch { groups, .. } if groups > 4096),
-                )
-        })
-        && sc.main.len() <= 64
-        && sc.hosts.iter().all(|h| h.actions.len() <= 64)
-}
+/// The budget of a fuzzed scenario (above).
+const BUDGET: Budget = Budget {
+    buffer_bytes: 1 << 20,
+    groups: 4096,
+    commands: 4096,
+    actions: 64,
+};
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {
@@ -29,7 +24,7 @@ fn main() {
         let Ok(sc) = pipefence_scenario::parse("fuzz.kdl", &text) else {
             return;
         };
-        if !within_budget(&sc) {
+        if !BUDGET.admits(&sc) {
             return;
         }
         let o = run(
