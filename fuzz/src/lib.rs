@@ -12,6 +12,17 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// The scenario an input's bytes (as UTF-8, lossily) parse to, when it is within this
+    /// budget, with a seed hashed from the bytes (for the choices a target makes per input).
+    pub fn scenario(&self, data: &[u8]) -> Option<(Scenario, u64)> {
+        let seed = data
+            .iter()
+            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(*b));
+        let text = String::from_utf8_lossy(data);
+        let sc = pipefence_scenario::parse("fuzz.kdl", &text).ok()?;
+        self.admits(&sc).then_some((sc, seed))
+    }
+
     /// Whether `sc` is within this budget (a target skips a scenario that is not).
     pub fn admits(&self, sc: &Scenario) -> bool {
         let bytes: u64 = sc.buffers.iter().map(|b| b.size).sum();

@@ -92,16 +92,9 @@ fn replay(sc: &Scenario, strict: bool, schedule: &str) -> String {
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        let seed = data
-            .iter()
-            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(*b));
-        let text = String::from_utf8_lossy(data);
-        let Ok(sc) = pipefence_scenario::parse("fuzz.kdl", &text) else {
+        let Some((sc, seed)) = BUDGET.scenario(data) else {
             return;
         };
-        if !BUDGET.admits(&sc) {
-            return;
-        }
         let strict = seed % 2 == 1;
         let shrink = (seed >> 1) % 2 == 1;
         let reduced = search(&sc, strict, true, REDUCED_CAP, shrink);

@@ -17,16 +17,9 @@ const BUDGET: Budget = Budget {
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {
-        let seed = data
-            .iter()
-            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(*b));
-        let text = String::from_utf8_lossy(data);
-        let Ok(sc) = pipefence_scenario::parse("fuzz.kdl", &text) else {
+        let Some((sc, seed)) = BUDGET.scenario(data) else {
             return;
         };
-        if !BUDGET.admits(&sc) {
-            return;
-        }
         let o = run(
             &sc,
             &RunOptions {
