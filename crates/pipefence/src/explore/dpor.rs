@@ -2242,12 +2242,12 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     if !awaits_idle(&h.events[j].footprint)
         && (last + 1..j).any(|k| {
             needs.contains(k)
-                && ((h.events[k].actor == step_actor && chosen(k))
+                && chosen(k)
+                && (h.events[k].actor == step_actor
                     || (first..=last).any(|s| {
                         h.masks[s].may_conflict(h.masks[k])
                             && h.preds[k].contains(s)
                             && h.dependent(s, k)
-                            && chosen(k)
                     }))
                 && !unobserved_writeback(h, k, j)
         })
