@@ -206,7 +206,7 @@ fn run_exhaustive(
     }
     let e = e.map_err(|payload| {
         let msg = panic_message(&*payload);
-        if msg.contains("depend on nothing but the schedule") {
+        if msg.contains(pipefence::explore::NOT_REPEATED) {
             Fail::new(PIPEFENCE_E_FAIL, format!("pipefence_explore: {msg}"))
         } else {
             std::panic::resume_unwind(payload)

@@ -92,7 +92,9 @@ mod parallel;
 mod shrink;
 mod speculate;
 pub use crate::choice::{ActorKey, Narrated, Where};
-pub use exhaustive::{enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES};
+pub use exhaustive::{
+    enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
+};
 pub use parallel::{enumerate_parallel, Parallel, Seen, MAX_JOBS, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};
 #[doc(hidden)]

@@ -181,13 +181,15 @@ pub(super) fn replayed(points: &[ChoicePoint], d: usize, first_try: usize) -> bo
     points.get(d).is_some_and(|p| p.first_try == first_try)
 }
 
+/// What an exploration panics with when the program did not repeat the same choices for the
+/// same prefix ([`assert_replayed`]): a caller that reports it as the program's fault (the C
+/// API's `E_FAIL`) recognises it by this text.
+pub const NOT_REPEATED: &str = "exhaustive exploration: the program did not repeat the same \
+     choices for the same prefix (it must depend on nothing but the schedule)";
+
 /// Panics unless [`replayed`]: the program depends on more than the schedule.
 pub(super) fn assert_replayed(points: &[ChoicePoint], d: usize, first_try: usize) {
-    assert!(
-        replayed(points, d, first_try),
-        "exhaustive exploration: the program did not repeat the same choices for the same \
-         prefix (it must depend on nothing but the schedule)"
-    );
+    assert!(replayed(points, d, first_try), "{NOT_REPEATED}");
 }
 
 /// What a search hands its visitor after each run.
