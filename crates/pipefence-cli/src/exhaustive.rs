@@ -224,11 +224,8 @@ fn write_outputs(
         let outcome = run(
             scenario,
             &RunOptions {
-                driver: DriverKind::Deterministic,
-                strict,
                 trace: true,
-                schedule: Some(script.clone()),
-                ..RunOptions::default()
+                ..RunOptions::scripted(strict, script.clone())
             },
         );
         let mode = super::Mode {

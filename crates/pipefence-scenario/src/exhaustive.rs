@@ -10,7 +10,7 @@
 use crate::check::{describe, signature, Progress, MAX_FAILURE_GROUPS};
 use crate::plan::Scenario;
 use crate::run::narrate::DecisiveStep;
-use crate::run::{run, DriverKind, Outcome, RunOptions, Status};
+use crate::run::{run, Outcome, RunOptions, Status};
 use pipefence::explore::{
     enumerate_parallel, shrink, Bound, ExhaustiveOptions, Parallel, Script, Seen,
 };
@@ -130,7 +130,6 @@ impl ExhaustiveReport {
     }
 }
 
-/// One run of `sc` on the deterministic driver, its choices from `script`.
 /// The outcome of the schedule `replay` (a schedule string an exploration of `sc` reported,
 /// whose outcome's signature is `sig`), run again.
 fn rerun(sc: &Scenario, strict: bool, replay: &str, sig: &str) -> Outcome {
@@ -145,16 +144,9 @@ fn rerun(sc: &Scenario, strict: bool, replay: &str, sig: &str) -> Outcome {
     o
 }
 
+/// One run of `sc` on the deterministic driver, its choices from `script`.
 fn run_scripted(sc: &Scenario, strict: bool, script: &Arc<Script>) -> Outcome {
-    run(
-        sc,
-        &RunOptions {
-            driver: DriverKind::Deterministic,
-            strict,
-            schedule: Some(script.clone()),
-            ..RunOptions::default()
-        },
-    )
+    run(sc, &RunOptions::scripted(strict, script.clone()))
 }
 
 /// Explores every schedule of `sc` within `opts`' bounds, calling `progress` after each.

@@ -8,7 +8,7 @@ use pipefence_scenario::exhaustive::{
     check_exhaustive_each, ExhaustiveCheckOptions, ExhaustiveReport,
 };
 use pipefence_scenario::plan::Scenario;
-use pipefence_scenario::run::{run, DriverKind, Outcome, RunOptions};
+use pipefence_scenario::run::{run, Outcome, RunOptions};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -198,11 +198,8 @@ fn x2_a_racy_scenario_fails_and_its_replay_string_reproduces_the_failure() {
             run(
                 &sc,
                 &RunOptions {
-                    driver: DriverKind::Deterministic,
-                    strict,
                     trace,
-                    schedule: Some(Arc::new(script)),
-                    ..RunOptions::default()
+                    ..RunOptions::scripted(strict, Arc::new(script))
                 },
             )
         };
@@ -242,15 +239,7 @@ fn file(name: &str) -> Scenario {
 
 fn replay_signature(sc: &Scenario, strict: bool, replay: &str) -> String {
     let script = pipefence::explore::Script::from_schedule_string(replay).expect("a schedule");
-    let mut o = run(
-        sc,
-        &RunOptions {
-            driver: DriverKind::Deterministic,
-            strict,
-            schedule: Some(Arc::new(script)),
-            ..RunOptions::default()
-        },
-    );
+    let mut o = run(sc, &RunOptions::scripted(strict, Arc::new(script)));
     signature(&mut o)
 }
 

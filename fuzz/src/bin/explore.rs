@@ -16,7 +16,7 @@ use pipefence_fuzz::Budget;
 use pipefence_scenario::check::signature;
 use pipefence_scenario::exhaustive::{check_exhaustive_each, ExhaustiveCheckOptions};
 use pipefence_scenario::plan::Scenario;
-use pipefence_scenario::run::{run, DriverKind, RunOptions};
+use pipefence_scenario::run::{run, RunOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -78,15 +78,7 @@ fn search(sc: &Scenario, strict: bool, reduction: bool, cap: u64, shrink: bool) 
 fn replay(sc: &Scenario, strict: bool, schedule: &str) -> String {
     let script = Script::from_schedule_string(schedule)
         .unwrap_or_else(|e| panic!("replay string {schedule} does not decode: {e}"));
-    let mut o = run(
-        sc,
-        &RunOptions {
-            driver: DriverKind::Deterministic,
-            strict,
-            schedule: Some(Arc::new(script)),
-            ..RunOptions::default()
-        },
-    );
+    let mut o = run(sc, &RunOptions::scripted(strict, Arc::new(script)));
     signature(&mut o)
 }
 

@@ -66,6 +66,19 @@ pub struct RunOptions {
     pub schedule: Option<Arc<pipefence::explore::Script>>,
 }
 
+impl RunOptions {
+    /// A run on the deterministic driver that takes its choices from `script` (the replay of
+    /// a schedule string, or an exhaustive check's run), strict or not, without a trace.
+    pub fn scripted(strict: bool, script: Arc<pipefence::explore::Script>) -> Self {
+        RunOptions {
+            driver: DriverKind::Deterministic,
+            strict,
+            schedule: Some(script),
+            ..RunOptions::default()
+        }
+    }
+}
+
 /// Locks `m`, also after a panic on another thread.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
