@@ -572,16 +572,20 @@ fn x1_an_exhaustive_check_leaves_no_recorder_on() {
     }
 }
 
-/// The reduced search of a scenario of the repository (up to 10,000 schedules), checked
-/// complete.
-/// The reduced strict search of a scenario text, capped at 10,000 schedules.
-fn complete_reduced_search(name: &str, strict: bool) -> ExhaustiveReport {
+/// The reduced search of a scenario of the repository, up to `max` schedules.
+fn reduced_search(name: &str, strict: bool, max: u64) -> ExhaustiveReport {
     let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("the scenario file");
     let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
-    let mut o = opts(strict, 10_000);
+    let mut o = opts(strict, max);
     o.bounds.reduction = true;
-    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    check_exhaustive_each(&sc, &o, |_| {}, |_, _| {})
+}
+
+/// The reduced search of a scenario of the repository (up to 10,000 schedules), checked
+/// complete.
+fn complete_reduced_search(name: &str, strict: bool) -> ExhaustiveReport {
+    let r = reduced_search(name, strict, 10_000);
     assert!(r.complete, "{name}");
     r
 }
@@ -664,12 +668,7 @@ fn x1_no_run_starts_a_reversal_that_an_asleep_gpu_actor_could_start() {
         "tests/scenarios/top-of-pipe-flag.kdl",
         "tests/scenarios/write-write-queues.kdl",
     ] {
-        let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
-        let src = std::fs::read_to_string(&path).expect("the scenario file");
-        let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
-        let mut o = opts(true, 100);
-        o.bounds.reduction = true;
-        let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+        let r = reduced_search(name, true, 100);
         assert_eq!(
             (r.complete, r.schedules, r.sleep_blocked),
             (false, 100, 0),

@@ -1110,22 +1110,20 @@ expect "m+0" cmp=never reference=0
     );
 }
 
-/// A race is reversed even when one of the actors that could start its reversal is asleep
-/// at the race's point (another initial is taken there). The host signals `f` to 1 through
-/// q1 and then lowers it to 0 from the CPU, while q0 and q2 wait for `f >= 1` (tickets
-/// registered at submission). A rule that left such a race alone (optimal DPOR's test of a
-/// reversing sequence against the sleep set) stopped none of `missing-writeback.kdl
-/// --strict`'s runs asleep where 22,400 stop beside its first 20,000 schedules, but here it
-/// lost 2 of the outcomes sampling finds (q0 and q2 never passing their waits; generated
-/// seed 1337, 14 schedules). The races it left alone here were at points where a host
-/// thread or a retirement was asleep; which of them lost the outcomes is not pinned down.
+/// A race that a host thread asleep at its point could start reversing is still reversed
+/// (another initial is taken there; the rule that leaves a race alone covers asleep engine
+/// stages, retirements, write-backs and groups only). The host signals `f` to 1 through q1
+/// and then lowers it to 0 from the CPU, while q0 and q2 wait for `f >= 1` (tickets
+/// registered at submission). With hosts in that rule, the search lost 2 of the outcomes
+/// sampling finds (q0 and q2 never passing their waits; generated seed 1337, its unread
+/// buffers cut; 14 schedules): the races left alone at the point where the main thread, about
+/// to register q0's wait, was asleep, and the `h0` thread had run, lose them on their own.
+/// Why the main thread's sleep does not stand for those reversals is not pinned down.
 #[test]
 fn d4_regression_strict_an_asleep_initial_does_not_cover_a_race() {
     assert_finds_sampled_outcomes(
         r#"device tdr-ms=500 fifo-depth=1
 buffer m size=64 heap=shared
-buffer d size=1024 heap=shared init=1
-buffer e size=1024 heap=readback
 fence f
 fence g
 queue q0 kind=compute
@@ -1143,8 +1141,6 @@ wait q0 f 1
 signal q1 g 1
 wait q2 f 1
 expect "m+0" cmp=never reference=0
-expect "d+0" cmp=never reference=0
-expect "e+0" cmp=never reference=0
 "#,
         true,
         300,
