@@ -153,8 +153,7 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
 /// (ring-buffer in the plain model was one of them until its search left the clock out of the
 /// relation: it is one schedule now. async-compute `--strict` was one until its search shrank
 /// to 2 schedules, which leave a second thread nothing to explore; the example ring cut to
-/// four frames (577 strict schedules; 589 until races that an asleep GPU actor could start
-/// reversing were left alone) took its place. cpu-gpu-handshake and stale-cache
+/// four frames, 589 strict schedules, took its place. cpu-gpu-handshake and stale-cache
 /// `--strict`, 30 and 96 schedules since the same changes, stay to show what small searches
 /// get.)
 const JOBS_SCENARIOS: [(&str, bool); 4] = [

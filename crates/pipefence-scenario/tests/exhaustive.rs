@@ -651,18 +651,19 @@ fn x1_no_run_reverses_a_race_that_a_later_action_of_the_first_actor_orders() {
     assert_reduced_counts(&cases);
 }
 
-/// X1 (`docs/exploration.md`, "Runs that end asleep"): a race that an asleep engine stage,
-/// retirement, write-back or group could start reversing is left alone, as optimal DPOR
-/// tests a reversing sequence against the sleep set: every schedule that actor starts was
-/// explored from the sibling that put it to sleep. Before, source-DPOR took another initial
-/// there, and the branch ended asleep once only the asleep actors were left: in
+/// X1 (`docs/exploration.md`, "Runs that end asleep"): a race that an asleep write-back of a
+/// line or dispatch group could start reversing is left alone, as optimal DPOR tests a
+/// reversing sequence against the sleep set: every schedule that actor starts was explored
+/// from the sibling that put it to sleep. Before, source-DPOR took another initial there, and
+/// the branch ended asleep once only the asleep actors were left: in
 /// `missing-writeback.kdl --strict` a consumer group raced with the early write-back of a
 /// line it reads, and the branch for it started with another group while the write-back and
 /// the group were asleep (22,400 runs asleep beside the first 20,000 schedules, 16 beside the
-/// first 100); top-of-pipe-flag the same, write-write-queues 1,013 beside 20,000. Each
-/// search here stops at 100 schedules (none of them completes: their races are real).
+/// first 100); top-of-pipe-flag the same, write-write-queues 1,013 beside 20,000 (4 beside
+/// 100). Each search here stops at 100 schedules (none of them completes: their races are
+/// real).
 #[test]
-fn x1_no_run_starts_a_reversal_that_an_asleep_gpu_actor_could_start() {
+fn x1_no_run_starts_a_reversal_that_an_asleep_write_back_or_group_could_start() {
     for name in [
         "examples/missing-writeback.kdl",
         "tests/scenarios/top-of-pipe-flag.kdl",

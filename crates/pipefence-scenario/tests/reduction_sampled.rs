@@ -1111,8 +1111,8 @@ expect "m+0" cmp=never reference=0
 }
 
 /// A race that a host thread asleep at its point could start reversing is still reversed
-/// (another initial is taken there; the rule that leaves a race alone covers asleep engine
-/// stages, retirements, write-backs and groups only). The host signals `f` to 1 through q1
+/// (another initial is taken there; the rule that leaves a race alone covers asleep
+/// write-backs and dispatch groups only). The host signals `f` to 1 through q1
 /// and then lowers it to 0 from the CPU, while q0 and q2 wait for `f >= 1` (tickets
 /// registered at submission). With hosts in that rule, the search lost 2 of the outcomes
 /// sampling finds (q0 and q2 never passing their waits; generated seed 1337, its unread
