@@ -1110,6 +1110,43 @@ expect "m+0" cmp=never reference=0
     );
 }
 
+/// A host's wait for idle that reads memory when it passes (the expectations after it)
+/// races with another thread's earlier write of the word; the reversal needs the queue to
+/// finish its fill before a third thread submits a `wait` on a fence nobody signals (after
+/// which the queue is never idle). Its initials were that thread and the queue's PFP, and the
+/// branch started with the thread, whose run submitted the wait at once: the wait for idle
+/// never passed before the write, and the outcome where it reads the word unwritten was
+/// missed (3 schedules, 3 outcomes; sampling finds 4; generated seed 1412, plain). The race
+/// keeps its reversing sequence now, and its branch starts with the sequence's first actor
+/// (the PFP) and plants the rest where its first run leaves it: 4 schedules, 4 outcomes.
+#[test]
+fn d4_regression_a_wait_for_idle_reversal_starts_with_its_sequence() {
+    for strict in [false, true] {
+        assert_finds_sampled_outcomes(
+            r#"device tdr-ms=500 fifo-depth=1
+buffer m size=64 heap=shared
+buffer d size=1024 heap=shared init=1
+fence f
+queue q0 kind=compute
+list q0l0 kind=compute {
+    dispatch fill dst="d+0" groups=1 value=1
+}
+host h0 {
+    cpu-write "m+0" value=1
+}
+host h1 {
+    wait q0 f 1
+}
+execute q0 q0l0
+wait-idle timeout-ms=1000
+expect "m+0" cmp=never reference=0
+"#,
+            strict,
+            300,
+        );
+    }
+}
+
 /// A race that a host thread asleep at its point could start reversing is still reversed
 /// (another initial is taken there; the rule that leaves a race alone covers asleep
 /// write-backs and dispatch groups only). The host signals `f` to 1 through q1

@@ -300,6 +300,18 @@ impl Op {
                 }) {
                     return;
                 }
+                // A race with a reversing sequence starts with the sequence's first actor
+                // where it can, and its branch's first run plants the rest where it leaves
+                // it ([`plant`]).
+                if let Some(&(first, _)) = sequence.first() {
+                    if initials.contains(&first) && !node.asleep(first) {
+                        if let Some(alt) = node.enabled(first) {
+                            node.backtrack.insert(alt);
+                            node.wake(alt, sequence[1..].to_vec());
+                            return;
+                        }
+                    }
+                }
                 if let Some(alt) = initials
                     .iter()
                     .filter(|&&a| !node.asleep(a))
@@ -2295,9 +2307,15 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     }
     // The sequence, kept only where a branch's first run can lose the race: `i` is a PFP
     // step that another actor's action brought about (a run-ahead, whose extent depends on
-    // what the queue holds). The actors chosen at the points of v's chosen actions that j
-    // needs and of j, then at i's.
-    if chosen(i) || !matches!(h.events[i].actor, ActorKey::Pfp(_)) {
+    // what the queue holds), or `j` is a host's wait for idle (a branch that starts with
+    // another initial can run a submission that keeps the queue busy for good: a thread's
+    // `wait` on a fence nobody signals, after which the wait for idle never passes; the
+    // branch starts with the sequence's first actor and plants the rest where its first run
+    // leaves it). The actors chosen at the points of v's chosen actions that j needs and of
+    // j, then at i's.
+    if !awaits_idle(&h.events[j].footprint)
+        && (chosen(i) || !matches!(h.events[i].actor, ActorKey::Pfp(_)))
+    {
         return Some(Reversal {
             initials,
             sequence: Vec::new(),
