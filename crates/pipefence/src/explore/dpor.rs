@@ -303,14 +303,14 @@ impl Op {
                 // A race with a reversing sequence starts with the sequence's first actor
                 // where it can, and its branch's first run plants the rest where it leaves
                 // it ([`plant`]).
-                if let Some(&(first, _)) = sequence.first() {
-                    if initials.contains(&first) && !node.asleep(first) {
-                        if let Some(alt) = node.enabled(first) {
-                            node.backtrack.insert(alt);
-                            node.wake(alt, sequence[1..].to_vec());
-                            return;
-                        }
-                    }
+                let leader = sequence
+                    .first()
+                    .map(|&(a, _)| a)
+                    .filter(|&a| initials.contains(&a) && !node.asleep(a));
+                if let Some((a, alt)) = leader.and_then(|a| Some((a, node.enabled(a)?))) {
+                    node.backtrack.insert(alt);
+                    node.wake(alt, rest_of(&sequence, a));
+                    return;
                 }
                 if let Some(alt) = initials
                     .iter()
@@ -2270,7 +2270,8 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     // What j needs: happens-before without its own dependences whose order nobody sees
     // ([`needs_of`]).
     let needs = needs.get();
-    if !awaits_idle(&h.events[j].footprint)
+    let j_waits_idle = awaits_idle(&h.events[j].footprint);
+    if !j_waits_idle
         && (last + 1..j).any(|k| {
             needs.contains(k)
                 && chosen(k)
@@ -2313,9 +2314,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     // branch starts with the sequence's first actor and plants the rest where its first run
     // leaves it). The actors chosen at the points of v's chosen actions that j needs and of
     // j, then at i's.
-    if !awaits_idle(&h.events[j].footprint)
-        && (chosen(i) || !matches!(h.events[i].actor, ActorKey::Pfp(_)))
-    {
+    if !j_waits_idle && (chosen(i) || !matches!(h.events[i].actor, ActorKey::Pfp(_))) {
         return Some(Reversal {
             initials,
             sequence: Vec::new(),
