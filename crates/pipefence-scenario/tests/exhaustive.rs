@@ -186,10 +186,10 @@ fn x2_a_racy_scenario_fails_and_its_replay_string_reproduces_the_failure() {
         assert!(r.failing > 0, "strict {strict}");
         assert_eq!(r.exit_code(), 1);
         let f = &r.failures[0];
-        // A reduced search's schedule (`v4:`), or the plain listing's (`v3:`) when the
+        // A reduced search's schedule (`v5:`), or the plain listing's (`v3:`) when the
         // failure's schedule is one its shrink found: either replays.
         assert!(
-            f.replay.starts_with("v4:") || f.replay.starts_with("v3:"),
+            f.replay.starts_with("v5:") || f.replay.starts_with("v3:"),
             "{}",
             f.replay
         );
@@ -1321,4 +1321,137 @@ expect "m+4" equals=2
     assert!(r.complete, "{} schedules", r.schedules);
     assert_eq!((r.schedules, r.outcomes, r.sleep_blocked), (10, 1, 0));
     assert_eq!(found, sampled(&scenario(text), true));
+}
+
+/// The reduced search of scenario text `src` (up to `max` schedules): the distinct outcomes it
+/// found, and its report.
+fn reduced_outcomes(src: &str, strict: bool, max: u64) -> (BTreeSet<String>, ExhaustiveReport) {
+    let sc = scenario(src);
+    let mut o = opts(strict, max);
+    o.bounds.reduction = true;
+    let mut seen = BTreeSet::new();
+    let r = check_exhaustive_each(
+        &sc,
+        &o,
+        |_| {},
+        |_, out| {
+            seen.insert(signature(&mut out.clone()));
+        },
+    );
+    (seen, r)
+}
+
+/// A dispatch of 1,024 groups that nothing else can run beside (the main thread waits for
+/// idle).
+const DISPATCH_ALONE: &str = r#"
+device tdr-ms=2000
+buffer out size=262144 heap=shared
+queue q kind=compute
+list l kind=compute {
+    dispatch fill dst=out groups=1024 value=7
+}
+execute q l
+wait-idle
+expect "out+261884" equals=7
+"#;
+
+/// A dispatch whose last group's first word a host thread polls, then writes its first
+/// group's: whether the dispatch's first group ran before that write depends on the schedule.
+const DISPATCH_POLLED: &str = r#"
+device tdr-ms=2000
+buffer out size=1024 heap=shared
+queue q kind=compute
+list l kind=compute {
+    dispatch fill dst=out groups=4 value=7
+}
+host h0 {
+    cpu-poll "out+768" cmp=equal reference=7 timeout-ms=1000
+    cpu-write out value=1
+}
+execute q l
+wait-idle
+expect out equals=1
+"#;
+
+/// As [`DISPATCH_POLLED`], with another queue's ME waiting on the last group's word and
+/// writing the first group's.
+const DISPATCH_WAITED: &str = r#"
+device tdr-ms=2000
+buffer out size=1024 heap=shared
+queue q kind=compute
+queue r kind=compute
+list l kind=compute {
+    dispatch fill dst=out groups=4 value=7
+}
+list w kind=compute {
+    wait-value32 "out+768" cmp=equal reference=7 engine=me
+    write-value32-top out value=1
+}
+execute r w
+execute q l
+wait-idle
+expect out equals=1
+"#;
+
+/// The actors of the events of the first run of a reducing search of scenario text `src`.
+fn first_run_actors(src: &str) -> Vec<pipefence::explore::ActorKey> {
+    let script = Arc::new(pipefence::explore::Script::reducing(
+        Vec::new(),
+        None,
+        Vec::new(),
+    ));
+    run(&scenario(src), &RunOptions::scripted(false, script.clone()));
+    script.events().iter().map(|e| e.actor).collect()
+}
+
+/// X1: the groups of a dispatch that nothing else can run beside complete in one step of a
+/// reducing run (`Choice::GroupAll`, docs/exploration.md "Dispatches that run alone"): every
+/// schedule from there starts with them, in any order, all equivalent. Where an engine's memory
+/// wait or a host's poll is on what they write, a group's write may let it go on before the
+/// others: the groups stay steps of their own (the first run of each scenario has the waiter
+/// blocked when the groups are all that can run), and the write after the wait comes before or
+/// after the first group's.
+#[test]
+fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
+    use pipefence::explore::ActorKey;
+    let (found, r) = reduced_outcomes(DISPATCH_ALONE, false, 100);
+    assert!(r.complete);
+    assert_eq!((r.schedules, found.len()), (1, 1));
+    // One step for the 1,024 groups (a group per step: more than 1,024 choice points).
+    assert!(r.max_choice_points < 64, "{} points", r.max_choice_points);
+    let groups = |actors: &[ActorKey]| {
+        let one = actors
+            .iter()
+            .filter(|a| matches!(a, ActorKey::Group(..)))
+            .count();
+        let whole = actors
+            .iter()
+            .filter(|a| matches!(a, ActorKey::Dispatch(..)))
+            .count();
+        (one, whole)
+    };
+    assert_eq!(groups(&first_run_actors(DISPATCH_ALONE)), (0, 1));
+    assert_eq!(groups(&first_run_actors(DISPATCH_WAITED)), (4, 0));
+    assert_eq!(groups(&first_run_actors(DISPATCH_POLLED)), (4, 0));
+    // The same wait on a word of another buffer: nothing waits on what the groups write.
+    let elsewhere = DISPATCH_WAITED
+        .replace(
+            "buffer out size=1024 heap=shared",
+            "buffer out size=1024 heap=shared\nbuffer other size=64 heap=shared",
+        )
+        .replace(
+            "wait-value32 \"out+768\" cmp=equal reference=7",
+            "wait-value32 other cmp=equal reference=0",
+        );
+    assert_eq!(groups(&first_run_actors(&elsewhere)), (0, 1));
+    for src in [DISPATCH_POLLED, DISPATCH_WAITED] {
+        for strict in [false, true] {
+            let (found, r) = reduced_outcomes(src, strict, 10_000);
+            assert!(r.complete, "strict {strict}");
+            let want = sampled(&scenario(src), strict);
+            assert_eq!(found, want, "strict {strict}");
+            // Both orders of the first group and the write (in one step, only one).
+            assert!(found.len() >= 2, "strict {strict}: {found:?}");
+        }
+    }
 }

@@ -94,6 +94,46 @@ pub struct Event {
     /// depends on them), or it is a host action whose host has not reached its next
     /// scheduling point (its footprint is not complete): a sleep set must not keep it.
     pub chose_within: bool,
+    /// For a dispatch's groups completed in one step ([`ActorKey::Dispatch`] of a dispatch
+    /// that ran alone): which groups, and where each one's bytes lie.
+    pub whole: Option<WholeGroups>,
+}
+
+/// The groups of a dispatch that one step completed (they ran alone,
+/// `driver/deterministic/scripted.rs`), and where each one's bytes lie: group `g` reads or
+/// writes `[base + g * stride, base + (g + 1) * stride)` for each of `bases`, and every group
+/// touches `shared` (a `sum`'s destination). A race of the step is with the group whose bytes
+/// meet what the other action touched ([`WholeGroups::group_meeting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WholeGroups {
+    /// The groups, half open.
+    pub groups: (u32, u32),
+    /// Bytes per group.
+    pub stride: u64,
+    /// Where group 0's bytes would start, per range the groups read or write.
+    pub bases: [Option<u64>; 2],
+    /// Bytes every group touches.
+    pub shared: Option<(u64, u64)>,
+}
+
+impl WholeGroups {
+    /// The first of the groups whose bytes meet `[start, end)`.
+    pub fn group_meeting(&self, start: u64, end: u64) -> Option<u32> {
+        let (first, last) = self.groups;
+        if self.shared.is_some_and(|(s, e)| start < e && s < end) {
+            return Some(first);
+        }
+        self.bases
+            .iter()
+            .flatten()
+            .filter_map(|&base| {
+                let lo = base.checked_add(u64::from(first) * self.stride)?;
+                let hi = base.checked_add(u64::from(last) * self.stride)?;
+                (start < hi && lo < end)
+                    .then(|| ((start.max(lo) - base) / self.stride.max(1)) as u32)
+            })
+            .min()
+    }
 }
 
 /// One choice point of a scripted run.
@@ -374,6 +414,16 @@ impl Script {
     /// Records an action that ran: `actor` (one of the open scheduling point's) touched
     /// `footprint`. A host action's footprint grows until [`Script::host_reached`].
     pub(crate) fn event(&self, actor: ActorKey, footprint: Footprint) {
+        self.event_of(actor, footprint, None);
+    }
+
+    /// [`Script::event`] of a dispatch's groups completed in one step.
+    pub(crate) fn event_of(
+        &self,
+        actor: ActorKey,
+        footprint: Footprint,
+        whole: Option<WholeGroups>,
+    ) {
         let mut st = self.lock();
         if !st.reducing {
             return;
@@ -388,6 +438,7 @@ impl Script {
             point,
             footprint,
             chose_within,
+            whole,
         });
         let e = st.events.len() - 1;
         if matches!(actor, ActorKey::Host(_)) {
@@ -425,7 +476,7 @@ impl Script {
         if let Some(rest) = s.strip_prefix(PLAIN_VERSION) {
             return decode(rest).map(Script::new);
         }
-        for old in ["v1:", "v2:"] {
+        for old in ["v1:", "v2:", "v4:"] {
             if s.starts_with(old) {
                 return Err(format!(
                     "schedule string `{s}` is of an earlier pipefence (`{old}`): its choice points \
@@ -795,8 +846,10 @@ fn reading_also(fp: &Footprint, queues: Vec<u32>, obj: fn(u32) -> Obj) -> Footpr
 pub const PLAIN_VERSION: &str = "v3:";
 
 /// The prefix of a schedule string of a reducing exploration's listing (each dispatch group and
-/// each dirty line its own alternative; `v2:` listed blocked engine stages).
-pub const REDUCED_VERSION: &str = "v4:";
+/// each dirty line its own alternative, but the groups of a dispatch that runs alone in one;
+/// `v2:` listed blocked engine stages, `v4:` listed the groups of a dispatch that runs alone one
+/// by one).
+pub const REDUCED_VERSION: &str = "v5:";
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -937,7 +990,7 @@ mod tests {
             );
         }
         assert!(decode("!").is_err());
-        for old in ["v1:AA", "v2:AA"] {
+        for old in ["v1:AA", "v2:AA", "v4:AA"] {
             let e = Script::from_schedule_string(old).unwrap_err();
             assert!(e.contains("earlier pipefence"), "{e}");
         }

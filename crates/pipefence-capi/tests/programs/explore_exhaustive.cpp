@@ -34,7 +34,7 @@ int main() {
     CHECK(!all.Failures.empty() && all.Failures.size() < all.Schedules);
     const ScheduleFailure& first = all.Failures[0];
     CHECK(first.Result == E_FAIL);
-    CHECK(first.Replay.rfind("v4:", 0) == 0);
+    CHECK(first.Replay.rfind("v5:", 0) == 0);
     CHECK(first.Seed < all.Schedules);
     printf("  first: schedule %llu, %s\n", (unsigned long long)first.Seed, first.Replay.c_str());
 
@@ -106,7 +106,7 @@ int main() {
 
     // Bad input: a string that does not decode, and one whose choices this program does not
     // make (it makes none).
-    CHECK_HR(ReplaySchedule(&desc, "v4:!!", racy, &other), E_INVALIDARG);
+    CHECK_HR(ReplaySchedule(&desc, "v5:!!", racy, &other), E_INVALIDARG);
     CHECK_HR(ReplaySchedule(&desc, first.Replay.c_str(), [](ID3D12Device*) { return S_OK; },
                             &other),
              E_INVALIDARG);

@@ -255,6 +255,21 @@ impl InFlight {
         (n <= max).then(|| g.left.iter().flat_map(|&(s, e)| s..e).collect())
     }
 
+    /// The groups left of the dispatch at `slot` when they are one range of at least two.
+    pub(super) fn one_range_left(&self, slot: Slot) -> Option<(u32, u32)> {
+        match self.get(slot)?.left.as_slices() {
+            ([(s, e)], []) | ([], [(s, e)]) if e - s >= 2 => Some((*s, *e)),
+            _ => None,
+        }
+    }
+
+    /// Takes every group left of the dispatch at `slot` ([`InFlight::one_range_left`]).
+    pub(super) fn take_all(&mut self, slot: Slot) -> Option<(u32, u32)> {
+        let range = self.one_range_left(slot)?;
+        self.remove(slot);
+        Some(range)
+    }
+
     /// Takes group `group` of the dispatch at `slot` (one of [`InFlight::groups_left`]).
     pub(super) fn take_group(&mut self, slot: Slot, group: u32) -> Option<(u32, u32)> {
         let g = self.slots.get_mut(slot)?.as_mut()?;

@@ -217,6 +217,85 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Whether groups `groups` of this built-in run in any order, or all at once, to the same
+    /// memory without a fault on `device`, and the byte ranges they read and write if so:
+    /// `None` for a user kernel (its accesses are known only once it runs), for groups whose
+    /// ranges could fault (checked over each whole range), and for an `add` or `sum` whose
+    /// writes meet another group's reads (an `add` in place reads and writes each group's own
+    /// words only; a `sum`'s atomic adds commute). Used by a reducing exploration to complete
+    /// such groups in one step when nothing else can run (`driver/deterministic/scripted.rs`).
+    pub(crate) fn commuting_groups(
+        &self,
+        device: &DeviceCore,
+        groups: Range<u32>,
+    ) -> Option<GroupSpans> {
+        let span = |base: u64| -> Option<(u64, u64)> {
+            let s = base.checked_add(u64::from(groups.start) * GROUP_BYTES)?;
+            let e = base.checked_add(u64::from(groups.end) * GROUP_BYTES)?;
+            Some((s, e))
+        };
+        let fits = |(s, e): (u64, u64), access: Access| {
+            e > s && resolve_range(device, s, e - s, access).is_ok()
+        };
+        let meets = |(s1, e1): (u64, u64), (s2, e2): (u64, u64)| s1 < e2 && s2 < e1;
+        let spans = match self {
+            Kernel::Spin { .. } => GroupSpans::default(),
+            Kernel::Fill { dst, .. } => {
+                let w = span(*dst)?;
+                fits(w, Access::Write).then_some(())?;
+                GroupSpans {
+                    read: None,
+                    write: Some(w),
+                }
+            }
+            Kernel::Add { dst, src, .. } => {
+                let (r, w) = (span(*src)?, span(*dst)?);
+                (fits(r, Access::Read) && fits(w, Access::Write) && (src == dst || !meets(r, w)))
+                    .then_some(())?;
+                GroupSpans {
+                    read: Some(r),
+                    write: Some(w),
+                }
+            }
+            Kernel::Sum { dst, src } => {
+                let r = span(*src)?;
+                let w = (*dst, dst.checked_add(8)?);
+                (fits(r, Access::Read) && fits(w, Access::Write) && !meets(r, w)).then_some(())?;
+                GroupSpans {
+                    read: Some(r),
+                    write: Some(w),
+                }
+            }
+            Kernel::User(_) => return None,
+        };
+        Some(spans)
+    }
+}
+
+impl Kernel {
+    /// Where a built-in's groups' bytes lie: per range, where group 0's would start (group
+    /// `g`'s are [`GROUP_BYTES`] from `base + g * GROUP_BYTES`), and the bytes every group
+    /// touches (a `sum`'s destination). Nothing for a user kernel.
+    pub(crate) fn group_bases(&self) -> ([Option<u64>; 2], Option<(u64, u64)>) {
+        match self {
+            Kernel::Fill { dst, .. } => ([Some(*dst), None], None),
+            Kernel::Add { dst, src, .. } => ([Some(*src), Some(*dst)], None),
+            Kernel::Sum { dst, src } => ([Some(*src), None], Some((*dst, dst.saturating_add(8)))),
+            Kernel::Spin { .. } | Kernel::User(_) => ([None, None], None),
+        }
+    }
+}
+
+/// The byte ranges some groups of a built-in read and write ([`Kernel::commuting_groups`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GroupSpans {
+    /// What they read, half open.
+    pub(crate) read: Option<(u64, u64)>,
+    /// What they write, half open.
+    pub(crate) write: Option<(u64, u64)>,
+}
+
 /// A page fault raised by a kernel (M3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelFault {

@@ -556,6 +556,23 @@ impl Engine {
             .map(|(site, op, cond)| (Stage::Pfp, *site, *op, cond))
     }
 
+    /// The addresses of the memory-value waits its stages were found blocked on (the ME's, then
+    /// the PFP's): a write there may let one of them go on.
+    pub(crate) fn memory_waits(&self) -> impl Iterator<Item = u64> {
+        let me = match &self.me_op {
+            Some(MeOp::Wait {
+                cond: WaitCondition::Memory { address, .. },
+                ..
+            }) => Some(*address),
+            _ => None,
+        };
+        let pfp = match &self.pfp_blocked {
+            Some((_, _, WaitCondition::Memory { address, .. })) => Some(*address),
+            _ => None,
+        };
+        me.into_iter().chain(pfp)
+    }
+
     /// What the PFP was found blocked on at its current wait (a queue wait or a memory-value
     /// wait), if it was.
     pub(crate) fn pfp_blocked_on(&self) -> Option<&WaitCondition> {

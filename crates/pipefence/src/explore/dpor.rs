@@ -144,6 +144,26 @@ impl Node {
             .find(|&alt| self.actor_of(alt) == Some(a) && !self.point.disabled.contains(&alt))
     }
 
+    /// `a`, or for a dispatch whose groups are alternatives here one by one (it ran alone in
+    /// one step in the run whose race names it, `driver/deterministic/scripted.rs`), its first
+    /// group here not found disabled: its groups commute, and any of them starts what that one
+    /// step did.
+    fn stand_in(&self, a: ActorKey) -> ActorKey {
+        let ActorKey::Dispatch(q, d) = a else {
+            return a;
+        };
+        if self.point.actors.contains(&a) {
+            return a;
+        }
+        (0..self.point.actors.len() as u32)
+            .filter(|alt| !self.point.disabled.contains(alt))
+            .find_map(|alt| match self.actor_of(alt) {
+                Some(g @ ActorKey::Group(r, e, _)) if (r, e) == (q, d) => Some(g),
+                _ => None,
+            })
+            .unwrap_or(a)
+    }
+
     /// The next alternative to explore here: the first of the backtrack set still pending
     /// at a scheduling point; at a choice within an action, the least not explored.
     fn next(&self) -> Option<u32> {
@@ -263,6 +283,12 @@ impl Op {
                 sequence,
             } => {
                 let node = &mut path[at];
+                let initials: std::borrow::Cow<'_, [ActorKey]> =
+                    if initials.iter().any(|a| matches!(a, ActorKey::Dispatch(..))) {
+                        initials.iter().map(|&a| node.stand_in(a)).collect()
+                    } else {
+                        (&*initials).into()
+                    };
                 let present = |node: &Node, a: ActorKey| {
                     node.backtrack
                         .iter()
@@ -336,6 +362,7 @@ impl Op {
                 let Some(&(a, _)) = sequence.first() else {
                     return;
                 };
+                let a = node.stand_in(a);
                 // An actor asleep here was explored in a sibling (with what follows), and one
                 // that cannot run here leaves the sequence unfollowable.
                 let Some(alt) = node.enabled(a).filter(|_| !node.asleep(a)) else {
@@ -2223,8 +2250,12 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
         .get(h.events[i].point)
         .map(|n| n.point.actors.as_slice());
     let (first, last) = step_of(h, i, j);
-    let aj = h.events[j].actor;
-    if (first..=last).any(|x| h.events[x].actor == aj) {
+    // For j the groups of a dispatch completed in one step, the race is with the group whose
+    // bytes meet what the step touched: its reversal puts that group before the step, and
+    // needs what that group needs ([`narrowed`]).
+    let narrow = narrowed(h, j, first..=last);
+    let aj = narrow.as_ref().map_or(h.events[j].actor, |(g, _)| *g);
+    if (first..=last).any(|x| h.events[x].actor == h.events[j].actor) {
         return None;
     }
     // j waits for the queue of i's step (a retirement, or the completion of a dispatch's
@@ -2269,7 +2300,16 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     // dependent on has that part among the events before it.)
     // What j needs: happens-before without its own dependences whose order nobody sees
     // ([`needs_of`]).
-    let needs = needs.get();
+    let group_needs;
+    let needs = match &narrow {
+        Some((_, fp)) => {
+            group_needs = h.before(j, |k| {
+                h.preds[j].contains(k) && h.events[k].footprint.conflicts(fp)
+            });
+            &group_needs
+        }
+        None => needs.get(),
+    };
     let j_waits_idle = awaits_idle(&h.events[j].footprint);
     if !j_waits_idle
         && (last + 1..j).any(|k| {
@@ -2290,7 +2330,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     let v: Vec<usize> = (last + 1..j).filter(|&k| !after_step(k)).collect();
     let mut initials: Vec<ActorKey> = Vec::new();
     if !v.iter().any(|&k| needs.contains(k)) {
-        if actors.is_some_and(|a| !a.contains(&aj)) {
+        if actors.is_some_and(|a| !lists(a, aj)) {
             return None;
         }
         initials.push(aj);
@@ -2335,6 +2375,64 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
         .filter_map(|p| Some((taken_at(p)?, step_footprint(&h.events, p))))
         .collect();
     Some(Reversal { initials, sequence })
+}
+
+/// For `j` the groups of a dispatch completed in one step (they ran alone), the first of them
+/// whose bytes meet what the events `steps` touched in memory, as its own action: its actor,
+/// and the step's footprint with only that group's bytes of memory. A race of the step with
+/// those events is with that group; where the groups are alternatives one by one, its
+/// reversal starts with it, and needs only what it needs (another group's bytes ordered after
+/// another action do not hold it back). `None` for any other `j`.
+fn narrowed(
+    h: &History,
+    j: usize,
+    steps: std::ops::RangeInclusive<usize>,
+) -> Option<(ActorKey, Footprint)> {
+    let whole = h.events[j].whole?;
+    let ActorKey::Dispatch(q, d) = h.events[j].actor else {
+        return None;
+    };
+    let g = steps
+        .flat_map(|s| h.events[s].footprint.accesses().iter())
+        .filter_map(|&(o, _)| match o {
+            Obj::Mem(a, b) => whole.group_meeting(a, b),
+            _ => None,
+        })
+        .min()?;
+    let stride = whole.stride;
+    let own: Vec<(u64, u64)> = whole
+        .bases
+        .iter()
+        .flatten()
+        .filter_map(|&base| {
+            let s = base.checked_add(u64::from(g) * stride)?;
+            Some((s, s.checked_add(stride)?))
+        })
+        .chain(whole.shared)
+        .collect();
+    let mut accesses = Vec::new();
+    for &(o, k) in h.events[j].footprint.accesses() {
+        match o {
+            Obj::Mem(a, b) => {
+                for &(s, e) in &own {
+                    if a < e && s < b {
+                        accesses.push((Obj::Mem(a.max(s), b.min(e)), k));
+                    }
+                }
+            }
+            _ => accesses.push((o, k)),
+        }
+    }
+    Some((ActorKey::Group(q, d, g), Footprint::new(accesses)))
+}
+
+/// Whether `actors` (a point's listing) has actor `a`: for a dispatch whose groups ran in one
+/// step where it ran alone ([`ActorKey::Dispatch`]), one of its groups listed one by one does
+/// ([`Node::stand_in`]).
+fn lists(actors: &[ActorKey], a: ActorKey) -> bool {
+    actors.contains(&a)
+        || matches!(a, ActorKey::Dispatch(q, d)
+            if actors.iter().any(|x| matches!(x, ActorKey::Group(r, e, _) if (*r, *e) == (q, d))))
 }
 
 /// The events `j` needs before it in any schedule that reverses one of its races: its

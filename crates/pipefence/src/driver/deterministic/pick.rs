@@ -276,7 +276,7 @@ impl Scheduler {
                     (i, e.actor, ready, e.wake)
                 }
                 Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
-                Choice::Group(slot) | Choice::GroupOne(slot, _) => {
+                Choice::Group(slot) | Choice::GroupOne(slot, _) | Choice::GroupAll(slot) => {
                     self.script_tried(st, true);
                     st.steps += 1;
                     let ready = st.groups.get(slot).map_or(0, |g| g.ready);
@@ -291,13 +291,27 @@ impl Scheduler {
                         footprint::record(Obj::Clock, Kind::Update);
                     }
                     self.clock.advance_to(ready);
-                    let one = match choice {
-                        Choice::GroupOne(_, g) => Some(g),
+                    let take = match choice {
+                        Choice::GroupOne(_, g) => Take::One(g),
+                        Choice::GroupAll(_) => Take::All,
+                        _ => Take::Some,
+                    };
+                    // Which groups one step completes, and where their bytes lie.
+                    let whole = match (take, st.groups.get(slot)) {
+                        (Take::All, Some(d)) => st.groups.one_range_left(slot).map(|groups| {
+                            let (bases, shared) = d.kernel.group_bases();
+                            crate::choice::WholeGroups {
+                                groups,
+                                stride: crate::engine::kernels::GROUP_BYTES,
+                                bases,
+                                shared,
+                            }
+                        }),
                         _ => None,
                     };
-                    let p = self.complete_groups(dev, st, &listing, slot, one);
+                    let p = self.complete_groups(dev, st, &listing, slot, take);
                     if let Some(key) = key {
-                        self.reduced_event(st, key, Vec::new());
+                        self.reduced_event_of(st, key, Vec::new(), whole);
                     }
                     if let Some(p) = p {
                         return p;
@@ -711,15 +725,16 @@ impl Scheduler {
         st: &mut MutexGuard<'_, State>,
         listing: &Listing,
         slot: Slot,
-        one: Option<u32>,
+        take: Take,
     ) -> Option<Pick> {
         let g = st.groups.get(slot)?;
         let (kernel, queue, index, site, op) = (g.kernel.clone(), g.queue, g.index, g.site, g.op);
         let state = &mut **st;
-        let (first, last) = match (one, state.script.clone()) {
-            (Some(g), _) => state.groups.take_group(slot, g)?,
-            (None, Some(s)) => state.groups.take(slot, &mut |n| s.choose(n))?,
-            (None, None) => {
+        let (first, last) = match (take, state.script.clone()) {
+            (Take::One(g), _) => state.groups.take_group(slot, g)?,
+            (Take::All, _) => state.groups.take_all(slot)?,
+            (Take::Some, Some(s)) => state.groups.take(slot, &mut |n| s.choose(n))?,
+            (Take::Some, None) => {
                 let rng = &mut state.rng;
                 state.groups.take(slot, &mut |n| rng.below(n))?
             }
@@ -886,9 +901,9 @@ impl Scheduler {
                         Choice::Tail(i) => {
                             state.priorities.insert(tail[i].0, low);
                         }
-                        Choice::Group(slot) | Choice::GroupOne(slot, _) => {
-                            state.groups.set_priority(slot, low)
-                        }
+                        Choice::Group(slot)
+                        | Choice::GroupOne(slot, _)
+                        | Choice::GroupAll(slot) => state.groups.set_priority(slot, low),
                         Choice::WritebackLine(..) => {}
                     }
                 }
@@ -970,6 +985,20 @@ pub(super) enum Choice {
     GroupOne(Slot, u32),
     /// A reducing exploration: the listed write-back at this index, of this line.
     WritebackLine(usize, u64),
+    /// A reducing exploration: completing every group left of the dispatch at this slot, when
+    /// nothing else can run and they commute (`scripted.rs`).
+    GroupAll(Slot),
+}
+
+/// Which groups of a dispatch an action completes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Take {
+    /// This one.
+    One(u32),
+    /// Every one left ([`Choice::GroupAll`]).
+    All,
+    /// Some, chosen within the action (by the script or the generator).
+    Some,
 }
 
 impl Scheduler {
@@ -980,7 +1009,18 @@ impl Scheduler {
         &self,
         st: &mut State,
         actor: ActorKey,
+        extra: Vec<crate::footprint::Access>,
+    ) {
+        self.reduced_event_of(st, actor, extra, None);
+    }
+
+    /// [`Scheduler::reduced_event`], with the groups a dispatch's one step completed.
+    pub(super) fn reduced_event_of(
+        &self,
+        st: &mut State,
+        actor: ActorKey,
         mut extra: Vec<crate::footprint::Access>,
+        whole: Option<crate::choice::WholeGroups>,
     ) {
         let Some(script) = st.script.clone() else {
             footprint::take_raw();
@@ -989,7 +1029,7 @@ impl Scheduler {
         let mut v = footprint::take_raw();
         v.append(&mut extra);
         v.push((Obj::Device, Kind::Read));
-        script.event(actor, crate::footprint::Footprint::new(v));
+        script.event_of(actor, crate::footprint::Footprint::new(v), whole);
     }
 }
 

@@ -48,6 +48,49 @@ fn site_of(listing: &Listing, st: &State, a: ActorKey) -> Option<Where> {
     site.map(Where::Command)
 }
 
+/// In a reducing run, the dispatch whose groups left complete in one step ([`Choice::GroupAll`])
+/// rather than one group per step: when they are the only actions that can run (no other
+/// dispatch in flight, no listed actor, no endless kernel), they are one range of built-in
+/// groups that run in any order to the same memory without a fault
+/// ([`Kernel::commuting_groups`]), and no engine stage or host thread waits on a value in what
+/// they write (plain memory, no hazard model). Then nothing else can run before the last of
+/// them: a group's completion lets nothing else run but a wait on what it wrote, and the
+/// dispatch's end lets the rest run (a retirement, a flush, a wait for idle). Every schedule
+/// from here starts with these groups in some order, all of them equivalent; the one step
+/// stands for them all (`docs/exploration.md`, "Dispatches that run alone").
+fn lone_dispatch(
+    dev: &DeviceShared,
+    st: &State,
+    listing: &Listing,
+    n_groups: usize,
+    no_tail: bool,
+) -> Option<Slot> {
+    if listing.len() != 0 || n_groups != 1 || !no_tail || dev.model().is_some() {
+        return None;
+    }
+    let slot = st.groups.nth(0);
+    let (first, end) = st.groups.one_range_left(slot)?;
+    let spans = st
+        .groups
+        .get(slot)?
+        .kernel
+        .commuting_groups(dev, first..end)?;
+    let Some((ws, we)) = spans.write else {
+        return Some(slot);
+    };
+    // A wait reads at most 8 bytes.
+    let meets = |a: u64| a < we && ws < a.saturating_add(8);
+    let engine_waits = listing
+        .queues
+        .iter()
+        .any(|q| lock(&q.engine).memory_waits().any(meets));
+    let host_waits = st.hosts.iter().any(|h| {
+        matches!(&h.state, HostState::Blocked(HostWait::Memory { buffer, offset, .. })
+            if meets(buffer.base.saturating_add(*offset)))
+    });
+    (!engine_waits && !host_waits).then_some(slot)
+}
+
 impl Scheduler {
     /// Picks one of the enabled actions as `script` says (see the module comment).
     pub(super) fn choose_scripted(
@@ -76,6 +119,11 @@ impl Scheduler {
         alts.clear();
         if pfp_point {
             alts.extend(listed().filter(is_pfp).map(entry));
+        } else if let Some(slot) = reducing
+            .then(|| lone_dispatch(dev, st, listing, n_groups, tail.is_empty()))
+            .flatten()
+        {
+            alts.push((Choice::GroupAll(slot), Who::Group(slot)));
         } else {
             for i in listed() {
                 match listing.entries[i].actor {
