@@ -13,6 +13,11 @@
 # summary's count of runs stopped as equivalent): for a change to the search that only stops it
 # making runs that end asleep.
 #
+# IGNORE_REPLAY=1 leaves the schedule strings out (`replay` in the JSON, the summary's replay
+# hints) and the runs' number of choice points (`max_choice_points`): for a change to what a
+# reducing run lists at its points (its strings change, a new version prefix, and its runs
+# have fewer points) that keeps every search's schedules, outcomes and failures.
+#
 # SHRINK=1 (with EXHAUSTIVE=1) leaves the shrinking of failures on. EXTRA_ARGS adds arguments
 # to every check (e.g. EXTRA_ARGS="--no-reduction", "--preemption-bound 2", "--shard 1/2").
 #
@@ -24,15 +29,18 @@ if [[ $# -lt 2 ]]; then
 fi
 old=$1 new=$2 schedules=${3:-200}
 cd "$(dirname "$0")/.."
-if [[ -n ${IGNORE_ASLEEP:-} ]]; then
-    export STRIP_KEYS=sleep_blocked
-fi
+strip_keys=()
+[[ -n ${IGNORE_ASLEEP:-} ]] && strip_keys+=(sleep_blocked)
+[[ -n ${IGNORE_REPLAY:-} ]] && strip_keys+=(replay max_choice_points)
+STRIP_KEYS=$(IFS=,; echo "${strip_keys[*]}")
+export STRIP_KEYS
 strip() { python3 scripts/strip-elapsed.py; }
 # The summary without its timing, and with the replay hints' program (which names where each
 # binary is) as PROGRAM.
 timeless() {
     sed -E 's/ in [0-9.]+ (ms|s|µs)( \([0-9.]+\/s\))?/ in _/; s/[0-9.]+ k?\/s/_\/s/g; s/`[^`]* run /`PROGRAM run /g' |
-        if [[ -n ${IGNORE_ASLEEP:-} ]]; then sed -E 's/ \([0-9,]+ more runs? stopped as equivalent[^)]*\)//'; else cat; fi
+        if [[ -n ${IGNORE_ASLEEP:-} ]]; then sed -E 's/ \([0-9,]+ more runs? stopped as equivalent[^)]*\)//'; else cat; fi |
+        if [[ -n ${IGNORE_REPLAY:-} ]]; then sed -E 's/--schedule v[0-9]+:[A-Za-z0-9_-]*/--schedule _/g'; else cat; fi
 }
 same=0 differ=0
 for file in examples/*.kdl tests/scenarios/*.kdl; do
