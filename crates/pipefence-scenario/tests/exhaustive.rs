@@ -124,11 +124,17 @@ fn sampled(sc: &Scenario, strict: bool) -> BTreeSet<String> {
 }
 
 fn exhaustive(sc: &Scenario, strict: bool, max: u64) -> (BTreeSet<String>, bool, u64) {
+    let (seen, r) = outcomes_of(sc, &opts(strict, max));
+    (seen, r.complete, r.schedules)
+}
+
+/// The distinct outcomes an exhaustive check of `sc` with `o` found, and its report.
+fn outcomes_of(sc: &Scenario, o: &ExhaustiveCheckOptions) -> (BTreeSet<String>, ExhaustiveReport) {
     let mut seen = BTreeSet::new();
     let mut replays = BTreeSet::new();
     let r = check_exhaustive_each(
         sc,
-        &opts(strict, max),
+        o,
         |_| {},
         |replay, o| {
             seen.insert(signature(&mut o.clone()));
@@ -138,7 +144,7 @@ fn exhaustive(sc: &Scenario, strict: bool, max: u64) -> (BTreeSet<String>, bool,
     assert_eq!(r.outcomes, seen.len());
     // No schedule is explored twice.
     assert_eq!(replays.len() as u64, r.schedules);
-    (seen, r.complete, r.schedules)
+    (seen, r)
 }
 
 #[test]
@@ -1326,19 +1332,9 @@ expect "m+4" equals=2
 /// The reduced search of scenario text `src` (up to `max` schedules): the distinct outcomes it
 /// found, and its report.
 fn reduced_outcomes(src: &str, strict: bool, max: u64) -> (BTreeSet<String>, ExhaustiveReport) {
-    let sc = scenario(src);
     let mut o = opts(strict, max);
     o.bounds.reduction = true;
-    let mut seen = BTreeSet::new();
-    let r = check_exhaustive_each(
-        &sc,
-        &o,
-        |_| {},
-        |_, out| {
-            seen.insert(signature(&mut out.clone()));
-        },
-    );
-    (seen, r)
+    outcomes_of(&scenario(src), &o)
 }
 
 /// A dispatch of 1,024 groups that nothing else can run beside (the main thread waits for

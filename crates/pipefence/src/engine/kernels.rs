@@ -230,46 +230,34 @@ impl Kernel {
         device: &DeviceCore,
         groups: Range<u32>,
     ) -> Option<GroupSpans> {
-        let span = |base: u64| -> Option<(u64, u64)> {
-            let s = base.checked_add(u64::from(groups.start) * GROUP_BYTES)?;
-            let e = base.checked_add(u64::from(groups.end) * GROUP_BYTES)?;
-            Some((s, e))
-        };
         let fits = |(s, e): (u64, u64), access: Access| {
             e > s && resolve_range(device, s, e - s, access).is_ok()
         };
-        let meets = |(s1, e1): (u64, u64), (s2, e2): (u64, u64)| s1 < e2 && s2 < e1;
-        let spans = match self {
-            Kernel::Spin { .. } => GroupSpans::default(),
-            Kernel::Fill { dst, .. } => {
-                let w = span(*dst)?;
-                fits(w, Access::Write).then_some(())?;
-                GroupSpans {
-                    read: None,
-                    write: Some(w),
-                }
-            }
-            Kernel::Add { dst, src, .. } => {
-                let (r, w) = (span(*src)?, span(*dst)?);
-                (fits(r, Access::Read) && fits(w, Access::Write) && (src == dst || !meets(r, w)))
-                    .then_some(())?;
-                GroupSpans {
-                    read: Some(r),
-                    write: Some(w),
-                }
-            }
-            Kernel::Sum { dst, src } => {
-                let r = span(*src)?;
-                let w = (*dst, dst.checked_add(8)?);
-                (fits(r, Access::Read) && fits(w, Access::Write) && !meets(r, w)).then_some(())?;
-                GroupSpans {
-                    read: Some(r),
-                    write: Some(w),
-                }
-            }
-            Kernel::User(_) => return None,
+        let spans = GroupSpans {
+            read: self.read_range(groups.clone()),
+            write: self.write_range(groups),
         };
-        Some(spans)
+        let in_place = matches!(self, Kernel::Add { dst, src, .. } if dst == src);
+        let apart = match (spans.read, spans.write) {
+            (Some((s1, e1)), Some((s2, e2))) => e1 <= s2 || e2 <= s1,
+            _ => true,
+        };
+        (!matches!(self, Kernel::User(_))
+            && spans.read.is_none_or(|r| fits(r, Access::Read))
+            && spans.write.is_none_or(|w| fits(w, Access::Write))
+            && (in_place || apart))
+            .then_some(spans)
+    }
+
+    /// The byte range groups `groups` read, for built-ins that read one.
+    fn read_range(&self, groups: Range<u32>) -> Option<(u64, u64)> {
+        match self {
+            Kernel::Add { src, .. } | Kernel::Sum { src, .. } => Some((
+                src.saturating_add(u64::from(groups.start) * GROUP_BYTES),
+                src.saturating_add(u64::from(groups.end) * GROUP_BYTES),
+            )),
+            Kernel::Fill { .. } | Kernel::Spin { .. } | Kernel::User(_) => None,
+        }
     }
 }
 

@@ -149,18 +149,13 @@ impl Node {
     /// group here not found disabled: its groups commute, and any of them starts what that one
     /// step did.
     fn stand_in(&self, a: ActorKey) -> ActorKey {
-        let ActorKey::Dispatch(q, d) = a else {
-            return a;
-        };
-        if self.point.actors.contains(&a) {
+        if !matches!(a, ActorKey::Dispatch(..)) || self.point.actors.contains(&a) {
             return a;
         }
         (0..self.point.actors.len() as u32)
             .filter(|alt| !self.point.disabled.contains(alt))
-            .find_map(|alt| match self.actor_of(alt) {
-                Some(g @ ActorKey::Group(r, e, _)) if (r, e) == (q, d) => Some(g),
-                _ => None,
-            })
+            .filter_map(|alt| self.actor_of(alt))
+            .find(|&g| matches!(g, ActorKey::Group(..)) && g.same_plain_actor(a))
             .unwrap_or(a)
     }
 
@@ -2431,8 +2426,7 @@ fn narrowed(
 /// ([`Node::stand_in`]).
 fn lists(actors: &[ActorKey], a: ActorKey) -> bool {
     actors.contains(&a)
-        || matches!(a, ActorKey::Dispatch(q, d)
-            if actors.iter().any(|x| matches!(x, ActorKey::Group(r, e, _) if (*r, *e) == (q, d))))
+        || (matches!(a, ActorKey::Dispatch(..)) && actors.iter().any(|&x| a.same_plain_actor(x)))
 }
 
 /// The events `j` needs before it in any schedule that reverses one of its races: its
