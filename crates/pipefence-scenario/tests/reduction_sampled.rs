@@ -1715,3 +1715,41 @@ expect "e+832" cmp=never reference=0
         600,
     );
 }
+
+/// Strict mode: a copy on `q0` then three signals of `f` to 1, while a host thread signals
+/// `f` to 2 and then makes `q0` wait for 2. The thread's wait registers with `f` at 2, and
+/// the first signal's retirement lowers `f` to 1: the two are dependent, and their reversal
+/// (the retirement first, so the wait finds the target below and hangs, the second signal's
+/// retirement the fence's last writer) is an outcome of its own. The race was never looked
+/// at: the retirement's previous event (the execute's retirement) happened after the
+/// registration through the wait's PFP step, which invalidates the queue's cache, the copy's
+/// read after it (an order nobody sees, never reversed) and the ME's and the retirement's own
+/// order (1 outcome of 8 missed; the search said it was complete in 109 schedules; cut down
+/// from generated seed 1501). The races of an event and the events its reversal needs are
+/// worked out with happens-before without the dependences of a task's read and an
+/// invalidation (`History::rel`).
+#[test]
+fn d4_regression_strict_a_race_behind_an_unread_invalidation_is_not_hidden_by_it() {
+    assert_finds_sampled_outcomes(
+        r#"device tdr-ms=500 fifo-depth=16
+buffer d size=1024 heap=shared init=1
+buffer e size=1024 heap=readback
+fence f
+queue q0 kind=compute
+list q0l0 kind=compute {
+    copy dst="e+64" src="d+0" bytes=64
+}
+host h1 {
+    cpu-signal f 2
+    wait q0 f 2
+}
+execute q0 q0l0
+signal q0 f 1
+signal q0 f 1
+signal q0 f 1
+expect "e+64" cmp=never reference=1
+"#,
+        true,
+        1000,
+    );
+}

@@ -465,6 +465,12 @@ impl Bits {
         self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
+    /// Whether the two sets have the same indices.
+    fn same(&self, o: &Bits) -> bool {
+        let n = self.0.len().max(o.0.len());
+        (0..n).all(|w| self.0.get(w).unwrap_or(&0) == o.0.get(w).unwrap_or(&0))
+    }
+
     /// Whether the two sets have an index in common.
     fn meets(&self, o: &Bits) -> bool {
         self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
@@ -508,6 +514,17 @@ pub(super) struct History {
     masks: Vec<Masks>,
     /// Per event: the events that happen before it.
     preds: Vec<Bits>,
+    /// Per event: the events that happen before it without the dependences of a task's read
+    /// and an invalidation of its queue's cache ([`load_pair`]), where that differs from
+    /// `preds` (`None`: the same). The search never reverses such a pair whose order nobody
+    /// sees ([`unread_load`]), so the order it keeps in one run is no reason for an event
+    /// after the pair to come after an event before it: the races and reversals are worked
+    /// out with this relation ([`History::rel`]). Whether anybody sees a pair's order depends
+    /// on the events after it, so every pair is left out here, and a pair somebody sees is
+    /// a race of its own.
+    relaxed: Vec<Option<Bits>>,
+    /// How many of `relaxed` are `Some`.
+    relaxed_count: usize,
 }
 
 impl History {
@@ -536,20 +553,57 @@ impl History {
         self.events.truncate(keep);
         self.masks.truncate(keep);
         self.preds.truncate(keep);
+        for r in self.relaxed.drain(keep..) {
+            self.relaxed_count -= usize::from(r.is_some());
+        }
         for e in new.drain(keep..) {
             let j = self.events.len();
             self.masks.push(mask(&e.footprint));
             self.events.push(e);
             let p = self.before(j, |i| self.dependent(i, j));
+            // Only once some dependence is a load pair (strict mode's caches).
+            let r = if self.relaxed_count > 0
+                || (touches_cache(&self.events[j].footprint)
+                    && (0..j).any(|i| p.contains(i) && load_pair(self, i, j).is_some()))
+            {
+                let r = self.relaxed_before(j, |i| {
+                    self.dependent(i, j) && load_pair(self, i, j).is_none()
+                });
+                (!r.same(&p)).then_some(r)
+            } else {
+                None
+            };
+            self.relaxed_count += usize::from(r.is_some());
+            self.relaxed.push(r);
             self.preds.push(p);
         }
         keep
+    }
+
+    /// The events before `j` in the relaxed happens-before ([`History::relaxed`]).
+    fn rel(&self, j: usize) -> &Bits {
+        self.relaxed[j].as_ref().unwrap_or(&self.preds[j])
+    }
+
+    /// [`History::before`] through the relaxed happens-before of the events before `j`.
+    fn relaxed_before(&self, j: usize, direct: impl Fn(usize) -> bool) -> Bits {
+        self.before_in(j, direct, |i| self.rel(i))
     }
 
     /// The events before `j` through its actor's previous event and the earlier events
     /// `direct` accepts (each with its own happens-before): happens-before itself when
     /// `direct` is dependence. Needs the happens-before of every event before `j`.
     fn before(&self, j: usize, direct: impl Fn(usize) -> bool) -> Bits {
+        self.before_in(j, direct, |i| &self.preds[i])
+    }
+
+    /// [`History::before`] with each earlier event's own set from `of`.
+    fn before_in<'a>(
+        &'a self,
+        j: usize,
+        direct: impl Fn(usize) -> bool,
+        of: impl Fn(usize) -> &'a Bits,
+    ) -> Bits {
         let mut p = Bits::default();
         let mut same_actor_seen = false;
         for i in (0..j).rev() {
@@ -559,7 +613,7 @@ impl History {
             let same = self.events[i].actor == self.events[j].actor;
             if (same && !same_actor_seen) || direct(i) {
                 same_actor_seen |= same;
-                p.union(&self.preds[i]);
+                p.union(of(i));
                 p.insert(i);
             }
         }
@@ -1378,7 +1432,7 @@ fn add_backtracks(
         for (w, &word) in h.preds[j].0.iter().enumerate() {
             let mut m = word;
             if let Some(p) = prev {
-                m &= !h.preds[p].0.get(w).copied().unwrap_or(0);
+                m &= !h.rel(p).0.get(w).copied().unwrap_or(0);
                 if p / 64 == w {
                     m &= !(1u64 << (p % 64));
                 }
@@ -1417,7 +1471,7 @@ fn add_backtracks(
             let i = racing[x];
             let implied = !waits_idle
                 && (x + 1..racing.len())
-                    .any(|y| starts[y].is_some() && h.preds[racing[y]].contains(i));
+                    .any(|y| starts[y].is_some() && h.rel(racing[y]).contains(i));
             if !implied {
                 starts[x] = start_of(h, i, &needs, path);
             }
@@ -1871,6 +1925,14 @@ fn unobserved_writeback(h: &History, i: usize, j: usize) -> bool {
     through_cache(h, w, t) && window(h, w).0
 }
 
+/// Whether a footprint touches a queue's strict-mode read cache (drops it, or reads lines it
+/// may load): only such an event can be one of a [`load_pair`].
+fn touches_cache(f: &Footprint) -> bool {
+    f.accesses()
+        .iter()
+        .any(|&(o, _)| matches!(o, Obj::Cache(_) | Obj::Loaded(..)))
+}
+
 /// `(r, c, q)` when `i` and `j` conflict only in queue `q`'s strict-mode read cache: one
 /// (`r`, a task's read) reads lines it may load ([`Obj::Loaded`]) and the other (`c`) drops
 /// the cache ([`Obj::Cache`]).
@@ -2038,7 +2100,7 @@ fn direct_race(h: &History, i: usize, j: usize) -> bool {
     h.preds[j].contains(i)
         && !h
             .prev_same(j)
-            .is_some_and(|p| p == i || h.preds[p].contains(i))
+            .is_some_and(|p| p == i || h.rel(p).contains(i))
         && reversible(h, i, j)
 }
 
@@ -2298,7 +2360,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     let group_needs;
     let needs = match &narrow {
         Some((_, fp)) => {
-            group_needs = h.before(j, |k| {
+            group_needs = h.relaxed_before(j, |k| {
                 h.preds[j].contains(k) && h.events[k].footprint.conflicts(fp)
             });
             &group_needs
@@ -2313,7 +2375,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
                 && (h.events[k].actor == step_actor
                     || (first..=last).any(|s| {
                         h.masks[s].may_conflict(h.masks[k])
-                            && h.preds[k].contains(s)
+                            && h.rel(k).contains(s)
                             && h.dependent(s, k)
                     }))
                 && !unobserved_writeback(h, k, j)
@@ -2321,7 +2383,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     {
         return None;
     }
-    let after_step = |k: usize| (first..=last).any(|x| h.preds[k].contains(x));
+    let after_step = |k: usize| (first..=last).any(|x| h.rel(k).contains(x));
     let v: Vec<usize> = (last + 1..j).filter(|&k| !after_step(k)).collect();
     let mut initials: Vec<ActorKey> = Vec::new();
     if !v.iter().any(|&k| needs.contains(k)) {
@@ -2336,7 +2398,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     let mut listed: rustc_hash::FxHashSet<ActorKey> = initials.iter().copied().collect();
     for &k in &v {
         let a = h.events[k].actor;
-        if !h.preds[k].meets(&seen) && listed.insert(a) {
+        if !h.rel(k).meets(&seen) && listed.insert(a) {
             initials.push(a);
         }
         seen.insert(k);
@@ -2439,8 +2501,11 @@ fn lists(actors: &[ActorKey], a: ActorKey) -> bool {
 /// signal of the fence that the queue's wait acquired (invalidating the cache) would order
 /// the host's write before every task read of the queue's earlier work, and that race would
 /// never be reversed (`d4_regression_strict_a_read_before_an_unread_invalidation_races_with_the_host_write_before_its_signal`).
+/// Further back, it goes through the relaxed happens-before of the events j depends on
+/// ([`History::rel`]), so a read and an invalidation earlier in the chain hold j back no more
+/// (`d4_regression_strict_a_race_behind_an_unread_invalidation_is_not_hidden_by_it`).
 fn needs_of(h: &History, j: usize) -> Bits {
-    h.before(j, |k| {
+    h.relaxed_before(j, |k| {
         h.preds[j].contains(k)
             && h.dependent(k, j)
             && !unread_load(h, k, j)

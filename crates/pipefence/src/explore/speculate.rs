@@ -65,7 +65,7 @@ enum Slot<T> {
         awaited: Arc<AtomicBool>,
     },
     /// Explored, for the search that takes it.
-    Done(Sub<T>),
+    Done(Box<Sub<T>>),
 }
 
 /// A subtree being explored or explored ahead, and how many searches wait for it.
@@ -191,7 +191,7 @@ where
             let i = g.find(self.clock, spec)?;
             match &g.subs[i].slot {
                 Slot::Done(_) => match g.subs.swap_remove(i).slot {
-                    Slot::Done(sub) => return Some(sub),
+                    Slot::Done(sub) => return Some(*sub),
                     Slot::Running { .. } => unreachable!(),
                 },
                 // Being explored: its thread hands it over at its next branch (after at most
@@ -308,7 +308,7 @@ where
         if sub.end == End::Cancelled || flag.load(Ordering::Relaxed) {
             g.subs.swap_remove(i);
         } else {
-            g.subs[i].slot = Slot::Done(sub);
+            g.subs[i].slot = Slot::Done(Box::new(sub));
         }
     }
     g.sweep();
