@@ -1155,7 +1155,10 @@ expect "m+0" cmp=never reference=0
 /// sampling finds (q0 and q2 never passing their waits; generated seed 1337, its unread
 /// buffers cut; 14 schedules): the races left alone at the point where the main thread, about
 /// to register q0's wait, was asleep, and the `h0` thread had run, lose them on their own.
-/// Why the main thread's sleep does not stand for those reversals is not pinned down.
+/// The main thread's sleep does not stand for them: its registration, first in the sibling,
+/// is independent of the retirement that crosses its target, so from there the search never
+/// puts the registration after that retirement and `h0`'s lowering; only a run where it is
+/// still pending does (docs/exploration.md, "Runs that end asleep").
 #[test]
 fn d4_regression_strict_an_asleep_initial_does_not_cover_a_race() {
     assert_finds_sampled_outcomes(
