@@ -134,6 +134,18 @@ impl WholeGroups {
             })
             .min()
     }
+
+    /// The bytes group `g` touches: its own stride of each range, and `shared`.
+    pub fn bytes_of(&self, g: u32) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.bases
+            .iter()
+            .flatten()
+            .filter_map(move |&base| {
+                let s = base.checked_add(u64::from(g) * self.stride)?;
+                Some((s, s.checked_add(self.stride)?))
+            })
+            .chain(self.shared)
+    }
 }
 
 /// One choice point of a scripted run.

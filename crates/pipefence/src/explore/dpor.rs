@@ -2456,17 +2456,7 @@ fn narrowed(
             _ => None,
         })
         .min()?;
-    let stride = whole.stride;
-    let own: Vec<(u64, u64)> = whole
-        .bases
-        .iter()
-        .flatten()
-        .filter_map(|&base| {
-            let s = base.checked_add(u64::from(g) * stride)?;
-            Some((s, s.checked_add(stride)?))
-        })
-        .chain(whole.shared)
-        .collect();
+    let own: Vec<(u64, u64)> = whole.bytes_of(g).collect();
     let mut accesses = Vec::new();
     for &(o, k) in h.events[j].footprint.accesses() {
         match o {
