@@ -293,9 +293,15 @@ impl Script {
         at: Option<usize>,
         sleep: Vec<(ActorKey, Footprint)>,
     ) -> Self {
+        // A run has at least as many points as its prefix: room for them and some more, in
+        // one allocation each rather than a growth per doubling.
+        let room = prefix.len() + 32;
         let s = Script::new(prefix);
         {
             let mut st = s.lock();
+            st.tries.reserve(room);
+            st.points.reserve(room);
+            st.events.reserve(room);
             st.abort_at = at;
             st.reducing = true;
             st.sleep_at = at;
@@ -470,7 +476,9 @@ impl Script {
             st.host_pending = Some(e);
             return;
         }
-        let mut all: Vec<_> = st.events[e].footprint.accesses().to_vec();
+        let before = st.events[e].footprint.accesses();
+        let mut all = Vec::with_capacity(before.len() + footprint.accesses().len());
+        all.extend_from_slice(before);
         all.extend_from_slice(footprint.accesses());
         let from = st.events[e].point;
         let chose_within = chose_within_after(&st.points, from);

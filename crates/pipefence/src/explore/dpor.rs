@@ -556,6 +556,11 @@ impl History {
         for r in self.relaxed.drain(keep..) {
             self.relaxed_count -= usize::from(r.is_some());
         }
+        let more = new.len() - keep;
+        self.events.reserve(more);
+        self.masks.reserve(more);
+        self.preds.reserve(more);
+        self.relaxed.reserve(more);
         for e in new.drain(keep..) {
             let j = self.events.len();
             self.masks.push(mask(&e.footprint));
@@ -1318,29 +1323,34 @@ fn choose<T>(
 /// `hazard/strict.rs`). `ended`: the run went to its end (the actors that could run at its
 /// last point and did not were disabled by its last action).
 fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink: &mut Sink) {
-    // Each actor's events: (point, whether it is a host's release from a wait).
-    let mut runs: rustc_hash::FxHashMap<ActorKey, Vec<(usize, bool)>> =
-        rustc_hash::FxHashMap::default();
-    let mut removal = rustc_hash::FxHashSet::default();
-    for e in &h.events {
-        // A host released from a wait that timed out or that a removal ended (it reads
-        // everything) did not run the action it could run before: a poll that could pass,
-        // disabled by a write, then timed out, must still be run before that write. Nor did
-        // it by what it does after the release (its program goes on: an `expect`, a wait
-        // for idle, its end): only its first event after a point tells whether it ran the
-        // action it could run there.
-        let released = matches!(e.actor, ActorKey::Host(_)) && e.footprint.reads_all();
-        runs.entry(e.actor).or_default().push((e.point, released));
-        if e.footprint.is_removal() {
-            removal.insert(e.point);
-        }
-    }
+    // Each event as (actor, point, whether it is a host's release from a wait), by actor and
+    // then point. A host released from a wait that timed out or that a removal ended (it
+    // reads everything) did not run the action it could run before: a poll that could pass,
+    // disabled by a write, then timed out, must still be run before that write. Nor did it by
+    // what it does after the release (its program goes on: an `expect`, a wait for idle, its
+    // end): only its first event after a point tells whether it ran the action it could run
+    // there.
+    let mut runs: Vec<(ActorKey, usize, bool)> = h
+        .events
+        .iter()
+        .map(|e| {
+            let released = matches!(e.actor, ActorKey::Host(_)) && e.footprint.reads_all();
+            (e.actor, e.point, released)
+        })
+        .collect();
+    runs.sort_by_key(|&(a, pt, _)| (a, pt));
+    let removal: Vec<usize> = h
+        .events
+        .iter()
+        .filter(|e| e.footprint.is_removal())
+        .map(|e| e.point)
+        .collect();
     // Whether `p` ran, after point `k`, the action it could run at `k`: its first event at a
     // later point exists and is not a release.
     let ran_after = |p: ActorKey, k: usize| {
-        runs.get(&p)
-            .and_then(|v| v.iter().find(|&&(pt, _)| pt > k))
-            .is_some_and(|&(_, released)| !released)
+        let i = runs.partition_point(|&(a, pt, _)| (a, pt) <= (p, k));
+        runs.get(i)
+            .is_some_and(|&(a, _, released)| a == p && !released)
     };
     let sched: Vec<usize> = (frozen..path.len())
         .filter(|&k| path[k].point.scheduling)

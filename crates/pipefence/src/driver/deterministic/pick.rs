@@ -311,7 +311,7 @@ impl Scheduler {
                     };
                     let p = self.complete_groups(dev, st, &listing, slot, take);
                     if let Some(key) = key {
-                        self.reduced_event_of(st, key, Vec::new(), whole);
+                        self.reduced_event_of(st, key, &[], whole);
                     }
                     if let Some(p) = p {
                         return p;
@@ -340,7 +340,8 @@ impl Scheduler {
                     st.hosts[h].wake = wake;
                     st.disabled.clear();
                     if reducing {
-                        let mut extra = vec![(Obj::Host(h as u32), Kind::Write)];
+                        let mut extra: smallvec::SmallVec<[crate::footprint::Access; 4]> =
+                            smallvec::smallvec![(Obj::Host(h as u32), Kind::Write)];
                         match &st.hosts[h].state {
                             HostState::Blocked(HostWait::Tickets(ts, any)) => {
                                 // A wait for any of them read the tickets that were set. One
@@ -419,7 +420,7 @@ impl Scheduler {
                             extra.push((Obj::All, Kind::Read));
                             extra.push((Obj::Quiet(st.quiescences), Kind::Read));
                         }
-                        self.reduced_event(st, ActorKey::Host(h as u32), extra);
+                        self.reduced_event(st, ActorKey::Host(h as u32), &extra);
                     }
                     return Pick::Host(h);
                 }
@@ -547,16 +548,17 @@ impl Scheduler {
                             // What the stage touched of its queue's state the engine (and
                             // a hazard model) recorded (`footprint.rs`); an ME step changes
                             // what the queue has left to do.
-                            let mut extra = Vec::new();
+                            let mut extra: smallvec::SmallVec<[crate::footprint::Access; 4]> =
+                                smallvec::SmallVec::new();
                             if stage == Stage::Me {
                                 extra.push((Obj::Busy(id), Kind::Update));
                             }
                             for (index, _) in &launched {
                                 extra.push((Obj::Dispatch(id, *index), Kind::Write));
                             }
-                            extra.append(&mut arrival);
+                            extra.extend_from_slice(&arrival);
                             let key = scripted::actor_key(actor);
-                            self.reduced_event(st, key, extra);
+                            self.reduced_event(st, key, &extra);
                         }
                     }
                     if keep {
@@ -585,8 +587,8 @@ impl Scheduler {
                         st.disabled.clear();
                     }
                     if reducing {
-                        let extra = vec![(Obj::Busy(id), Kind::Update)];
-                        self.reduced_event(st, ActorKey::Retire(id), extra);
+                        let extra = [(Obj::Busy(id), Kind::Update)];
+                        self.reduced_event(st, ActorKey::Retire(id), &extra);
                     }
                     return Pick::Progressed;
                 }
@@ -604,7 +606,7 @@ impl Scheduler {
                     st.disabled.clear();
                     if reducing {
                         let key = ActorKey::Writeback(id, line.unwrap_or(u64::MAX));
-                        self.reduced_event(st, key, Vec::new());
+                        self.reduced_event(st, key, &[]);
                     }
                     return Pick::Progressed;
                 }
@@ -615,8 +617,8 @@ impl Scheduler {
                     }
                     st.disabled.clear();
                     if reducing {
-                        let extra = vec![(Obj::All, Kind::Write)];
-                        self.reduced_event(st, ActorKey::Endless(serial), extra);
+                        let extra = [(Obj::All, Kind::Write)];
+                        self.reduced_event(st, ActorKey::Endless(serial), &extra);
                     }
                     return Pick::Progressed;
                 }
@@ -658,7 +660,7 @@ impl Scheduler {
                     // an action of its own.
                     if !waiting && !read.is_empty() {
                         drop(e);
-                        self.reduced_event(st, ActorKey::Pfp(q.id), read);
+                        self.reduced_event(st, ActorKey::Pfp(q.id), &read);
                     }
                     break;
                 }
@@ -682,7 +684,7 @@ impl Scheduler {
                     }
                 }
                 if reducing {
-                    self.reduced_event(st, ActorKey::Pfp(q.id), Vec::new());
+                    self.reduced_event(st, ActorKey::Pfp(q.id), &[]);
                 }
             }
         }
@@ -1009,7 +1011,7 @@ impl Scheduler {
         &self,
         st: &mut State,
         actor: ActorKey,
-        extra: Vec<crate::footprint::Access>,
+        extra: &[crate::footprint::Access],
     ) {
         self.reduced_event_of(st, actor, extra, None);
     }
@@ -1019,7 +1021,7 @@ impl Scheduler {
         &self,
         st: &mut State,
         actor: ActorKey,
-        mut extra: Vec<crate::footprint::Access>,
+        extra: &[crate::footprint::Access],
         whole: Option<crate::choice::WholeGroups>,
     ) {
         let Some(script) = st.script.clone() else {
@@ -1027,7 +1029,8 @@ impl Scheduler {
             return;
         };
         let mut v = footprint::take_raw();
-        v.append(&mut extra);
+        v.reserve(extra.len() + 1);
+        v.extend_from_slice(extra);
         v.push((Obj::Device, Kind::Read));
         script.event_of(actor, crate::footprint::Footprint::new(v), whole);
     }
