@@ -467,7 +467,7 @@ impl Script {
     }
 
     /// Host `host` reached its next scheduling point: its action touched `footprint` too.
-    pub(crate) fn host_reached(&self, host: u32, footprint: Footprint) {
+    pub(crate) fn host_reached(&self, host: u32, mut accesses: Vec<crate::footprint::Access>) {
         let mut st = self.lock();
         let Some(e) = st.host_pending.take() else {
             return;
@@ -476,13 +476,10 @@ impl Script {
             st.host_pending = Some(e);
             return;
         }
-        let before = st.events[e].footprint.accesses();
-        let mut all = Vec::with_capacity(before.len() + footprint.accesses().len());
-        all.extend_from_slice(before);
-        all.extend_from_slice(footprint.accesses());
+        accesses.extend_from_slice(st.events[e].footprint.accesses());
         let from = st.events[e].point;
         let chose_within = chose_within_after(&st.points, from);
-        st.events[e].footprint = Footprint::new(all);
+        st.events[e].footprint = Footprint::new(accesses);
         st.events[e].chose_within = chose_within;
         wake_sleepers(&mut st, e);
     }

@@ -3,9 +3,10 @@
 //! relation").
 //!
 //! While a reducing exploration runs an action, the memory, fence, queue and clock code record
-//! their accesses here ([`record`]); the scheduler takes them as the action's footprint
-//! ([`take`]). Two actions are dependent when their footprints [`conflict`]: they touch a common
-//! object and at least one of the two accesses neither reads nor commutes with the other. The
+//! their accesses here ([`record`]); the scheduler takes them ([`take_raw`]) and makes the
+//! action's footprint of them ([`Footprint::new`]). Two actions are dependent when their
+//! footprints [`conflict`]: they touch a common object and at least one of the two accesses
+//! neither reads nor commutes with the other. The
 //! recorder is per OS thread (the deterministic driver runs one action at a time, each on the
 //! thread that performs it) and costs one relaxed load per access when no exploration records.
 //!
@@ -166,7 +167,7 @@ pub struct Footprint {
     accesses: Vec<Access>,
     /// [`object_bits`] of each access, in the same order: a pair of accesses whose bits do
     /// not meet does not overlap, tested before the objects themselves.
-    bits: Vec<u64>,
+    bits: smallvec::SmallVec<[u64; 6]>,
     /// The union of `bits` of the reads (awaits included), the updates and the writes: an
     /// access whose bits do not meet those of another footprint's accesses of a kind that
     /// conflicts with its own ([`Footprint::against`]) conflicts with none of them.
@@ -196,7 +197,7 @@ impl Footprint {
             n += 1;
         }
         accesses.truncate(n);
-        let bits: Vec<u64> = accesses.iter().map(|&(o, _)| object_bits(o)).collect();
+        let bits = accesses.iter().map(|&(o, _)| object_bits(o)).collect();
         let mut f = Footprint {
             accesses,
             bits,
@@ -266,16 +267,23 @@ impl Footprint {
 
     /// Drops the accesses of `o` (the rest stay sorted; nothing is recomputed).
     pub fn remove_object(&mut self, o: Obj) {
-        if !self.accesses.iter().any(|&(x, _)| x == o) {
+        // An access of `o` has its bits: none of any kind, none of `o`.
+        if (self.kinds[0] | self.kinds[1] | self.kinds[2]) & object_bits(o) == 0 {
             return;
         }
-        let mut i = 0;
-        self.bits.retain(|_| {
-            let keep = self.accesses[i].0 != o;
-            i += 1;
-            keep
-        });
-        self.accesses.retain(|&(x, _)| x != o);
+        let mut n = 0;
+        for i in 0..self.accesses.len() {
+            if self.accesses[i].0 != o {
+                self.accesses[n] = self.accesses[i];
+                self.bits[n] = self.bits[i];
+                n += 1;
+            }
+        }
+        if n == self.accesses.len() {
+            return;
+        }
+        self.accesses.truncate(n);
+        self.bits.truncate(n);
         self.summarize();
     }
 
@@ -597,7 +605,8 @@ pub(crate) fn stop() {
 }
 
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
-/// was not recording).
+/// was not recording), as a footprint (the tests' view of [`take_raw`]).
+#[cfg(test)]
 pub(crate) fn take() -> Footprint {
     Footprint::new(take_raw())
 }
@@ -605,8 +614,9 @@ pub(crate) fn take() -> Footprint {
 /// Room left in what [`take_raw`] returns for the accesses its caller adds.
 const TAKE_ROOM: usize = 4;
 
-/// [`take`], as recorded: in the order made, repeats and all (for a caller that adds more
-/// before it makes a [`Footprint`], which orders and merges them once).
+/// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
+/// was not recording), in the order made, repeats and all (the caller adds more before it
+/// makes a [`Footprint`], which orders and merges them once).
 pub(crate) fn take_raw() -> Vec<Access> {
     REC.with(|r| {
         let mut r = r.borrow_mut();

@@ -402,7 +402,7 @@ impl Scheduler {
         };
         if reducing {
             // The host's action since it was picked ends here.
-            let fp = crate::footprint::take();
+            let fp = crate::footprint::take_raw();
             if let Some(s) = st.script.clone() {
                 s.host_reached(me as u32, fp);
             }
@@ -458,7 +458,7 @@ impl Scheduler {
             return;
         }
         if let Some(s) = st.script.clone().filter(|s| s.is_reducing()) {
-            s.host_reached(me as u32, crate::footprint::take());
+            s.host_reached(me as u32, crate::footprint::take_raw());
         }
     }
 
