@@ -95,8 +95,9 @@ pub struct Event {
     /// scheduling point (its footprint is not complete): a sleep set must not keep it.
     pub chose_within: bool,
     /// For a dispatch's groups completed in one step ([`ActorKey::Dispatch`] of a dispatch
-    /// that ran alone): which groups, and where each one's bytes lie.
-    pub whole: Option<WholeGroups>,
+    /// that ran alone): which groups, and where each one's bytes lie (boxed: few events have
+    /// it, and every event is moved as the run and the search keep it).
+    pub whole: Option<Box<WholeGroups>>,
 }
 
 /// The groups of a dispatch that one step completed (they ran alone,
@@ -456,7 +457,7 @@ impl Script {
             point,
             footprint,
             chose_within,
-            whole,
+            whole: whole.map(Box::new),
         });
         let e = st.events.len() - 1;
         if matches!(actor, ActorKey::Host(_)) {

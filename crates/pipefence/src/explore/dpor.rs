@@ -557,14 +557,18 @@ impl History {
             self.relaxed_count -= usize::from(r.is_some());
         }
         let more = new.len() - keep;
-        self.events.reserve(more);
         self.masks.reserve(more);
         self.preds.reserve(more);
         self.relaxed.reserve(more);
-        for e in new.drain(keep..) {
-            let j = self.events.len();
-            self.masks.push(mask(&e.footprint));
-            self.events.push(e);
+        // The new events, each moved once (a run from the start: the vector itself); what is
+        // worked out for an event reads only it and those before it.
+        if keep == 0 {
+            self.events = new;
+        } else {
+            self.events.extend(new.drain(keep..));
+        }
+        for j in keep..self.events.len() {
+            self.masks.push(mask(&self.events[j].footprint));
             let p = self.before(j, |i| self.dependent(i, j));
             // Only once some dependence is a load pair (strict mode's caches).
             let r = if self.relaxed_count > 0
@@ -2455,7 +2459,7 @@ fn narrowed(
     j: usize,
     steps: std::ops::RangeInclusive<usize>,
 ) -> Option<(ActorKey, Footprint)> {
-    let whole = h.events[j].whole?;
+    let whole = *h.events[j].whole.as_deref()?;
     let ActorKey::Dispatch(q, d) = h.events[j].actor else {
         return None;
     };
