@@ -5,8 +5,8 @@
 //!   in the same run (goal: at least 0.5x: the reduction's bookkeeping may cost, not
 //!   dominate). Runs the search stops as asleep or repeated cost time and are not counted as
 //!   schedules, so they weigh on the figure, as they do for a user. Each side's timing covers
-//!   at least [`MIN_TIMED`] schedules: a search of fewer is timed that many times over (its
-//!   searches back to back), as sampled `check` runs at least that many.
+//!   at least [`MIN_TIMED`] schedules (20 with `--quick`): a search of fewer is timed that many
+//!   times over (its searches back to back), as sampled `check` runs at least that many.
 //! - `schedules/exhaustive-jobs`: schedules per second of complete reduced searches on 2
 //!   threads against 1 thread, in the same run (goal: at least 1.7x on this 2-core machine;
 //!   the report is the same whatever the threads), and, for scale, two independent 1-thread
@@ -87,17 +87,20 @@ fn exhaustive_with(
     (r, t.elapsed().as_secs_f64())
 }
 
-/// The fewest schedules one timing of `schedules/exhaustive-rate` covers, on either side.
-const MIN_TIMED: u64 = 20;
+/// The fewest schedules one timing of `schedules/exhaustive-rate` covers, on either side (a
+/// proof of one schedule takes about 20 µs here: fewer schedules time little more than the
+/// machine's noise).
+const MIN_TIMED: u64 = 500;
 
 fn bench_rate(cfg: &Config) -> Result<Report, String> {
     let max: u64 = cfg.pick(1000, 60);
     let reps = cfg.pick(3, 1);
+    let min_timed = cfg.pick(MIN_TIMED, 20);
     let mut report = Report::new("schedules/exhaustive-rate").note(format!(
         "each scenario: the reduced exhaustive search (check --exhaustive, strict off, no \
          shrinking) up to {max} schedules, {reps} time(s), a search of fewer than \
-         {MIN_TIMED} schedules timed over as many searches back to back as make {MIN_TIMED}; \
-         baseline: sampled check of as many schedules (at least {MIN_TIMED}); figure: \
+         {min_timed} schedules timed over as many searches back to back as make {min_timed}; \
+         baseline: sampled check of as many schedules (at least {min_timed}); figure: \
          schedules/s; ratio = exhaustive / sampled"
     ));
     for (name, sc) in scenarios()? {
@@ -106,7 +109,7 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
         for _ in 0..reps {
             let (r, mut secs) = exhaustive(&sc, max, None);
             let mut searched = r.schedules;
-            while searched < MIN_TIMED && r.schedules > 0 {
+            while searched < min_timed && r.schedules > 0 {
                 let (again, s) = exhaustive(&sc, max, None);
                 if again.schedules != r.schedules {
                     return Err(format!("{name}: the same search found another number"));
@@ -115,7 +118,7 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
                 secs += s;
             }
             ex.push(searched as f64 / secs);
-            let n = r.schedules.max(MIN_TIMED);
+            let n = r.schedules.max(min_timed);
             let t = Instant::now();
             let _ = check(
                 &sc,
