@@ -14,6 +14,12 @@
 //!   out) on a Plain and a Validate device; the unit is a packet.
 //! - `condvar-chain2`, `condvar-ping-pong`: the baselines of the chain (N = 2) and of the
 //!   round trip (threads handing a counter through `Mutex<u64>` + `Condvar`).
+//!
+//! And on a scenario (`--workload NAME COUNT FILE`; `scripts/exhaustive-instructions.sh`):
+//! - `exhaustive`: COUNT reduced exhaustive searches of FILE as `schedules/exhaustive-rate`
+//!   times them (strict off, one thread, up to 1,000 schedules, no shrinking); the unit is a
+//!   schedule explored.
+//! - `sampled`: sampled `check` of COUNT schedules of FILE (one thread); the unit is a schedule.
 
 use crate::engine::{
     compute_queue, condvar_chain, device_with, engine_chain, engine_round_trip, ThroughputRig,
@@ -90,8 +96,65 @@ fn run(name: &str, count: u64) -> Result<(), String> {
     dev.wait_idle(WAIT_TIMEOUT).map_err(|e| e.to_string())
 }
 
-/// `--workload NAME COUNT` (the arguments after the flag).
+/// The scenario workloads: `COUNT` exhaustive searches or sampled schedules of `file`; returns
+/// the schedules run.
+fn run_scenario(name: &str, count: u64, file: &str) -> Result<u64, String> {
+    use pipefence::explore::{ExhaustiveOptions, Parallel};
+    use pipefence_scenario::check::{check, CheckOptions};
+    use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
+    let (_, sc) = crate::schedules::load_kdl(std::path::Path::new(file))?;
+    match name {
+        "exhaustive" => {
+            let opts = ExhaustiveCheckOptions {
+                strict: false,
+                bounds: ExhaustiveOptions {
+                    max_schedules: 1000,
+                    preemption_bound: None,
+                    reduction: true,
+                },
+                shrink: None,
+                parallel: Parallel {
+                    jobs: 1,
+                    shard: None,
+                },
+                fail_fast: false,
+            };
+            Ok((0..count)
+                .map(|_| check_exhaustive(&sc, &opts, |_| {}).schedules)
+                .sum())
+        }
+        "sampled" => {
+            let opts = CheckOptions {
+                schedules: count,
+                seed: 0,
+                strict: false,
+            };
+            Ok(check(&sc, &opts, |_| {}).schedules)
+        }
+        _ => Err(format!(
+            "no scenario workload `{name}` (exhaustive, sampled)"
+        )),
+    }
+}
+
+/// `--workload NAME COUNT [FILE]` (the arguments after the flag).
 pub fn main(args: &[String]) -> ExitCode {
+    if let [name, count, file] = args {
+        let Ok(count) = count.parse::<u64>() else {
+            eprintln!("pipefence-bench: workload {name}: COUNT `{count}` is not a number");
+            return ExitCode::from(2);
+        };
+        return match run_scenario(name, count, file) {
+            Ok(n) => {
+                println!("workload {name} {file}: {n} units");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("pipefence-bench: workload {name} {file}: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let parsed = match args {
         [name, count] => count.parse::<u64>().ok().and_then(|c| {
             let u = units(name, c)?;
@@ -101,7 +164,10 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let Some((name, count, units)) = parsed else {
         let names: Vec<&str> = WORKLOADS.iter().map(|w| w.0).collect();
-        eprintln!("usage: pipefence-bench --workload NAME COUNT; NAME one of {names:?}");
+        eprintln!(
+            "usage: pipefence-bench --workload NAME COUNT; NAME one of {names:?}; or \
+             --workload exhaustive|sampled COUNT FILE"
+        );
         return ExitCode::from(2);
     };
     match run(name, count) {
@@ -127,5 +193,15 @@ mod tests {
             assert!(units(name, 2).unwrap() >= 2);
         }
         assert!(units("nope", 1).is_none());
+    }
+
+    #[test]
+    fn the_scenario_workloads_run_their_schedules() {
+        let file = crate::schedules::workspace_dir().join("tests/scenarios/write-write.kdl");
+        let file = file.to_str().unwrap();
+        // The reduced search of write-write has 16 schedules.
+        assert_eq!(run_scenario("exhaustive", 2, file).unwrap(), 32);
+        assert_eq!(run_scenario("sampled", 3, file).unwrap(), 3);
+        assert!(run_scenario("nope", 1, file).is_err());
     }
 }
