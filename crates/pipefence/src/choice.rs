@@ -467,7 +467,8 @@ impl Script {
         }
     }
 
-    /// Host `host` reached its next scheduling point: its action touched `footprint` too.
+    /// Host `host` reached its next scheduling point: its action touched `accesses` too (as
+    /// recorded since its pick; the event's footprint is made again of both).
     pub(crate) fn host_reached(&self, host: u32, mut accesses: Vec<crate::footprint::Access>) {
         let mut st = self.lock();
         let Some(e) = st.host_pending.take() else {
