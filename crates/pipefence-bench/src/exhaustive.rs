@@ -56,7 +56,10 @@ fn scenarios() -> Result<Vec<(String, Scenario)>, String> {
     paths.iter().map(|p| load_kdl(p)).collect()
 }
 
-fn exhaustive(
+/// The search `schedules/exhaustive-rate` times (and `--workload exhaustive` counts): the
+/// reduced one unless a preemption bound is given, strict off, one thread, no shrinking; its
+/// report and seconds.
+pub(crate) fn exhaustive(
     sc: &Scenario,
     max_schedules: u64,
     preemption_bound: Option<u32>,
@@ -87,6 +90,17 @@ fn exhaustive_with(
     (r, t.elapsed().as_secs_f64())
 }
 
+/// Sampled `check` of `n` schedules as `schedules/exhaustive-rate` times it (and `--workload
+/// sampled` counts): seeds from 0, strict off, one thread; the schedules run.
+pub(crate) fn sampled(sc: &Scenario, n: u64) -> u64 {
+    let opts = CheckOptions {
+        schedules: n,
+        seed: 0,
+        strict: false,
+    };
+    check(sc, &opts, |_| {}).schedules
+}
+
 /// The fewest schedules one timing of `schedules/exhaustive-rate` covers, on either side (a
 /// proof of one schedule takes about 20 µs here: fewer schedules time little more than the
 /// machine's noise).
@@ -104,7 +118,7 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
          schedules/s; ratio = exhaustive / sampled"
     ));
     for (name, sc) in scenarios()? {
-        let (mut ex, mut sampled) = (Vec::new(), Vec::new());
+        let (mut ex, mut rates) = (Vec::new(), Vec::new());
         let mut last = None;
         for _ in 0..reps {
             let (r, mut secs) = exhaustive(&sc, max, None);
@@ -120,16 +134,8 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
             ex.push(searched as f64 / secs);
             let n = r.schedules.max(min_timed);
             let t = Instant::now();
-            let _ = check(
-                &sc,
-                &CheckOptions {
-                    schedules: n,
-                    seed: 0,
-                    strict: false,
-                },
-                |_| {},
-            );
-            sampled.push(n as f64 / t.elapsed().as_secs_f64());
+            sampled(&sc, n);
+            rates.push(n as f64 / t.elapsed().as_secs_f64());
             last = Some(r);
         }
         let r = last.ok_or("no repetition ran")?;
@@ -144,7 +150,7 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
                 Stats::from_samples(ex),
                 Unit::PerSec,
             )
-            .baseline("sampled check", Stats::from_samples(sampled))
+            .baseline("sampled check", Stats::from_samples(rates))
             .higher_is_better()
             .ratio(0.5);
     }

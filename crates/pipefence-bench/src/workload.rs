@@ -99,38 +99,12 @@ fn run(name: &str, count: u64) -> Result<(), String> {
 /// The scenario workloads: `COUNT` exhaustive searches or sampled schedules of `file`; returns
 /// the schedules run.
 fn run_scenario(name: &str, count: u64, file: &str) -> Result<u64, String> {
-    use pipefence::explore::{ExhaustiveOptions, Parallel};
-    use pipefence_scenario::check::{check, CheckOptions};
-    use pipefence_scenario::exhaustive::{check_exhaustive, ExhaustiveCheckOptions};
     let (_, sc) = crate::schedules::load_kdl(std::path::Path::new(file))?;
     match name {
-        "exhaustive" => {
-            let opts = ExhaustiveCheckOptions {
-                strict: false,
-                bounds: ExhaustiveOptions {
-                    max_schedules: 1000,
-                    preemption_bound: None,
-                    reduction: true,
-                },
-                shrink: None,
-                parallel: Parallel {
-                    jobs: 1,
-                    shard: None,
-                },
-                fail_fast: false,
-            };
-            Ok((0..count)
-                .map(|_| check_exhaustive(&sc, &opts, |_| {}).schedules)
-                .sum())
-        }
-        "sampled" => {
-            let opts = CheckOptions {
-                schedules: count,
-                seed: 0,
-                strict: false,
-            };
-            Ok(check(&sc, &opts, |_| {}).schedules)
-        }
+        "exhaustive" => Ok((0..count)
+            .map(|_| crate::exhaustive::exhaustive(&sc, 1000, None).0.schedules)
+            .sum()),
+        "sampled" => Ok(crate::exhaustive::sampled(&sc, count)),
         _ => Err(format!(
             "no scenario workload `{name}` (exhaustive, sampled)"
         )),
