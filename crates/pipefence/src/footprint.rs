@@ -440,14 +440,25 @@ pub fn forced(o: Obj) -> bool {
 /// ([`objects_overlap`]) always share a bit, so objects whose bits do not meet do not overlap.
 /// Memory takes the low [`MEM_BITS`] bits, a 64-byte line's bit by its number modulo that (the
 /// disjoint ranges of a dispatch's groups, side by side, share bits only that many lines
-/// apart); the device (read by every action) and the clock a bit each; every other object
-/// one of the bits left, by a hash.
+/// apart). Each of the first [`CACHE_QUEUES`] queues has [`CACHE_BITS_PER_QUEUE`] bits for its
+/// strict-mode cache, a line's object one of them by the line's number (its cache and its
+/// dirty words as a whole take them all), a bit for its dispatches and one for its busy state
+/// (every group and every step of the queue touches them); the device (read by every action)
+/// and the clock a bit each; every other object one of the bits left, by a hash.
 pub(crate) fn object_bits(o: Obj) -> u64 {
     const MEM: u64 = (1 << MEM_BITS) - 1;
-    const OTHER: u64 = 62 - MEM_BITS;
+    const DISPATCH: u64 = MEM_BITS + CACHE_QUEUES * CACHE_BITS_PER_QUEUE;
+    const BUSY: u64 = DISPATCH + CACHE_QUEUES;
+    const HASHED: u64 = BUSY + CACHE_QUEUES;
+    const OTHER: u64 = 62 - HASHED;
     let bit = |h: u64| {
         let x = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        1u64 << (MEM_BITS + ((x * OTHER) >> 32))
+        1u64 << (HASHED + ((x * OTHER) >> 32))
+    };
+    let cache = |q: u32| MEM_BITS + u64::from(q) % CACHE_QUEUES * CACHE_BITS_PER_QUEUE;
+    // Lines side by side, and a line's three objects, take different bits.
+    let cached = |q: u32, line: u64, object: u64| {
+        1u64 << (cache(q) + (line / 64 + object) % CACHE_BITS_PER_QUEUE)
     };
     match o {
         Obj::All => u64::MAX,
@@ -463,9 +474,10 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
                 (a..=b).fold(0, |m, l| m | line(l))
             }
         }
-        Obj::Line(q, _) | Obj::View(q, _) | Obj::Loaded(q, _) | Obj::Cache(q) | Obj::Dirty(q) => {
-            bit(0x1000_0000_0000 | u64::from(q))
-        }
+        Obj::Line(q, l) => cached(q, l, 0),
+        Obj::View(q, l) => cached(q, l, 1),
+        Obj::Loaded(q, l) => cached(q, l, 2),
+        Obj::Cache(q) | Obj::Dirty(q) => ((1u64 << CACHE_BITS_PER_QUEUE) - 1) << cache(q),
         Obj::Fence(id) => bit(0x2000_0000_0000 ^ id),
         Obj::Pending(q, d, c) => {
             bit(0x2800_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16))
@@ -477,7 +489,7 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::Sub(q, n) => bit(0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::Fifo(q, n) => bit(0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::FlushHold(q) => bit(0x3300_0000_0000 | u64::from(q)),
-        Obj::Busy(q) => bit(0x3400_0000_0000 | u64::from(q)),
+        Obj::Busy(q) => 1u64 << (BUSY + u64::from(q) % CACHE_QUEUES),
         Obj::RetireSlot(q, n) => bit(0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n),
         Obj::Idle(q) => bit(0x3600_0000_0000 | u64::from(q)),
         Obj::Submit(q) => bit(0x3a00_0000_0000 | u64::from(q)),
@@ -488,7 +500,9 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::FenceHeld(f, _, _) => bit(0x3c00_0000_0000 ^ f),
         Obj::FenceCross(f, _, _) => bit(0x3d00_0000_0000 ^ f),
         // One bit per queue for a dispatch and a range of them (they overlap).
-        Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => bit(0x4000_0000_0000 | u64::from(q)),
+        Obj::Dispatch(q, _) | Obj::Dispatches(q, _, _) => {
+            1u64 << (DISPATCH + u64::from(q) % CACHE_QUEUES)
+        }
         Obj::Clock => 1 << 62,
         Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
         Obj::Device => 1 << 63,
@@ -511,7 +525,14 @@ fn join_ranges(last: &mut Access, a: Access) -> bool {
 }
 
 /// The bits of [`object_bits`] that memory takes.
-const MEM_BITS: u64 = 48;
+const MEM_BITS: u64 = 24;
+
+/// The queues whose cache lines, dispatches and busy state have bits of their own in
+/// [`object_bits`] (a queue past them shares those of its number modulo this).
+const CACHE_QUEUES: u64 = 4;
+
+/// The bits of [`object_bits`] a queue's strict-mode cache takes.
+const CACHE_BITS_PER_QUEUE: u64 = 4;
 
 impl Obj {
     /// Whether the two objects overlap (share memory, a cache line, or are the same).
@@ -888,14 +909,12 @@ mod tests {
         ] {
             objs.extend([Obj::Mem(s, e), Obj::Writers(s, e)]);
         }
-        for q in 0..3u32 {
+        // Queues past `CACHE_QUEUES` share the bits of the first ones.
+        for q in [0, 1, 2, 4, 6u32] {
+            for line in [0, 64, 128, 192, 256, 1 << 32] {
+                objs.extend([Obj::Line(q, line), Obj::View(q, line), Obj::Loaded(q, line)]);
+            }
             objs.extend([
-                Obj::Line(q, 0),
-                Obj::Line(q, 64),
-                Obj::View(q, 0),
-                Obj::View(q, 64),
-                Obj::Loaded(q, 0),
-                Obj::Loaded(q, 64),
                 Obj::Pending(q, 1, 0),
                 Obj::Release(q, 1, 0),
                 Obj::Cache(q),
@@ -932,6 +951,16 @@ mod tests {
             overlapping > objs.len(),
             "the cases include overlaps of different objects"
         );
+        // What keeps the test quick: a queue's lines side by side, a line's three objects, and
+        // a queue's dispatches and busy state, take bits apart.
+        let apart = |a: Obj, b: Obj| object_bits(a) & object_bits(b) == 0;
+        assert!(apart(Obj::Line(0, 0), Obj::Line(0, 64)));
+        assert!(apart(Obj::Line(0, 0), Obj::View(0, 0)));
+        assert!(apart(Obj::View(0, 0), Obj::Loaded(0, 0)));
+        assert!(apart(Obj::Line(0, 0), Obj::Line(1, 0)));
+        assert!(apart(Obj::Dispatch(0, 0), Obj::Busy(0)));
+        assert!(apart(Obj::Dispatch(0, 0), Obj::Dispatch(1, 0)));
+        assert!(apart(Obj::Mem(0, 64), Obj::Mem(64, 128)));
         let mut f = fp(&[
             (Obj::Clock, Kind::Read),
             (Obj::Mem(0, 4), Kind::Write),
