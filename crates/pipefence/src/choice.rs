@@ -217,6 +217,9 @@ struct ScriptState {
     /// Record actors, events and sleep sets (a reducing exploration).
     reducing: bool,
     events: Vec<Event>,
+    /// Events of the points before this one are not kept: the search has them from an
+    /// earlier run that followed the same prefix ([`Script::keep_events_from`]).
+    events_from: usize,
     /// The sleep set from the point whose first try is at `sleep_at` on.
     sleep_at: Option<usize>,
     sleep_init: Vec<(ActorKey, Footprint)>,
@@ -436,6 +439,20 @@ impl Script {
         self.event_of(actor, footprint, None);
     }
 
+    /// A reducing run whose events before scheduling point `point` (by index in
+    /// [`Script::points`]) its search already has: it records no event of those points.
+    /// The events of a run that follows a prefix up to `point` are those of the earlier run
+    /// that made the prefix (the driver is deterministic; the search checks that the run
+    /// followed its prefix), so working out their footprints again would only cost time.
+    pub(crate) fn keep_events_from(&self, point: usize) {
+        self.lock().events_from = point;
+    }
+
+    /// The point from which this run keeps events ([`Script::keep_events_from`]).
+    pub(crate) fn events_from(&self) -> usize {
+        self.lock().events_from
+    }
+
     /// [`Script::event`] of a dispatch's groups completed in one step.
     pub(crate) fn event_of(
         &self,
@@ -443,11 +460,25 @@ impl Script {
         footprint: Footprint,
         whole: Option<WholeGroups>,
     ) {
+        self.event_with(actor, || footprint, whole);
+    }
+
+    /// [`Script::event_of`], with the footprint made only if the event is kept.
+    pub(crate) fn event_with(
+        &self,
+        actor: ActorKey,
+        footprint: impl FnOnce() -> Footprint,
+        whole: Option<WholeGroups>,
+    ) {
         let mut st = self.lock();
         if !st.reducing {
             return;
         }
-        let point = st.points.iter().rposition(|p| p.scheduling).unwrap_or(0);
+        let point = event_point(&st.points);
+        if point < st.events_from {
+            return;
+        }
+        let footprint = footprint();
         // A host action's footprint is known only when the host reaches its next scheduling
         // point (`host_reached`): until then it must not be kept in a sleep set.
         let chose_within =
@@ -793,6 +824,11 @@ fn sample(st: &mut ScriptState, idx: usize) -> u32 {
     }
 }
 
+/// The point of an action that runs now: the last scheduling point.
+fn event_point(points: &[ChoicePoint]) -> usize {
+    points.iter().rposition(|p| p.scheduling).unwrap_or(0)
+}
+
 /// Whether a choice within an action with more than one alternative was made after the
 /// scheduling point `point` (the action it chose depends on it).
 fn chose_within_after(points: &[ChoicePoint], point: usize) -> bool {
@@ -1038,6 +1074,32 @@ mod tests {
         assert_eq!(p[1].disabled, vec![1]);
         assert!(!p[1].preempts(0) && p[1].preempts(2));
         assert_eq!(s.tries(), vec![2, 1, 0, 0]);
+    }
+
+    #[test]
+    fn a_run_keeps_the_events_of_the_points_from_the_one_its_search_asks() {
+        let run = |from: Option<usize>| {
+            let s = Script::reducing(vec![1, 0, 1], None, Vec::new());
+            if let Some(p) = from {
+                s.keep_events_from(p);
+            }
+            for k in 0..3u32 {
+                s.begin_with(2, true, None, vec![ActorKey::Pfp(0), ActorKey::Me(k)]);
+                s.event_with(
+                    ActorKey::Me(k),
+                    || Footprint::new(vec![(Obj::Busy(k), Kind::Update)]),
+                    None,
+                );
+                s.taken();
+            }
+            (s.points().len(), s.events())
+        };
+        let (points, all) = run(None);
+        assert_eq!((points, all.len()), (3, 3));
+        let (points, tail) = run(Some(1));
+        // Every point, the events of points 1 and 2, as the whole run has them.
+        assert_eq!(points, 3);
+        assert_eq!(tail, all[1..]);
     }
 
     #[test]

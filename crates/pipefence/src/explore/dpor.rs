@@ -541,28 +541,32 @@ impl History {
             && self.events[i].footprint.races(&self.events[j].footprint)
     }
 
-    /// Replaces the events from the first at a point `>= from` on with `new`'s (the run's);
-    /// returns the index of the first new event.
-    fn update(&mut self, mut new: Vec<Event>, from: usize) -> usize {
-        let keep = self
+    /// Replaces the events from the first at a point `>= from` on with `new`'s (the run's, or
+    /// when `tail`, only its events from point `from` on); returns the index of the first new
+    /// event.
+    fn update(&mut self, mut new: Vec<Event>, from: usize, tail: bool) -> usize {
+        let before = self
             .events
             .iter()
             .position(|e| e.point >= from)
-            .unwrap_or(self.events.len())
-            .min(new.len());
+            .unwrap_or(self.events.len());
+        debug_assert!(!tail || new.iter().all(|e| e.point >= from));
+        let keep = if tail { before } else { before.min(new.len()) };
         self.events.truncate(keep);
         self.masks.truncate(keep);
         self.preds.truncate(keep);
         for r in self.relaxed.drain(keep..) {
             self.relaxed_count -= usize::from(r.is_some());
         }
-        let more = new.len() - keep;
+        let more = if tail { new.len() } else { new.len() - keep };
         self.masks.reserve(more);
         self.preds.reserve(more);
         self.relaxed.reserve(more);
         // The new events, each moved once (a run from the start: the vector itself); what is
         // worked out for an event reads only it and those before it.
-        if keep == 0 {
+        if tail {
+            self.events.append(&mut new);
+        } else if keep == 0 {
             self.events = new;
         } else {
             self.events.extend(new.drain(keep..));
@@ -729,6 +733,13 @@ pub(super) trait Runs<T> {
     /// The run of `spec`'s script: the script after the run, and the body's value.
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T);
 
+    /// [`Runs::run`] for a search that has the events of the run's points before `point`
+    /// (the run follows the prefix of its last run up to there): the script may leave them
+    /// out ([`Script::keep_events_from`]; the search asks it which it did).
+    fn run_knowing(&mut self, spec: Spec, _point: usize) -> (Arc<Script>, T) {
+        self.run(spec)
+    }
+
     /// The subtree of `spec` (the branch at point `d` the search takes next) explored ahead
     /// of time, if there is one (the search then takes it instead of running `spec`); `None`:
     /// the search explores it itself.
@@ -794,6 +805,13 @@ pub(super) struct Direct<B>(pub(super) B);
 impl<T, B: FnMut(&Arc<Script>) -> T> Runs<T> for Direct<B> {
     fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
         let script = Arc::new(spec.script());
+        let value = (self.0)(&script);
+        (script, value)
+    }
+
+    fn run_knowing(&mut self, spec: Spec, point: usize) -> (Arc<Script>, T) {
+        let script = Arc::new(spec.script());
+        script.keep_events_from(point);
         let value = (self.0)(&script);
         (script, value)
     }
@@ -1185,7 +1203,9 @@ fn search<T>(
                     }
                 }
                 planting.clone_from(&spec.also);
-                let (script, value) = runs.run(spec);
+                // The events before the branch point are the last run's, which the history
+                // has.
+                let (script, value) = runs.run_knowing(spec, d);
                 (script, value, first_try)
             }
         };
@@ -1237,14 +1257,17 @@ fn search<T>(
                     Some(h) => st.hist = Arc::unwrap_or_clone(h),
                     None => st.hist = History::default(),
                 }
-                st.hist.update(events, d);
+                st.hist.update(events, d, false);
                 let h = &st.hist;
                 h.events
                     .iter()
                     .position(|e| e.point >= d)
                     .unwrap_or(h.events.len())
             } else {
-                st.hist.update(events, from.saturating_sub(1))
+                // A run that kept only the events from the branch point on (`run_knowing`)
+                // hands the history those.
+                let tail = script.events_from() > 0;
+                st.hist.update(events, from.saturating_sub(1), tail)
             };
             for seq in &planted {
                 plant(seq, from, &st.hist.events, &mut st.path, sink);

@@ -182,6 +182,13 @@ where
         (script, value)
     }
 
+    fn run_knowing(&mut self, spec: Spec, point: usize) -> (Arc<Script>, T) {
+        let script = Arc::new(spec.script());
+        script.keep_events_from(point);
+        let value = (self.ctx.body)(&script);
+        (script, value)
+    }
+
     fn explored(&mut self, spec: &Spec, _d: usize) -> Option<Sub<T>> {
         let mut g = lock(&self.ctx.shared.st);
         if g.subs.is_empty() {

@@ -1028,11 +1028,19 @@ impl Scheduler {
             footprint::take_raw();
             return;
         };
-        let mut v = footprint::take_raw();
-        v.reserve(extra.len() + 1);
-        v.extend_from_slice(extra);
-        v.push((Obj::Device, Kind::Read));
-        script.event_of(actor, crate::footprint::Footprint::new(v), whole);
+        script.event_with(
+            actor,
+            || {
+                let mut v = footprint::take_raw();
+                v.reserve(extra.len() + 1);
+                v.extend_from_slice(extra);
+                v.push((Obj::Device, Kind::Read));
+                crate::footprint::Footprint::new(v)
+            },
+            whole,
+        );
+        // An event not kept: what the action recorded goes.
+        footprint::stop();
     }
 }
 
