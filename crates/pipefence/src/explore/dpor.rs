@@ -1203,9 +1203,9 @@ fn search<T>(
                     }
                 }
                 planting.clone_from(&spec.also);
-                // The events before the branch point are the last run's, which the history
-                // has.
-                let (script, value) = runs.run_knowing(spec, d);
+                // The events before the branch's action are the last run's, which the
+                // history has.
+                let (script, value) = runs.run_knowing(spec, action_point(&st.path, d));
                 (script, value, first_try)
             }
         };
@@ -1247,7 +1247,7 @@ fn search<T>(
                 // A subtree's first run: its events before the branch point are those of
                 // the search that wants it (`hint`), whose happens-before it keeps, or it
                 // works them out.
-                let d = from - 1;
+                let d = action_point(&st.path, from - 1);
                 let same = |h: &History| {
                     let k = h.events.iter().position(|e| e.point >= d);
                     let k = k.unwrap_or(h.events.len());
@@ -1264,10 +1264,11 @@ fn search<T>(
                     .position(|e| e.point >= d)
                     .unwrap_or(h.events.len())
             } else {
-                // A run that kept only the events from the branch point on (`run_knowing`)
-                // hands the history those.
+                // A run that kept only the events from the branch's action on
+                // (`run_knowing`) hands the history those.
                 let tail = script.events_from() > 0;
-                st.hist.update(events, from.saturating_sub(1), tail)
+                let d = from.checked_sub(1).map_or(0, |d| action_point(&st.path, d));
+                st.hist.update(events, d, tail)
             };
             for seq in &planted {
                 plant(seq, from, &st.hist.events, &mut st.path, sink);
@@ -1302,6 +1303,16 @@ fn search<T>(
             None => return Ok(result),
         }
     }
+}
+
+/// The scheduling point of the action that a branch at point `d` changes: `d`, or for a
+/// choice within an action (which groups complete, a stale or fresh read), the scheduling
+/// point of that action, whose event the choice can change (it is recorded at that point).
+fn action_point(path: &[Node], d: usize) -> usize {
+    (0..=d)
+        .rev()
+        .find(|&k| path.get(k).is_none_or(|n| n.point.scheduling))
+        .unwrap_or(0)
 }
 
 /// Chooses the search's next branch: the deepest point from `lo` on with an alternative left
@@ -2595,5 +2606,35 @@ impl Reversal {
             initials: self.initials.into(),
             sequence: self.sequence.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(scheduling: bool) -> Node {
+        Node::new(ChoicePoint {
+            alternatives: 2,
+            scheduling,
+            continuing: None,
+            taken: Some(0),
+            disabled: Vec::new(),
+            first_try: 0,
+            actors: Vec::new(),
+            sleep: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_branch_at_a_choice_within_an_action_changes_that_action() {
+        // Points: a scheduling point, two choices within its action, a scheduling point.
+        let path = vec![node(true), node(false), node(false), node(true)];
+        assert_eq!(action_point(&path, 0), 0);
+        assert_eq!(action_point(&path, 1), 0);
+        assert_eq!(action_point(&path, 2), 0);
+        assert_eq!(action_point(&path, 3), 3);
+        // A subtree's nodes above its branch may not be there yet: taken as they are.
+        assert_eq!(action_point(&path, 5), 5);
     }
 }
