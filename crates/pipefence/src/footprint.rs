@@ -184,7 +184,8 @@ pub struct Footprint {
 impl Footprint {
     /// A footprint of these accesses.
     pub fn new(mut accesses: Vec<Access>) -> Self {
-        accesses.sort_unstable_by_key(|&(o, k)| (k, o));
+        // By kind, then object (compared in place: a key would copy both each time).
+        accesses.sort_unstable_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         // Drop duplicates and merge adjacent or overlapping memory ranges of the same kind (a
         // loop over words records one range per word), in place.
         let mut n = 0;
