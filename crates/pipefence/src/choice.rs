@@ -231,6 +231,9 @@ struct ScriptState {
     sleep_blocked_at: Option<usize>,
     /// The event of a host action, completed when the host reaches its next scheduling point.
     host_pending: Option<usize>,
+    /// What that action touched up to its pick, of which its footprint is made then
+    /// ([`Script::host_event`]).
+    host_accesses: Option<Vec<crate::footprint::Access>>,
     /// Record who performs each scheduling alternative and where it is in the program
     /// ([`Script::narration`]).
     narrating: bool,
@@ -405,13 +408,16 @@ impl Script {
     /// out of a run's script before it hands the script to its visitor, as a schedule taken
     /// from another thread has none).
     pub fn events(&self) -> Vec<Event> {
-        self.lock().events.clone()
+        let mut st = self.lock();
+        host_footprint(&mut st);
+        st.events.clone()
     }
 
     /// The choice points and events recorded, moved out (the script keeps none of them, and
     /// still counts the points: [`Script::point_count`]).
     pub(crate) fn take_record(&self) -> (Vec<ChoicePoint>, Vec<Event>) {
         let mut st = self.lock();
+        host_footprint(&mut st);
         let points = std::mem::take(&mut st.points);
         st.points_moved = points.len();
         (points, std::mem::take(&mut st.events))
@@ -419,7 +425,9 @@ impl Script {
 
     /// `f` of the events recorded so far, without copying them.
     pub(crate) fn with_events<R>(&self, f: impl FnOnce(&[Event]) -> R) -> R {
-        f(&self.lock().events)
+        let mut st = self.lock();
+        host_footprint(&mut st);
+        f(&st.events)
     }
 
     /// Every enabled alternative at some point was asleep, so the run stopped there.
@@ -498,8 +506,37 @@ impl Script {
         }
     }
 
+    /// [`Script::event`] of host `host`'s action, picked now: it touched `accesses` so far.
+    /// Its footprint is made once, when the host reaches its next scheduling point
+    /// ([`Script::host_reached`]), or of these alone if it does not.
+    pub(crate) fn host_event(
+        &self,
+        host: u32,
+        accesses: impl FnOnce() -> Vec<crate::footprint::Access>,
+    ) {
+        let mut st = self.lock();
+        if !st.reducing {
+            return;
+        }
+        let point = event_point(&st.points);
+        if point < st.events_from {
+            return;
+        }
+        host_footprint(&mut st);
+        // Until then it must not be kept in a sleep set.
+        st.events.push(Event {
+            actor: ActorKey::Host(host),
+            point,
+            footprint: Footprint::default(),
+            chose_within: true,
+            whole: None,
+        });
+        st.host_pending = Some(st.events.len() - 1);
+        st.host_accesses = Some(accesses());
+    }
+
     /// Host `host` reached its next scheduling point: its action touched `accesses` too (as
-    /// recorded since its pick; the event's footprint is made again of both).
+    /// recorded since its pick; the event's footprint is made of both).
     pub(crate) fn host_reached(&self, host: u32, mut accesses: Vec<crate::footprint::Access>) {
         let mut st = self.lock();
         let Some(e) = st.host_pending.take() else {
@@ -509,7 +546,10 @@ impl Script {
             st.host_pending = Some(e);
             return;
         }
-        accesses.extend_from_slice(st.events[e].footprint.accesses());
+        match st.host_accesses.take() {
+            Some(before) => accesses.extend_from_slice(&before),
+            None => accesses.extend_from_slice(st.events[e].footprint.accesses()),
+        }
         let from = st.events[e].point;
         let chose_within = chose_within_after(&st.points, from);
         st.events[e].footprint = Footprint::new(accesses);
@@ -824,6 +864,15 @@ fn sample(st: &mut ScriptState, idx: usize) -> u32 {
     }
 }
 
+/// A host action's event still waiting for its host to reach its next scheduling point gets
+/// the footprint of what it touched up to its pick ([`Script::host_event`]); it stays pending
+/// (a later [`Script::host_reached`] makes it again of both).
+fn host_footprint(st: &mut ScriptState) {
+    if let (Some(e), Some(before)) = (st.host_pending, st.host_accesses.take()) {
+        st.events[e].footprint = Footprint::new(before);
+    }
+}
+
 /// The point of an action that runs now: the last scheduling point.
 fn event_point(points: &[ChoicePoint]) -> usize {
     points.iter().rposition(|p| p.scheduling).unwrap_or(0)
@@ -1100,6 +1149,26 @@ mod tests {
         // Every point, the events of points 1 and 2, as the whole run has them.
         assert_eq!(points, 3);
         assert_eq!(tail, all[1..]);
+    }
+
+    #[test]
+    fn a_host_action_footprint_is_what_it_touched_before_and_after_its_pick() {
+        let before = vec![(Obj::Fence(1), Kind::Read), (Obj::Device, Kind::Read)];
+        let after = vec![(Obj::Mem(0, 8), Kind::Write), (Obj::Fence(1), Kind::Read)];
+        let run = |reached: bool| {
+            let s = Script::reducing(Vec::new(), None, Vec::new());
+            s.begin_with(1, true, None, vec![ActorKey::Host(0)]);
+            s.host_event(0, || before.clone());
+            s.taken();
+            if reached {
+                s.host_reached(0, after.clone());
+            }
+            s.events()
+        };
+        let both: Vec<_> = after.iter().chain(&before).copied().collect();
+        assert_eq!(run(true)[0].footprint, Footprint::new(both));
+        // A host that never reaches its next point: what it touched up to its pick.
+        assert_eq!(run(false)[0].footprint, Footprint::new(before.clone()));
     }
 
     #[test]

@@ -420,7 +420,7 @@ impl Scheduler {
                             extra.push((Obj::All, Kind::Read));
                             extra.push((Obj::Quiet(st.quiescences), Kind::Read));
                         }
-                        self.reduced_event(st, ActorKey::Host(h as u32), &extra);
+                        self.reduced_host_event(st, h as u32, &extra);
                     }
                     return Pick::Host(h);
                 }
@@ -1014,6 +1014,22 @@ impl Scheduler {
         extra: &[crate::footprint::Access],
     ) {
         self.reduced_event_of(st, actor, extra, None);
+    }
+
+    /// [`Scheduler::reduced_event`] of host `host`'s action, whose footprint is made when the
+    /// host reaches its next scheduling point ([`crate::choice::Script::host_event`]).
+    fn reduced_host_event(&self, st: &mut State, host: u32, extra: &[crate::footprint::Access]) {
+        if let Some(script) = st.script.clone() {
+            script.host_event(host, || {
+                let mut v = footprint::take_raw();
+                v.reserve(extra.len() + 1);
+                v.extend_from_slice(extra);
+                v.push((Obj::Device, Kind::Read));
+                v
+            });
+        }
+        // An event not kept: what the action recorded goes.
+        footprint::stop();
     }
 
     /// [`Scheduler::reduced_event`], with the groups a dispatch's one step completed.
