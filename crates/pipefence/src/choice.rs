@@ -479,13 +479,9 @@ impl Script {
         whole: Option<WholeGroups>,
     ) {
         let mut st = self.lock();
-        if !st.reducing {
+        let Some(point) = kept_point(&st) else {
             return;
-        }
-        let point = event_point(&st.points);
-        if point < st.events_from {
-            return;
-        }
+        };
         let footprint = footprint();
         // A host action's footprint is known only when the host reaches its next scheduling
         // point (`host_reached`): until then it must not be kept in a sleep set.
@@ -515,13 +511,9 @@ impl Script {
         accesses: impl FnOnce() -> Vec<crate::footprint::Access>,
     ) {
         let mut st = self.lock();
-        if !st.reducing {
+        let Some(point) = kept_point(&st) else {
             return;
-        }
-        let point = event_point(&st.points);
-        if point < st.events_from {
-            return;
-        }
+        };
         host_footprint(&mut st);
         // Until then it must not be kept in a sleep set.
         st.events.push(Event {
@@ -873,9 +865,11 @@ fn host_footprint(st: &mut ScriptState) {
     }
 }
 
-/// The point of an action that runs now: the last scheduling point.
-fn event_point(points: &[ChoicePoint]) -> usize {
-    points.iter().rposition(|p| p.scheduling).unwrap_or(0)
+/// The point of an action that runs now (the last scheduling point), if its event is kept:
+/// a reducing run, at a point from [`Script::keep_events_from`]'s on.
+fn kept_point(st: &ScriptState) -> Option<usize> {
+    let point = st.points.iter().rposition(|p| p.scheduling).unwrap_or(0);
+    (st.reducing && point >= st.events_from).then_some(point)
 }
 
 /// Whether a choice within an action with more than one alternative was made after the
