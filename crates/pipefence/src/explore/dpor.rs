@@ -525,6 +525,10 @@ pub(super) struct History {
     relaxed: Vec<Option<Bits>>,
     /// How many of `relaxed` are `Some`.
     relaxed_count: usize,
+    /// Per event: its [`window`] (for a write-back), once worked out: it reads the events
+    /// after it to the end of the run, which [`History::update`] changes, so it starts afresh
+    /// there; between updates each race of the write-back asks for it again.
+    windows: Vec<std::sync::OnceLock<(bool, Option<usize>)>>,
 }
 
 impl History {
@@ -590,6 +594,9 @@ impl History {
             self.relaxed.push(r);
             self.preds.push(p);
         }
+        self.windows.clear();
+        self.windows
+            .resize_with(self.events.len(), std::sync::OnceLock::new);
         keep
     }
 
@@ -2201,6 +2208,14 @@ fn through_cache(h: &History, w: usize, t: usize) -> bool {
 /// Whether nobody sees write-back `w`'s line between it and the line's next whole
 /// write-back, and the index of the event that decided it (none: the run's end).
 fn window(h: &History, w: usize) -> (bool, Option<usize>) {
+    match h.windows.get(w) {
+        Some(c) => *c.get_or_init(|| window_of(h, w)),
+        None => window_of(h, w),
+    }
+}
+
+/// [`window`], worked out.
+fn window_of(h: &History, w: usize) -> (bool, Option<usize>) {
     let actor = h.events[w].actor;
     let ActorKey::Writeback(q, line) = actor else {
         return (false, None);
