@@ -2178,6 +2178,14 @@ fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
 /// they were written back, so it sees nothing of when that was).
 fn sees(f: &Footprint, q: u32, line: u64) -> bool {
     let mem = Obj::Mem(line, line + crate::hazard::strict::LINE);
+    // Most footprints touch nothing of the line: that first, before the searches below.
+    if !f
+        .accesses()
+        .iter()
+        .any(|&(o, _)| matches!(o, Obj::All) || o.overlaps(mem))
+    {
+        return false;
+    }
     let through_cache =
         f.has((Obj::Line(q, line), Kind::Write)) || f.has((Obj::Dirty(q), Kind::Write));
     let through_view =
