@@ -525,9 +525,9 @@ pub(super) struct History {
     relaxed: Vec<Option<Bits>>,
     /// How many of `relaxed` are `Some`.
     relaxed_count: usize,
-    /// Per event: its [`window`] (for a write-back), once worked out: it reads the events
-    /// after it to the end of the run, which [`History::update`] changes, so it starts afresh
-    /// there; between updates each race of the write-back asks for it again.
+    /// Per event: its [`window`] (for a write-back), once worked out (each race of the
+    /// write-back asks for it): it reads the events after it up to the one that decides it,
+    /// or to the end of the run, so [`History::update`] keeps it only where that event stays.
     windows: Vec<std::sync::OnceLock<(bool, Option<usize>)>>,
 }
 
@@ -594,7 +594,14 @@ impl History {
             self.relaxed.push(r);
             self.preds.push(p);
         }
-        self.windows.clear();
+        // A kept event's window stays when the event that decided it was kept too (it read
+        // only the events up to that one); any other is worked out again.
+        self.windows.truncate(keep);
+        for c in &mut self.windows {
+            if !matches!(c.get(), Some((_, Some(k))) if *k < keep) {
+                *c = std::sync::OnceLock::new();
+            }
+        }
         self.windows
             .resize_with(self.events.len(), std::sync::OnceLock::new);
         keep
