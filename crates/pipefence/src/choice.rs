@@ -442,9 +442,9 @@ impl Script {
     }
 
     /// Records an action that ran: `actor` (one of the open scheduling point's) touched
-    /// `footprint`. A host action's footprint grows until [`Script::host_reached`].
+    /// `footprint` (a host's action: [`Script::host_event`]).
     pub(crate) fn event(&self, actor: ActorKey, footprint: Footprint) {
-        self.event_of(actor, footprint, None);
+        self.event_with(actor, || footprint, None);
     }
 
     /// A reducing run whose events before scheduling point `point` (by index in
@@ -461,17 +461,8 @@ impl Script {
         self.lock().events_from
     }
 
-    /// [`Script::event`] of a dispatch's groups completed in one step.
-    pub(crate) fn event_of(
-        &self,
-        actor: ActorKey,
-        footprint: Footprint,
-        whole: Option<WholeGroups>,
-    ) {
-        self.event_with(actor, || footprint, whole);
-    }
-
-    /// [`Script::event_of`], with the footprint made only if the event is kept.
+    /// [`Script::event`], with the footprint made only if the event is kept, and for a
+    /// dispatch's groups completed in one step, which (`whole`).
     pub(crate) fn event_with(
         &self,
         actor: ActorKey,
@@ -482,11 +473,12 @@ impl Script {
         let Some(point) = kept_point(&st) else {
             return;
         };
+        debug_assert!(
+            !matches!(actor, ActorKey::Host(_)),
+            "a host's action is recorded by Script::host_event"
+        );
         let footprint = footprint();
-        // A host action's footprint is known only when the host reaches its next scheduling
-        // point (`host_reached`): until then it must not be kept in a sleep set.
-        let chose_within =
-            matches!(actor, ActorKey::Host(_)) || chose_within_after(&st.points, point);
+        let chose_within = chose_within_after(&st.points, point);
         st.events.push(Event {
             actor,
             point,
@@ -495,11 +487,7 @@ impl Script {
             whole: whole.map(Box::new),
         });
         let e = st.events.len() - 1;
-        if matches!(actor, ActorKey::Host(_)) {
-            st.host_pending = Some(e);
-        } else {
-            wake_sleepers(&mut st, e);
-        }
+        wake_sleepers(&mut st, e);
     }
 
     /// [`Script::event`] of host `host`'s action, picked now: it touched `accesses` so far.
@@ -515,7 +503,7 @@ impl Script {
             return;
         };
         host_footprint(&mut st);
-        // Until then it must not be kept in a sleep set.
+        // Its footprint is known only then: until then it must not be kept in a sleep set.
         st.events.push(Event {
             actor: ActorKey::Host(host),
             point,

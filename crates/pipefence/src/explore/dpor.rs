@@ -734,9 +734,14 @@ impl Spec {
         }
     }
 
-    /// The script to run.
-    pub(super) fn script(&self) -> Script {
-        Script::reducing(self.prefix.clone(), self.at, self.sleep.clone())
+    /// The script to run, keeping the events from point `known` on
+    /// ([`Script::keep_events_from`]; 0: every event).
+    pub(super) fn script(&self, known: usize) -> Script {
+        let s = Script::reducing(self.prefix.clone(), self.at, self.sleep.clone());
+        if known > 0 {
+            s.keep_events_from(known);
+        }
+        s
     }
 }
 
@@ -744,15 +749,11 @@ impl Spec {
 /// explored ahead of time (`explore/speculate.rs`). Either way a spec's run, and the subtree
 /// below it, are the same.
 pub(super) trait Runs<T> {
-    /// The run of `spec`'s script: the script after the run, and the body's value.
-    fn run(&mut self, spec: Spec) -> (Arc<Script>, T);
-
-    /// [`Runs::run`] for a search that has the events of the run's points before `point`
-    /// (the run follows the prefix of its last run up to there): the script may leave them
-    /// out ([`Script::keep_events_from`]; the search asks it which it did).
-    fn run_knowing(&mut self, spec: Spec, _point: usize) -> (Arc<Script>, T) {
-        self.run(spec)
-    }
+    /// The run of `spec`'s script: the script after the run, and the body's value. The
+    /// search has the events of the run's points before `known` (the run follows the prefix
+    /// of its last run up to there; 0: none): the script leaves them out
+    /// ([`Script::keep_events_from`]).
+    fn run(&mut self, spec: Spec, known: usize) -> (Arc<Script>, T);
 
     /// The subtree of `spec` (the branch at point `d` the search takes next) explored ahead
     /// of time, if there is one (the search then takes it instead of running `spec`); `None`:
@@ -817,15 +818,8 @@ pub(super) struct Sub<T> {
 pub(super) struct Direct<B>(pub(super) B);
 
 impl<T, B: FnMut(&Arc<Script>) -> T> Runs<T> for Direct<B> {
-    fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
-        let script = Arc::new(spec.script());
-        let value = (self.0)(&script);
-        (script, value)
-    }
-
-    fn run_knowing(&mut self, spec: Spec, point: usize) -> (Arc<Script>, T) {
-        let script = Arc::new(spec.script());
-        script.keep_events_from(point);
+    fn run(&mut self, spec: Spec, known: usize) -> (Arc<Script>, T) {
+        let script = Arc::new(spec.script(known));
         let value = (self.0)(&script);
         (script, value)
     }
@@ -920,7 +914,7 @@ pub(super) fn enumerate_reduced<T>(
 /// it in at once (else its search would stop at once and start again with the clock in, and
 /// make the same first run again).
 pub(super) fn first_run<T>(body: impl FnOnce(&Arc<Script>) -> T) -> (Root<T>, bool) {
-    let script = Arc::new(Spec::first().script());
+    let script = Arc::new(Spec::first().script(0));
     let value = body(&script);
     // A first run has no sleep set, so it is never stopped asleep: its record has every
     // event ([`run_record`]).
@@ -1185,11 +1179,11 @@ fn search<T>(
                 let first_try = spec.at.unwrap_or(0);
                 next = spec.prefix.last().map(|&alt| (d, alt));
                 planting.clone_from(&spec.also);
-                let (script, value) = runs.run(spec);
+                let (script, value) = runs.run(spec, 0);
                 (script, value, first_try)
             }
             (None, None, None) => {
-                let (script, value) = runs.run(Spec::first());
+                let (script, value) = runs.run(Spec::first(), 0);
                 (script, value, 0)
             }
             (None, None, Some((d, alt))) => {
@@ -1219,7 +1213,7 @@ fn search<T>(
                 planting.clone_from(&spec.also);
                 // The events before the branch's action are the last run's, which the
                 // history has.
-                let (script, value) = runs.run_knowing(spec, action_point(&st.path, d));
+                let (script, value) = runs.run(spec, action_point(&st.path, d));
                 (script, value, first_try)
             }
         };
@@ -1278,8 +1272,8 @@ fn search<T>(
                     .position(|e| e.point >= d)
                     .unwrap_or(h.events.len())
             } else {
-                // A run that kept only the events from the branch's action on
-                // (`run_knowing`) hands the history those.
+                // A run that kept only the events from the branch's action on hands the
+                // history those.
                 let tail = script.events_from() > 0;
                 let d = from.checked_sub(1).map_or(0, |d| action_point(&st.path, d));
                 st.hist.update(events, d, tail)

@@ -309,7 +309,7 @@ fn expand<T>(
         }
         let script = if reduced {
             note_slept(&mut slept, &point, f, &latest_events);
-            branch_spec(&latest_tries, &point, &sleep_here, &slept, alt, None).script()
+            branch_spec(&latest_tries, &point, &sleep_here, &slept, alt, None).script(0)
         } else {
             let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
             Script::exploring(prefix, at)

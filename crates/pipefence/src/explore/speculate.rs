@@ -176,15 +176,8 @@ where
     B: Fn(&Arc<Script>) -> T,
     C: Fn() -> bool,
 {
-    fn run(&mut self, spec: Spec) -> (Arc<Script>, T) {
-        let script = Arc::new(spec.script());
-        let value = (self.ctx.body)(&script);
-        (script, value)
-    }
-
-    fn run_knowing(&mut self, spec: Spec, point: usize) -> (Arc<Script>, T) {
-        let script = Arc::new(spec.script());
-        script.keep_events_from(point);
+    fn run(&mut self, spec: Spec, known: usize) -> (Arc<Script>, T) {
+        let script = Arc::new(spec.script(known));
         let value = (self.ctx.body)(&script);
         (script, value)
     }

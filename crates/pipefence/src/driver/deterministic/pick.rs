@@ -1020,13 +1020,7 @@ impl Scheduler {
     /// host reaches its next scheduling point ([`crate::choice::Script::host_event`]).
     fn reduced_host_event(&self, st: &mut State, host: u32, extra: &[crate::footprint::Access]) {
         if let Some(script) = st.script.clone() {
-            script.host_event(host, || {
-                let mut v = footprint::take_raw();
-                v.reserve(extra.len() + 1);
-                v.extend_from_slice(extra);
-                v.push((Obj::Device, Kind::Read));
-                v
-            });
+            script.host_event(host, || action_accesses(extra));
         }
         // An event not kept: what the action recorded goes.
         footprint::stop();
@@ -1040,24 +1034,26 @@ impl Scheduler {
         extra: &[crate::footprint::Access],
         whole: Option<crate::choice::WholeGroups>,
     ) {
-        let Some(script) = st.script.clone() else {
-            footprint::take_raw();
-            return;
-        };
-        script.event_with(
-            actor,
-            || {
-                let mut v = footprint::take_raw();
-                v.reserve(extra.len() + 1);
-                v.extend_from_slice(extra);
-                v.push((Obj::Device, Kind::Read));
-                crate::footprint::Footprint::new(v)
-            },
-            whole,
-        );
+        if let Some(script) = st.script.clone() {
+            script.event_with(
+                actor,
+                || crate::footprint::Footprint::new(action_accesses(extra)),
+                whole,
+            );
+        }
         // An event not kept: what the action recorded goes.
         footprint::stop();
     }
+}
+
+/// What the action ending now touched: what it recorded since it began, `extra`, and the
+/// device's state, which every action reads (recording stops).
+fn action_accesses(extra: &[crate::footprint::Access]) -> Vec<crate::footprint::Access> {
+    let mut v = footprint::take_raw();
+    v.reserve(extra.len() + 1);
+    v.extend_from_slice(extra);
+    v.push((Obj::Device, Kind::Read));
+    v
 }
 
 /// The groups of one dispatch the scheduler completes in one action.
