@@ -256,6 +256,16 @@ impl Footprint {
         self.kinds
     }
 
+    /// [`Footprint::kind_bits`] with [`object_bits_again`]'s bits: of two footprints that may
+    /// conflict, both these and those meet ([`kinds_may_conflict`]). Worked out each time.
+    pub fn kind_bits_again(&self) -> [u64; 3] {
+        let mut kinds = [0; 3];
+        for &(o, k) in &self.accesses {
+            kinds[kind_index(k)] |= object_bits_again(o);
+        }
+        kinds
+    }
+
     /// The bits of this footprint's accesses of the kinds that conflict with `k`.
     fn against(&self, k: Kind) -> u64 {
         against(self.kinds, k)
@@ -507,6 +517,105 @@ pub(crate) fn object_bits(o: Obj) -> u64 {
         Obj::Clock => 1 << 62,
         Obj::Host(h) => bit(0x6000_0000_0000 | u64::from(h)),
         Obj::Device => 1 << 63,
+    }
+}
+
+/// A second over-approximation of an object as 64 bits, drawn apart from [`object_bits`]'s:
+/// two objects that overlap share a bit here too, and two that do not overlap seldom share
+/// one in both. Memory's lines by their number divided by [`MEM_BITS`] (eight bits: with
+/// [`object_bits`], lines less than 192 apart are told apart); a queue's cache lines by their
+/// number divided by four (its cache and dirty words take all four bits); dispatches by
+/// their number and busy states by their queue divided by [`CACHE_QUEUES`] (two bits each);
+/// the clock and the device a bit each; four bits each, by the host's or queue's number, for
+/// the objects every action of a host or a queue's submissions and retirements touch (a
+/// host's own object, a queue's submission count, flush hold and idle state); and every other
+/// object one of the 30 bits left, by another hash of what [`object_bits`] hashes.
+pub(crate) fn object_bits_again(o: Obj) -> u64 {
+    const MEM: u64 = 0;
+    const CACHE: u64 = 8;
+    const DISPATCH: u64 = 12;
+    const BUSY: u64 = 14;
+    const CLOCK: u64 = 16;
+    const DEVICE: u64 = 17;
+    const HOST: u64 = 18;
+    const SUBMIT: u64 = 22;
+    const FLUSH_HOLD: u64 = 26;
+    const IDLE: u64 = 30;
+    const HASHED: u64 = 34;
+    // Blocks `lo..=hi` over `n` bits from `at`: all of them when the range spans `n`.
+    let blocks = |at: u64, n: u64, lo: u64, hi: u64| {
+        if hi - lo >= n - 1 {
+            ((1u64 << n) - 1) << at
+        } else {
+            (lo..=hi).fold(0, |m, x| m | 1u64 << (at + x % n))
+        }
+    };
+    let per = |at: u64, q: u32| 1u64 << (at + u64::from(q) % 4);
+    match o {
+        Obj::All => u64::MAX,
+        Obj::Mem(s, e) | Obj::Writers(s, e) => {
+            let (a, b) = (s / 64, e.saturating_sub(1) / 64);
+            if s >= e {
+                blocks(MEM, 8, a / MEM_BITS, a / MEM_BITS)
+            } else {
+                blocks(MEM, 8, a / MEM_BITS, b / MEM_BITS)
+            }
+        }
+        Obj::Line(_, l) | Obj::View(_, l) | Obj::Loaded(_, l) => {
+            blocks(CACHE, 4, l / 64 / 4, l / 64 / 4)
+        }
+        Obj::Cache(_) | Obj::Dirty(_) => 0xf << CACHE,
+        Obj::Dispatch(_, d) => blocks(DISPATCH, 2, d, d),
+        // An empty range overlaps no dispatch: any one bit.
+        Obj::Dispatches(_, lo, hi) if lo >= hi => 1 << DISPATCH,
+        Obj::Dispatches(_, lo, hi) => blocks(DISPATCH, 2, lo, hi - 1),
+        Obj::Busy(q) => 1 << (BUSY + u64::from(q) / CACHE_QUEUES % 2),
+        Obj::Clock => 1 << CLOCK,
+        Obj::Device => 1 << DEVICE,
+        Obj::Host(h) => per(HOST, h),
+        Obj::Submit(q) => per(SUBMIT, q),
+        Obj::FlushHold(q) => per(FLUSH_HOLD, q),
+        Obj::Idle(q) => per(IDLE, q),
+        _ => {
+            // The finalizer of splitmix64: its bits do not follow those of `object_bits`'s
+            // product (objects that share a bit there share one here by chance only).
+            let mut z = hashed_key(o);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            1u64 << (HASHED + (((z >> 32) * (64 - HASHED)) >> 32))
+        }
+    }
+}
+
+/// What tells an object apart from the others, for the objects that [`object_bits`] and
+/// [`object_bits_again`] give a bit by a hash: its variant and fields (a fence's value
+/// ranges overlap: the fence alone).
+#[inline(always)]
+fn hashed_key(o: Obj) -> u64 {
+    match o {
+        Obj::Fence(id) => 0x2000_0000_0000 ^ id,
+        Obj::Pending(q, d, c) => {
+            0x2800_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16)
+        }
+        Obj::Release(q, d, c) => {
+            0x2900_0000_0000 ^ (u64::from(q) << 32) ^ u64::from(d) ^ (u64::from(c) << 16)
+        }
+        Obj::Released(q) => 0x3000_0000_0000 | u64::from(q),
+        Obj::Sub(q, n) => 0x3100_0000_0000 ^ (u64::from(q) << 32) ^ n,
+        Obj::Fifo(q, n) => 0x3200_0000_0000 ^ (u64::from(q) << 32) ^ n,
+        Obj::FlushHold(q) => 0x3300_0000_0000 | u64::from(q),
+        Obj::RetireSlot(q, n) => 0x3500_0000_0000 ^ (u64::from(q) << 32) ^ n,
+        Obj::Idle(q) => 0x3600_0000_0000 | u64::from(q),
+        Obj::Submit(q) => 0x3a00_0000_0000 | u64::from(q),
+        Obj::Settled => 0x3b00_0000_0000,
+        Obj::Quiet(n) => 0x3e00_0000_0000 | u64::from(n),
+        Obj::Ticket(o, n) => 0x3700_0000_0000 ^ (u64::from(o) << 32) ^ n,
+        Obj::FenceDown(f, _, _) => 0x3900_0000_0000 ^ f,
+        Obj::FenceHeld(f, _, _) => 0x3c00_0000_0000 ^ f,
+        Obj::FenceCross(f, _, _) => 0x3d00_0000_0000 ^ f,
+        Obj::Host(h) => 0x6000_0000_0000 | u64::from(h),
+        _ => unreachable!("{o:?} has bits of its own"),
     }
 }
 
@@ -891,13 +1000,17 @@ mod tests {
     }
 
     #[test]
-    fn objects_that_overlap_share_a_bit_and_removing_one_keeps_the_rest() {
+    fn objects_that_overlap_share_a_bit_in_both_layouts_and_removing_one_keeps_the_rest() {
         let mut objs = vec![
             Obj::All,
             Obj::Clock,
             Obj::Device,
             Obj::Host(0),
             Obj::Host(1),
+            Obj::Host(5),
+            Obj::Settled,
+            Obj::Quiet(0),
+            Obj::Quiet(3),
         ];
         for (s, e) in [
             (0, 4),
@@ -907,6 +1020,9 @@ mod tests {
             (0, 1088),
             (64, 64),
             (128, 192),
+            (1536, 1600),
+            (1000, 13000),
+            (12288, 12289),
         ] {
             objs.extend([Obj::Mem(s, e), Obj::Writers(s, e)]);
         }
@@ -923,6 +1039,13 @@ mod tests {
                 Obj::Dispatch(q, 2),
                 Obj::Dispatches(q, 0, 3),
                 Obj::Dispatches(q, 3, 5),
+                Obj::Dispatches(q, 4, 4),
+                Obj::Dispatches(q, 0, 40),
+                Obj::Dispatch(q, 9),
+                Obj::Busy(q),
+                Obj::FlushHold(q),
+                Obj::RetireSlot(q, 2),
+                Obj::Submit(q),
                 Obj::Released(q),
                 Obj::Sub(q, 1),
                 Obj::Fifo(q, 7),
@@ -945,6 +1068,11 @@ mod tests {
                 if objects_overlap(a, b) {
                     overlapping += 1;
                     assert_ne!(object_bits(a) & object_bits(b), 0, "{a:?} and {b:?}");
+                    assert_ne!(
+                        object_bits_again(a) & object_bits_again(b),
+                        0,
+                        "{a:?} and {b:?} (second layout)"
+                    );
                 }
             }
         }
@@ -962,6 +1090,18 @@ mod tests {
         assert!(apart(Obj::Dispatch(0, 0), Obj::Busy(0)));
         assert!(apart(Obj::Dispatch(0, 0), Obj::Dispatch(1, 0)));
         assert!(apart(Obj::Mem(0, 64), Obj::Mem(64, 128)));
+        // The second layout tells apart what the first cannot: lines `MEM_BITS` apart, queues
+        // `CACHE_QUEUES` apart, a queue's dispatches, hosts and queues of the hashed objects
+        // that every action of theirs touches.
+        let again_apart = |a: Obj, b: Obj| object_bits_again(a) & object_bits_again(b) == 0;
+        let far = MEM_BITS * 64;
+        assert!(!apart(Obj::Mem(0, 64), Obj::Mem(far, far + 64)));
+        assert!(again_apart(Obj::Mem(0, 64), Obj::Mem(far, far + 64)));
+        assert!(again_apart(Obj::Busy(0), Obj::Busy(4)));
+        assert!(again_apart(Obj::Dispatch(0, 0), Obj::Dispatch(0, 1)));
+        assert!(again_apart(Obj::Host(0), Obj::Host(1)));
+        assert!(again_apart(Obj::Submit(0), Obj::FlushHold(0)));
+        assert!(again_apart(Obj::Idle(0), Obj::Idle(1)));
         let mut f = fp(&[
             (Obj::Clock, Kind::Read),
             (Obj::Mem(0, 4), Kind::Write),

@@ -506,12 +506,21 @@ impl Masks {
     }
 }
 
+/// The number of events from which a run's pairs of events get a second quick test
+/// ([`Footprint::kind_bits_again`]) before their footprints are compared: the pairs grow as
+/// the square of the events, the cost of the second test's bits as the events.
+const AGAIN_FROM: usize = 64;
+
 /// The happens-before of a run's events, kept along the search: the events before the point
 /// where a run diverges are the previous run's, so only the new ones are computed.
 #[derive(Debug, Default, Clone)]
 pub(super) struct History {
     events: Vec<Event>,
     masks: Vec<Masks>,
+    /// Per event: its footprint's [`Footprint::kind_bits_again`], the second quick test
+    /// ([`History::may_conflict`]); empty (no second test) while the run has fewer than
+    /// [`AGAIN_FROM`] events.
+    again: Vec<[u64; 3]>,
     /// Per event: the events that happen before it.
     preds: Vec<Bits>,
     /// Per event: the events that happen before it without the dependences of a task's read
@@ -533,16 +542,23 @@ pub(super) struct History {
 
 impl History {
     fn dependent(&self, i: usize, j: usize) -> bool {
-        self.masks[i].may_conflict(self.masks[j])
+        self.may_conflict(i, j)
             && self.events[i]
                 .footprint
                 .conflicts(&self.events[j].footprint)
     }
 
+    /// Whether the actions of events `i` and `j` may conflict (`false`: they cannot): their
+    /// [`mask`]s meet in conflicting kinds, and so do their [`Footprint::kind_bits_again`].
+    fn may_conflict(&self, i: usize, j: usize) -> bool {
+        self.masks[i].may_conflict(self.masks[j])
+            && (self.again.is_empty()
+                || crate::footprint::kinds_may_conflict(self.again[i], self.again[j]))
+    }
+
     /// Whether `i`'s action and the later `j`'s race ([`Footprint::races`]).
     fn races(&self, i: usize, j: usize) -> bool {
-        self.masks[i].may_conflict(self.masks[j])
-            && self.events[i].footprint.races(&self.events[j].footprint)
+        self.may_conflict(i, j) && self.events[i].footprint.races(&self.events[j].footprint)
     }
 
     /// Replaces the events from the first at a point `>= from` on with `new`'s (the run's, or
@@ -558,6 +574,7 @@ impl History {
         let keep = if tail { before } else { before.min(new.len()) };
         self.events.truncate(keep);
         self.masks.truncate(keep);
+        self.again.truncate(keep);
         self.preds.truncate(keep);
         for r in self.relaxed.drain(keep..) {
             self.relaxed_count -= usize::from(r.is_some());
@@ -574,6 +591,16 @@ impl History {
             self.events = new;
         } else {
             self.events.extend(new.drain(keep..));
+        }
+        if self.events.len() >= AGAIN_FROM {
+            let from = self.again.len();
+            self.again.extend(
+                self.events[from..]
+                    .iter()
+                    .map(|e| e.footprint.kind_bits_again()),
+            );
+        } else {
+            self.again.clear();
         }
         for j in keep..self.events.len() {
             self.masks.push(mask(&self.events[j].footprint));
@@ -2445,11 +2472,8 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
             needs.contains(k)
                 && chosen(k)
                 && (h.events[k].actor == step_actor
-                    || (first..=last).any(|s| {
-                        h.masks[s].may_conflict(h.masks[k])
-                            && h.rel(k).contains(s)
-                            && h.dependent(s, k)
-                    }))
+                    || (first..=last)
+                        .any(|s| h.may_conflict(s, k) && h.rel(k).contains(s) && h.dependent(s, k)))
                 && !unobserved_writeback(h, k, j)
         })
     {
