@@ -476,6 +476,39 @@ impl Bits {
         self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
     }
 
+    /// The set of the indices `first..=last`.
+    fn span(first: usize, last: usize) -> Bits {
+        let mut b = Bits::default();
+        b.0.resize(last / 64 + 1, 0);
+        for w in first / 64..=last / 64 {
+            let lo = if w == first / 64 { first % 64 } else { 0 };
+            let hi = if w == last / 64 { last % 64 } else { 63 };
+            b.0[w] = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+        }
+        b
+    }
+
+    /// The indices in the set from `lo` up to (not including) `hi`, in order.
+    fn ones(&self, lo: usize, hi: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = self.0.len().min(hi.div_ceil(64));
+        (lo / 64..end).flat_map(move |w| {
+            let mut m = self.0[w];
+            if w == lo / 64 {
+                m &= u64::MAX << (lo % 64);
+            }
+            if w == hi / 64 {
+                m &= (1u64 << (hi % 64)) - 1;
+            }
+            std::iter::from_fn(move || {
+                (m != 0).then(|| {
+                    let b = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    w * 64 + b
+                })
+            })
+        })
+    }
+
     fn union(&mut self, o: &Bits) {
         if self.0.len() < o.0.len() {
             self.0.resize(o.0.len(), 0);
@@ -2467,19 +2500,23 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
         None => needs.get(),
     };
     let j_waits_idle = awaits_idle(&h.events[j].footprint);
+    // The step's events as a set: an event after a part of the step has one of them in its
+    // relaxed happens-before.
+    let step = Bits::span(first, last);
+    let after_step = |k: usize| h.rel(k).meets(&step);
     if !j_waits_idle
-        && (last + 1..j).any(|k| {
-            needs.contains(k)
-                && chosen(k)
+        && needs.ones(last + 1, j).any(|k| {
+            chosen(k)
                 && (h.events[k].actor == step_actor
-                    || (first..=last)
-                        .any(|s| h.may_conflict(s, k) && h.rel(k).contains(s) && h.dependent(s, k)))
+                    || (after_step(k)
+                        && (first..=last).any(|s| {
+                            h.rel(k).contains(s) && h.may_conflict(s, k) && h.dependent(s, k)
+                        })))
                 && !unobserved_writeback(h, k, j)
         })
     {
         return None;
     }
-    let after_step = |k: usize| (first..=last).any(|x| h.rel(k).contains(x));
     let v: Vec<usize> = (last + 1..j).filter(|&k| !after_step(k)).collect();
     let mut initials: Vec<ActorKey> = Vec::new();
     if !v.iter().any(|&k| needs.contains(k)) {
@@ -2672,6 +2709,52 @@ mod tests {
             actors: Vec::new(),
             sleep: Vec::new(),
         })
+    }
+
+    #[test]
+    fn a_span_and_the_ones_in_a_range_are_those_of_the_indices_one_by_one() {
+        let sets: Vec<Vec<usize>> = vec![
+            vec![],
+            vec![0],
+            vec![63, 64],
+            vec![1, 5, 62, 63, 64, 65, 127, 128, 130, 200],
+            (0..190).step_by(3).collect(),
+        ];
+        for set in &sets {
+            let mut b = Bits::default();
+            for &i in set {
+                b.insert(i);
+            }
+            for lo in [0, 1, 5, 63, 64, 65, 127, 128, 129, 250] {
+                for hi in [0, 1, 6, 63, 64, 65, 128, 131, 201, 300] {
+                    let got: Vec<usize> = b.ones(lo, hi).collect();
+                    let want: Vec<usize> =
+                        set.iter().copied().filter(|&i| lo <= i && i < hi).collect();
+                    assert_eq!(got, want, "{set:?} from {lo} to {hi}");
+                }
+            }
+        }
+        for (first, last) in [
+            (0, 0),
+            (0, 63),
+            (3, 64),
+            (63, 64),
+            (64, 127),
+            (10, 200),
+            (129, 129),
+        ] {
+            let span = Bits::span(first, last);
+            for i in 0..260 {
+                assert_eq!(
+                    span.contains(i),
+                    first <= i && i <= last,
+                    "{first}..={last}: {i}"
+                );
+            }
+            let mut one = Bits::default();
+            one.insert(last);
+            assert!(span.meets(&one));
+        }
     }
 
     #[test]
