@@ -169,8 +169,9 @@ pub struct ChoicePoint {
     /// A reducing exploration's scheduling point: who performs each alternative.
     pub actors: Vec<ActorKey>,
     /// A reducing exploration's scheduling point: the sleep set when it opened (actors whose
-    /// next action need not be explored here, with that action's footprint).
-    pub sleep: Vec<(ActorKey, Footprint)>,
+    /// next action need not be explored here, with that action's footprint). Shared by the
+    /// points of a run until an action wakes one of them.
+    pub sleep: std::sync::Arc<Vec<(ActorKey, Footprint)>>,
 }
 
 impl ChoicePoint {
@@ -223,7 +224,7 @@ struct ScriptState {
     /// The sleep set from the point whose first try is at `sleep_at` on.
     sleep_at: Option<usize>,
     sleep_init: Vec<(ActorKey, Footprint)>,
-    sleep: Vec<(ActorKey, Footprint)>,
+    sleep: std::sync::Arc<Vec<(ActorKey, Footprint)>>,
     sleeping: bool,
     /// Every enabled alternative was asleep: the run explores nothing new.
     sleep_blocked: bool,
@@ -647,7 +648,7 @@ impl Script {
         let mut st = self.lock();
         let first_try = st.tries.len();
         if scheduling && st.sleep_at == Some(first_try) {
-            st.sleep = std::mem::take(&mut st.sleep_init);
+            st.sleep = std::sync::Arc::new(std::mem::take(&mut st.sleep_init));
             st.sleeping = true;
         }
         if scheduling {
@@ -656,7 +657,7 @@ impl Script {
         let sleep = if scheduling && st.sleeping {
             st.sleep.clone()
         } else {
-            Vec::new()
+            std::sync::Arc::default()
         };
         st.points.push(ChoicePoint {
             alternatives: n,
@@ -875,8 +876,13 @@ fn wake_sleepers(st: &mut ScriptState, e: usize) {
         return;
     }
     let ev = &st.events[e];
-    let (actor, fp) = (ev.actor, ev.footprint.clone());
-    st.sleep.retain(|(k, f)| *k != actor && !f.conflicts(&fp));
+    let (actor, fp) = (ev.actor, &ev.footprint);
+    let wakes = |(k, f): &(ActorKey, Footprint)| *k == actor || f.conflicts(fp);
+    if st.sleep.iter().any(wakes) {
+        // The points before keep the set they opened with.
+        let kept: Vec<_> = st.sleep.iter().filter(|s| !wakes(s)).cloned().collect();
+        st.sleep = std::sync::Arc::new(kept);
+    }
 }
 
 /// The footprint a sleep set keeps for an actor's next action: what it touched when it ran

@@ -2707,7 +2707,7 @@ mod tests {
             disabled: Vec::new(),
             first_try: 0,
             actors: Vec::new(),
-            sleep: Vec::new(),
+            sleep: Default::default(),
         })
     }
 
