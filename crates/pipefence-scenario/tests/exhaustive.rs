@@ -1451,3 +1451,158 @@ fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
         }
     }
 }
+
+/// Synchronization patterns written apart from the examples and test scenarios, each fixed
+/// and broken by one line: an upload through a copy queue consumed after a queue wait (the
+/// wait left out), three queues chained by fences (the middle queue's wait left out), a
+/// host that polls a flag a bottom-of-pipe write with write-back raises (a top-of-pipe write
+/// instead), and two frames through one buffer (the producer's wait for the consumer left
+/// out). The fixed ones are proved, plain and strict; each failure of a broken one replays,
+/// and its shrunk schedule fails the same way (with the fewest preemptions where it says so:
+/// [`check_shrunk_of`]).
+const PATTERNS: [(&str, &str, &str); 4] = [
+    (
+        "upload",
+        r#"
+device tdr-ms=2000
+buffer staging size=1024 heap=upload init=5
+buffer vb size=1024
+buffer out size=64 heap=readback
+fence uploaded
+fence done
+queue copyq kind=copy
+queue gfx kind=direct
+list up kind=copy {
+    copy dst=vb src=staging bytes=1024
+}
+list use kind=direct {
+    dispatch sum dst=out src=vb groups=4
+}
+execute copyq up
+signal copyq uploaded 1
+WAIT
+execute gfx use
+signal gfx done 1
+cpu-wait done 1 timeout-ms=5000
+expect out width=64 equals=1280
+"#,
+        "wait gfx uploaded 1",
+    ),
+    (
+        "chain",
+        r#"
+device tdr-ms=2000
+buffer data size=512
+buffer out size=64 heap=readback
+fence f1
+fence f2
+fence done
+queue a kind=compute
+queue b kind=compute
+queue c kind=direct
+list wa kind=compute {
+    dispatch fill dst=data groups=2 value=7
+}
+list wb kind=compute {
+    flush-pipeline
+}
+list rc kind=direct {
+    dispatch sum dst=out src=data groups=2
+}
+execute a wa
+signal a f1 1
+WAIT
+execute b wb
+signal b f2 1
+wait c f2 1
+execute c rc
+signal c done 1
+cpu-wait done 1 timeout-ms=5000
+expect out width=64 equals=896
+"#,
+        "wait b f1 1",
+    ),
+    (
+        "host-flag",
+        r#"
+device tdr-ms=2000
+buffer data size=512 heap=readback
+buffer flag size=64 heap=shared
+queue gfx kind=direct
+list work kind=direct {
+    dispatch fill dst=data groups=2 value=9
+    WAIT
+}
+host reader {
+    cpu-poll flag cmp=equal reference=1 timeout-ms=5000
+    expect data count=128 equals=9
+}
+execute gfx work
+wait-idle
+"#,
+        "write-value32-bop flag value=1 flush=l2-writeback",
+    ),
+    (
+        "two-frames",
+        r#"
+device tdr-ms=2000
+buffer data size=1024
+buffer total size=64 heap=readback
+fence produced
+fence consumed
+queue prod kind=compute
+queue cons kind=direct
+list fill1 kind=compute {
+    dispatch fill dst=data groups=4 value=1
+}
+list fill2 kind=compute {
+    dispatch fill dst=data groups=4 value=2
+}
+list read kind=direct {
+    dispatch sum dst=total src=data groups=4
+}
+execute prod fill1
+signal prod produced 1
+wait cons produced 1
+execute cons read
+signal cons consumed 1
+WAIT
+execute prod fill2
+signal prod produced 2
+wait cons produced 2
+execute cons read
+signal cons consumed 2
+cpu-wait consumed 2 timeout-ms=5000
+expect total width=64 equals=768
+"#,
+        "wait prod consumed 1",
+    ),
+];
+
+#[test]
+fn x2_patterns_apart_from_the_examples_are_proved_fixed_and_fail_broken_with_replays() {
+    for (name, text, fix) in PATTERNS {
+        let fixed = scenario(&text.replace("WAIT", fix));
+        // The host-flag pattern's broken line is another write, not none.
+        let broken_line = if name == "host-flag" {
+            "write-value32-top flag value=1"
+        } else {
+            ""
+        };
+        let broken = scenario(&text.replace("WAIT", broken_line));
+        for strict in [false, true] {
+            let mut o = opts(strict, 2_000);
+            o.bounds.reduction = true;
+            let r = check_exhaustive_each(&fixed, &o, |_| {}, |_, _| {});
+            assert!(
+                r.complete && r.failing == 0,
+                "{name} fixed, strict {strict}: complete {} with {} of {} schedules failing",
+                r.complete,
+                r.failing,
+                r.schedules
+            );
+        }
+        let failures = check_shrunk_of(&broken, name, false);
+        assert!(!failures.is_empty(), "{name} broken");
+    }
+}
