@@ -955,12 +955,16 @@ wait-idle
 /// frames. Strict mode's PFP runs ahead right after the action that lets it, so the
 /// retirement that drains the producer's queue takes the next frame's `execute` in its own
 /// step when the host submitted it first; the search runs such a step before the submission
-/// only when a later action races with that run-ahead (nothing does here). It was bounded at
-/// 20,000 schedules (one frame 360) while the hazard model's retirements shared the ME's
-/// clock, and still bounded with that fixed while every such step went before the submission;
-/// 52 until a queue wait's registration and the signal that crosses its target, and an
-/// invalidation and the reads nobody reads again, stopped being orders of their own ("A
-/// wait's registration and the signal that crosses its target", "Loads nobody reads").
+/// only when a later action races with that run-ahead and could come before it (nothing
+/// does here: the consumer's copy of the next frame follows the run-ahead's pass of its wait
+/// through the queue's own steps in every schedule). It was bounded at 20,000 schedules (one
+/// frame 360) while the hazard model's retirements shared the ME's clock, and still bounded
+/// with that fixed while every such step went before the submission; 52 until a queue
+/// wait's registration and the signal that crosses its target, and an invalidation and the
+/// reads nobody reads again, stopped being orders of their own ("A wait's registration and
+/// the signal that crosses its target", "Loads nobody reads"); 5 until 2026-12-06, while a
+/// race of the run-ahead with an action that follows it through the queue's plumbing (the
+/// copy of the next frame after the wait that the run-ahead passes) counted.
 #[test]
 fn d4_strict_a_producer_and_a_consumer_with_fences_both_ways_are_proved_over_two_frames() {
     let text = r#"buffer data size=1024
@@ -991,7 +995,33 @@ expect out count=256 equals=7
 "#;
     let (r, _) = strict_reduced_outcomes(text);
     assert!(r.complete, "{} schedules", r.schedules);
-    assert_eq!((r.schedules, r.outcomes, r.failing), (5, 1, 0));
+    assert_eq!((r.schedules, r.outcomes, r.failing), (1, 1, 0));
+    // Three frames through one buffer, the producer waiting for the consumer before each
+    // refill: 51 schedules while the consumer's groups of the next frame, behind the wait
+    // that the run-ahead passes, counted as actions that could come before it.
+    let mut frames = String::from(
+        "buffer data size=1024\nbuffer total size=64 heap=readback\nfence produced\n\
+         fence consumed\nqueue prod kind=compute\nqueue cons kind=direct\n\
+         list read kind=direct {\n    dispatch sum dst=total src=data groups=4\n}\n",
+    );
+    for k in 1..=3 {
+        frames += &format!(
+            "list fill{k} kind=compute {{\n    dispatch fill dst=data groups=4 value={k}\n}}\n"
+        );
+    }
+    for k in 1..=3 {
+        if k > 1 {
+            frames += &format!("wait prod consumed {}\n", k - 1);
+        }
+        frames += &format!(
+            "execute prod fill{k}\nsignal prod produced {k}\nwait cons produced {k}\n\
+             execute cons read\nsignal cons consumed {k}\n"
+        );
+    }
+    frames += "cpu-wait consumed 3 timeout-ms=5000\nexpect total width=64 equals=1536\n";
+    let (r, _) = strict_reduced_outcomes(&frames);
+    assert!(r.complete, "{} schedules", r.schedules);
+    assert_eq!((r.schedules, r.outcomes, r.failing), (1, 1, 0));
 }
 
 /// D5 (`docs/memory-model.md` 5.2, bottom-of-pipe write): a retirement's release holds what

@@ -1879,6 +1879,7 @@ fn step_before_submission(
                             && (!matches!(ex.actor, ActorKey::Writeback(..))
                                 || meets_memory(&h.events[k].footprint, &ex.footprint))
                             && !unread_load(h, k, x)
+                            && !pinned_after(h, k, x)
                     })
         });
         if !moves {
@@ -1888,6 +1889,34 @@ fn step_before_submission(
             sink.put(r.op(ei.point), path);
         }
     }
+}
+
+/// Whether `x` follows `k` in every schedule through a chain of orders that no schedule
+/// reverses: each event of the chain after an earlier one of its actor (program order) or
+/// after one it conflicts with in an order every schedule keeps ([`Footprint::races`] false:
+/// the queue's plumbing, an await). A PFP's pass of a queue wait and a group of a dispatch
+/// behind that wait: the PFP parses the dispatch after the wait, the ME launches it after the
+/// PFP pushed it, the group runs after the launch.
+fn pinned_after(h: &History, k: usize, x: usize) -> bool {
+    if x <= k || !h.preds[x].contains(k) {
+        return false;
+    }
+    let mut chain = Bits::default();
+    chain.insert(k);
+    for e in k + 1..=x {
+        if !h.preds[e].contains(k) || !h.preds[x].contains(e) && e != x {
+            continue;
+        }
+        let fe = &h.events[e];
+        let on = chain.ones(k, e).any(|p| {
+            h.events[p].actor == fe.actor
+                || h.dependent(p, e) && !h.events[p].footprint.races(&fe.footprint)
+        });
+        if on {
+            chain.insert(e);
+        }
+    }
+    chain.contains(x)
 }
 
 /// Whether two footprints touch common memory bytes.
