@@ -1487,10 +1487,11 @@ fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
 /// wait left out), three queues chained by fences (the middle queue's wait left out), a
 /// host that polls a flag a bottom-of-pipe write with write-back raises (a top-of-pipe write
 /// instead), and two frames through one buffer (the producer's wait for the consumer left
-/// out). The fixed ones are proved, plain and strict; each failure of a broken one replays,
-/// and its shrunk schedule fails the same way (with the fewest preemptions where it says so:
-/// [`check_shrunk_of`]).
-const PATTERNS: [(&str, &str, &str); 4] = [
+/// out). Each is its text, with `WAIT` for the line that the fixed variant has (third) and
+/// the broken one has instead (fourth). The fixed ones are proved, plain and strict; each
+/// failure of a broken one replays, and its shrunk schedule fails the same way (with the
+/// fewest preemptions where it says so: [`check_shrunk_of`]).
+const PATTERNS: [(&str, &str, &str, &str); 4] = [
     (
         "upload",
         r#"
@@ -1517,6 +1518,7 @@ cpu-wait done 1 timeout-ms=5000
 expect out width=64 equals=1280
 "#,
         "wait gfx uploaded 1",
+        "",
     ),
     (
         "chain",
@@ -1551,6 +1553,7 @@ cpu-wait done 1 timeout-ms=5000
 expect out width=64 equals=896
 "#,
         "wait b f1 1",
+        "",
     ),
     (
         "host-flag",
@@ -1571,6 +1574,7 @@ execute gfx work
 wait-idle
 "#,
         "write-value32-bop flag value=1 flush=l2-writeback",
+        "write-value32-top flag value=1",
     ),
     (
         "two-frames",
@@ -1606,20 +1610,15 @@ cpu-wait consumed 2 timeout-ms=5000
 expect total width=64 equals=768
 "#,
         "wait prod consumed 1",
+        "",
     ),
 ];
 
 #[test]
 fn x2_patterns_apart_from_the_examples_are_proved_fixed_and_fail_broken_with_replays() {
-    for (name, text, fix) in PATTERNS {
+    for (name, text, fix, broken) in PATTERNS {
         let fixed = scenario(&text.replace("WAIT", fix));
-        // The host-flag pattern's broken line is another write, not none.
-        let broken_line = if name == "host-flag" {
-            "write-value32-top flag value=1"
-        } else {
-            ""
-        };
-        let broken = scenario(&text.replace("WAIT", broken_line));
+        let broken = scenario(&text.replace("WAIT", broken));
         for strict in [false, true] {
             let mut o = opts(strict, 2_000);
             o.bounds.reduction = true;

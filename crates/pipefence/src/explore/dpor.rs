@@ -1898,13 +1898,15 @@ fn step_before_submission(
 /// behind that wait: the PFP parses the dispatch after the wait, the ME launches it after the
 /// PFP pushed it, the group runs after the launch.
 fn pinned_after(h: &History, k: usize, x: usize) -> bool {
-    if x <= k || !h.preds[x].contains(k) {
+    // (Happens-before holds only earlier events: `x` after `k`.)
+    if !h.preds[x].contains(k) {
         return false;
     }
     let mut chain = Bits::default();
     chain.insert(k);
     for e in k + 1..=x {
-        if !h.preds[e].contains(k) || !h.preds[x].contains(e) && e != x {
+        // A link of the chain comes after `k` and, but for `x` itself, before `x`.
+        if !h.preds[e].contains(k) || (e != x && !h.preds[x].contains(e)) {
             continue;
         }
         let fe = &h.events[e];
