@@ -1986,7 +1986,7 @@ fn split_writeback(
     let (first, last) = step_of(h, i, j);
     let through = (last + 1..j)
         .any(|k| h.preds[j].contains(k) && (first..=last).any(|s| h.preds[k].contains(s)));
-    if through || ordered_by_step(h, first, last, j) {
+    if through {
         return;
     }
     let Some(node) = path.get(e.point) else {
@@ -2006,41 +2006,6 @@ fn split_writeback(
         actor: e.actor,
     };
     sink.put(op, path);
-}
-
-/// Whether `j` depends on a part of the step `first..=last` other than its write-backs through
-/// something other than the memory of the lines the step writes back (a host's poll that
-/// passes on the flag a release wrote with them; a queue's wait for it): `j` then cannot come
-/// between an early write-back of one of those lines and the rest of the step. Where that
-/// dependence is a race some schedule reverses, the reversal runs `j` before the step, and
-/// the race of `j` with the line's write-back after it puts the early write-back before `j`
-/// ([`early_writeback`]); where none does, `j` follows the whole step in every schedule. The
-/// device (every action reads it) and `All` are left out of the test, so that a removal or a
-/// wait for idle never counts as ordered by it.
-fn ordered_by_step(h: &History, first: usize, last: usize, j: usize) -> bool {
-    let lines: Vec<Obj> = (first..=last)
-        .filter_map(|s| match h.events[s].actor {
-            ActorKey::Writeback(_, line) => {
-                Some(Obj::Mem(line, line + crate::hazard::strict::LINE))
-            }
-            _ => None,
-        })
-        .collect();
-    let counts = |o: Obj| !matches!(o, Obj::Device | Obj::All);
-    let fj = &h.events[j].footprint;
-    (first..=last).any(|s| {
-        !matches!(h.events[s].actor, ActorKey::Writeback(..))
-            && h.preds[j].contains(s)
-            && h.events[s].footprint.accesses().iter().any(|&(o, k)| {
-                counts(o)
-                    && fj.accesses().iter().any(|&(oj, kj)| {
-                        counts(oj)
-                            && !lines.iter().any(|&m| oj.overlaps(m))
-                            && oj.overlaps(o)
-                            && crate::footprint::kinds_conflict(k, kj)
-                    })
-            })
-    })
 }
 
 /// A race of `i` with `j`, a line's write-back that another actor's step did (a release or
