@@ -163,8 +163,9 @@ fn bench_rate(cfg: &Config) -> Result<Report, String> {
 /// relation: it is one schedule now. async-compute `--strict` was one until its search shrank
 /// to 2 schedules, which leave a second thread nothing to explore; the example ring cut to
 /// four frames, 589 strict schedules then, 112 now, took its place. cpu-gpu-handshake
-/// `--strict`, 30 schedules of 5 ms in all, gave way to a host polling a flag raised
-/// top-of-pipe, 1,091 strict schedules of about 0.35 s. page-fault and stale-cache
+/// `--strict`, 30 schedules of 5 ms in all (6 since a host whose poll only a release lets
+/// pass follows the whole release), gave way to a host polling a flag raised top-of-pipe,
+/// 1,091 strict schedules of about 0.35 s. page-fault and stale-cache
 /// `--strict`, 3,388 and 96 schedules of a fraction of a millisecond each, stay to show what
 /// small runs get.)
 const JOBS_SCENARIOS: [(&str, bool); 4] = [

@@ -1024,6 +1024,61 @@ expect out count=256 equals=7
     assert_eq!((r.schedules, r.outcomes, r.failing), (1, 1, 0));
 }
 
+/// D4 (`docs/exploration.md`, the dependence relation's list: a later action that races with a
+/// write-back done by another actor's step): a host whose poll only the release lets pass (the
+/// release writes the flag with the lines) cannot come between an early write-back of one of
+/// those lines and the rest of the release, so the search no longer explores each subset of
+/// them written back early. Three queues chained by memory words (the consumer's 16 lines
+/// released with the flag the host polls): 65,538 strict schedules before, 2 now. A host
+/// that writes the flag's word beside the release (not waiting on it) still sees each
+/// subset: the reduced search finds the 17 outcomes of the plain search's 13,763 schedules;
+/// a host that polls the flag, the 1 outcome of the plain search's 3,000 in 1.
+#[test]
+fn d4_strict_a_host_poll_that_only_a_release_lets_pass_follows_the_whole_release() {
+    let chain = r#"buffer flags size=64 heap=shared init=0
+buffer a size=1024 init=0
+buffer b size=1024 heap=readback init=0
+queue cp kind=compute
+queue gfx kind=direct
+list produce kind=compute {
+    dispatch fill dst=a groups=4 value=5
+    write-value32-bop flags value=1 flush=l2-writeback
+}
+list consume kind=direct {
+    wait-value32 flags cmp=equal reference=1
+    dispatch add dst=b src=a value=1 groups=4
+    write-value32-bop "flags+4" value=1 flush=l2-writeback
+}
+execute gfx consume
+execute cp produce
+cpu-poll "flags+4" cmp=equal reference=1 timeout-ms=5000
+expect b count=256 equals=6
+"#;
+    let (r, _) = strict_reduced_outcomes(chain);
+    assert!(r.complete, "{} schedules", r.schedules);
+    assert_eq!((r.schedules, r.outcomes, r.failing), (2, 1, 0));
+    let beside = |host: &str| {
+        format!(
+            "buffer flags size=64 heap=shared init=0\nbuffer b size=256 heap=shared init=1\n\
+             queue q0 kind=compute\nlist l kind=compute {{\n    dispatch fill dst=b groups=1 \
+             value=2\n    write-value32-bop \"flags+4\" value=1 flush=l2-writeback\n}}\n\
+             execute q0 l\n{host}\nexpect b cmp=never reference=0\n\
+             expect \"b+64\" cmp=never reference=0\nexpect \"b+128\" cmp=never reference=0\n\
+             expect \"b+192\" cmp=never reference=0\nexpect \"flags+4\" cmp=never reference=0\n"
+        )
+    };
+    let (r, found) = strict_reduced_outcomes(&beside("cpu-write \"flags+4\" value=5"));
+    assert!(r.complete, "{} schedules", r.schedules);
+    assert_eq!(r.outcomes, 17, "{found:#?}");
+    let polls = beside("cpu-poll \"flags+4\" cmp=equal reference=1");
+    let (r, found) = strict_reduced_outcomes(&polls);
+    assert!(r.complete, "{} schedules", r.schedules);
+    assert_eq!(r.schedules, 1);
+    let (plain, all) = strict_outcomes(&polls, false, 10_000);
+    assert!(plain.complete, "{} schedules", plain.schedules);
+    assert_eq!(found, all);
+}
+
 /// D5 (`docs/memory-model.md` 5.2, bottom-of-pipe write): a retirement's release holds what
 /// the retirements before it *released*, not what they were ordered after: a
 /// `flush-pipeline` without `l2-writeback` orders the dispatch's writes before the ME's later

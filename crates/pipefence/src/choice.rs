@@ -98,6 +98,10 @@ pub struct Event {
     /// that ran alone): which groups, and where each one's bytes lie (boxed: few events have
     /// it, and every event is moved as the run and the search keep it).
     pub whole: Option<Box<WholeGroups>>,
+    /// A host's action that began with the pass of a wait on memory (a `cpu-poll`): the
+    /// bytes it waited on, `[start, end)` (the search's rule on a release's early write-backs,
+    /// `explore/dpor.rs`, `polled_after_step`).
+    pub polled: Option<(u64, u64)>,
 }
 
 /// The groups of a dispatch that one step completed (they ran alone,
@@ -486,6 +490,7 @@ impl Script {
             footprint,
             chose_within,
             whole: whole.map(Box::new),
+            polled: None,
         });
         let e = st.events.len() - 1;
         wake_sleepers(&mut st, e);
@@ -498,6 +503,7 @@ impl Script {
         &self,
         host: u32,
         accesses: impl FnOnce() -> Vec<crate::footprint::Access>,
+        polled: Option<(u64, u64)>,
     ) {
         let mut st = self.lock();
         let Some(point) = kept_point(&st) else {
@@ -511,6 +517,7 @@ impl Script {
             footprint: Footprint::default(),
             chose_within: true,
             whole: None,
+            polled,
         });
         st.host_pending = Some(st.events.len() - 1);
         st.host_accesses = Some(accesses());
@@ -1146,7 +1153,7 @@ mod tests {
         let run = |reached: bool| {
             let s = Script::reducing(Vec::new(), None, Vec::new());
             s.begin_with(1, true, None, vec![ActorKey::Host(0)]);
-            s.host_event(0, || before.clone());
+            s.host_event(0, || before.clone(), None);
             s.taken();
             if reached {
                 s.host_reached(0, after.clone());

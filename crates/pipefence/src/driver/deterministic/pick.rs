@@ -342,6 +342,8 @@ impl Scheduler {
                     if reducing {
                         let mut extra: smallvec::SmallVec<[crate::footprint::Access; 4]> =
                             smallvec::smallvec![(Obj::Host(h as u32), Kind::Write)];
+                        // A poll that passes: the bytes it waited on (`Event::polled`).
+                        let mut polled = None;
                         match &st.hosts[h].state {
                             HostState::Blocked(HostWait::Tickets(ts, any)) => {
                                 // A wait for any of them read the tickets that were set. One
@@ -380,6 +382,8 @@ impl Scheduler {
                                 cond,
                             }) => {
                                 let _ = buffer.load(*offset, cond.width);
+                                let at = buffer.base.saturating_add(*offset);
+                                polled = Some((at, at.saturating_add(cond.width.bytes())));
                             }
                             HostState::Blocked(HostWait::HostDone(j)) => {
                                 extra.push((Obj::Host(*j as u32), Kind::Await));
@@ -420,7 +424,7 @@ impl Scheduler {
                             extra.push((Obj::All, Kind::Read));
                             extra.push((Obj::Quiet(st.quiescences), Kind::Read));
                         }
-                        self.reduced_host_event(st, h as u32, &extra);
+                        self.reduced_host_event(st, h as u32, &extra, polled);
                     }
                     return Pick::Host(h);
                 }
@@ -1018,9 +1022,15 @@ impl Scheduler {
 
     /// [`Scheduler::reduced_event`] of host `host`'s action, whose footprint is made when the
     /// host reaches its next scheduling point ([`crate::choice::Script::host_event`]).
-    fn reduced_host_event(&self, st: &mut State, host: u32, extra: &[crate::footprint::Access]) {
+    fn reduced_host_event(
+        &self,
+        st: &mut State,
+        host: u32,
+        extra: &[crate::footprint::Access],
+        polled: Option<(u64, u64)>,
+    ) {
         if let Some(script) = st.script.clone() {
-            script.host_event(host, || action_accesses(extra));
+            script.host_event(host, || action_accesses(extra), polled);
         }
         // An event not kept: what the action recorded goes.
         footprint::stop();
