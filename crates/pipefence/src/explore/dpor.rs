@@ -2033,7 +2033,7 @@ fn polled_after_step(h: &History, node: &Node, first: usize, last: usize, j: usi
     let steps = &h.events[first..=last];
     let in_line = steps.iter().any(|s| {
         matches!(s.actor, ActorKey::Writeback(_, line)
-            if Obj::Mem(line, line + crate::hazard::strict::LINE).overlaps(polled))
+            if line_memory(line).overlaps(polled))
     });
     !in_line
         && steps.iter().any(|s| {
@@ -2298,6 +2298,11 @@ fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
     }
 }
 
+/// The memory of the strict-mode cache line that starts at `line`.
+fn line_memory(line: u64) -> Obj {
+    Obj::Mem(line, line + crate::hazard::strict::LINE)
+}
+
 /// Whether an action touches the memory of line `line` of queue `q` other than as a write
 /// through that queue's cache (which comes with a write of the line: its memory write stands
 /// for the bytes it will write back; or a release's write-back of the queue's dirty words,
@@ -2306,7 +2311,7 @@ fn writeback_pair(h: &History, i: usize, j: usize) -> Option<(usize, usize)> {
 /// reads it: it returns the queue's own dirty words, or the same values from memory once
 /// they were written back, so it sees nothing of when that was).
 fn sees(f: &Footprint, q: u32, line: u64) -> bool {
-    let mem = Obj::Mem(line, line + crate::hazard::strict::LINE);
+    let mem = line_memory(line);
     // Most footprints touch nothing of the line: that first, before the searches below.
     if !f
         .accesses()
@@ -2358,7 +2363,7 @@ fn window_of(h: &History, w: usize) -> (bool, Option<usize>) {
         return (false, None);
     };
     // The line's memory as bits: an event whose accesses meet none of them does not touch it.
-    let bits = crate::footprint::object_bits(Obj::Mem(line, line + crate::hazard::strict::LINE));
+    let bits = crate::footprint::object_bits(line_memory(line));
     // The tasks whose words an early write-back wrote (none for another action's clean).
     let pending = h.events[w]
         .footprint
