@@ -1537,6 +1537,54 @@ fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
     }
 }
 
+/// A fill of 4,097 groups on one queue and, with no wait between them, another queue's copy of
+/// the bytes of its last groups: past 4,096 groups left a point lists the dispatch as one actor
+/// whose action chooses which groups complete, not its groups one by one.
+const DISPATCH_PAST_THE_LISTING: &str = r#"
+buffer data size=1048832 init=0
+buffer out size=1024 heap=readback init=0
+fence done
+queue c kind=compute
+queue cp kind=copy
+list fill kind=compute {
+    dispatch fill dst=data groups=4097 value=3
+}
+list copyl kind=copy {
+    copy src="data+1047808" dst=out bytes=1024
+}
+execute c fill
+execute cp copyl
+signal cp done 1
+cpu-wait done 1 timeout-ms=5000
+expect out count=256 equals=3
+"#;
+
+/// D4 (regression): in the first run the copy runs first and the dispatch last, alone, in one
+/// step; the race of the copy with that step is with the group whose bytes it read, and its
+/// reversal starts, at the copy's point, with the dispatch listed there as one actor. The
+/// search looked for the group among that point's actors, found none, dropped the race and
+/// called its one schedule a proof (the copy after the fill never explored).
+#[test]
+fn d4_regression_a_race_with_a_group_is_reversed_through_its_dispatch_listed_as_one_actor() {
+    let mut o = opts(false, 4);
+    o.bounds.reduction = true;
+    let mut statuses = BTreeSet::new();
+    let r = check_exhaustive_each(
+        &scenario(DISPATCH_PAST_THE_LISTING),
+        &o,
+        |_| {},
+        |_, o| {
+            statuses.insert(format!("{:?}", o.status));
+        },
+    );
+    assert!(r.schedules > 1, "one schedule explored: {r:?}");
+    assert_eq!(
+        statuses,
+        BTreeSet::from(["Failed".to_string(), "Passed".to_string()]),
+        "the copy before and after the fill"
+    );
+}
+
 /// Synchronization patterns written apart from the examples and test scenarios, each fixed
 /// and broken by one line: an upload through a copy queue consumed after a queue wait (the
 /// wait left out), three queues chained by fences (the middle queue's wait left out), a

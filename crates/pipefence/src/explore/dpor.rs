@@ -147,15 +147,20 @@ impl Node {
     /// `a`, or for a dispatch whose groups are alternatives here one by one (it ran alone in
     /// one step in the run whose race names it, `driver/deterministic/scripted.rs`), its first
     /// group here not found disabled: its groups commute, and any of them starts what that one
-    /// step did.
+    /// step did. For a group of a dispatch listed here as one actor (more than 4,096 groups
+    /// left: which groups complete is a choice within its action, every alternative of which
+    /// is explored, `MAX_LISTED_GROUPS`), that dispatch.
     fn stand_in(&self, a: ActorKey) -> ActorKey {
-        if !matches!(a, ActorKey::Dispatch(..)) || self.point.actors.contains(&a) {
+        if !matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
+            || self.point.actors.contains(&a)
+        {
             return a;
         }
+        let want_group = matches!(a, ActorKey::Dispatch(..));
         (0..self.point.actors.len() as u32)
             .filter(|alt| !self.point.disabled.contains(alt))
             .filter_map(|alt| self.actor_of(alt))
-            .find(|&g| matches!(g, ActorKey::Group(..)) && g.same_plain_actor(a))
+            .find(|&g| stands_for(g, a, want_group))
             .unwrap_or(a)
     }
 
@@ -278,12 +283,14 @@ impl Op {
                 sequence,
             } => {
                 let node = &mut path[at];
-                let initials: std::borrow::Cow<'_, [ActorKey]> =
-                    if initials.iter().any(|a| matches!(a, ActorKey::Dispatch(..))) {
-                        initials.iter().map(|&a| node.stand_in(a)).collect()
-                    } else {
-                        (&*initials).into()
-                    };
+                let initials: std::borrow::Cow<'_, [ActorKey]> = if initials
+                    .iter()
+                    .any(|a| matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..)))
+                {
+                    initials.iter().map(|&a| node.stand_in(a)).collect()
+                } else {
+                    (&*initials).into()
+                };
                 let present = |node: &Node, a: ActorKey| {
                     node.backtrack
                         .iter()
@@ -2680,11 +2687,26 @@ fn narrowed(
 }
 
 /// Whether `actors` (a point's listing) has actor `a`: for a dispatch whose groups ran in one
-/// step where it ran alone ([`ActorKey::Dispatch`]), one of its groups listed one by one does
-/// ([`Node::stand_in`]).
+/// step where it ran alone ([`ActorKey::Dispatch`]), one of its groups listed one by one does;
+/// for a group, its dispatch listed as one actor does ([`Node::stand_in`]).
 fn lists(actors: &[ActorKey], a: ActorKey) -> bool {
     actors.contains(&a)
-        || (matches!(a, ActorKey::Dispatch(..)) && actors.iter().any(|&x| a.same_plain_actor(x)))
+        || (matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
+            && actors
+                .iter()
+                .any(|&x| stands_for(x, a, matches!(a, ActorKey::Dispatch(..)))))
+}
+
+/// Whether listed actor `x` stands for `a` of the same dispatch: a group of it listed one by
+/// one where `a` is the dispatch's one step (`want_group`), or the dispatch listed as one
+/// actor (more groups left than a point lists one by one) where `a` is one of its groups.
+fn stands_for(x: ActorKey, a: ActorKey, want_group: bool) -> bool {
+    let kind = if want_group {
+        matches!(x, ActorKey::Group(..))
+    } else {
+        matches!(x, ActorKey::Dispatch(..))
+    };
+    kind && x.same_plain_actor(a)
 }
 
 /// The events `j` needs before it in any schedule that reverses one of its races: its
