@@ -153,6 +153,172 @@ impl WholeGroups {
     }
 }
 
+/// Who performs each alternative of a reducing exploration's scheduling point, by index.
+///
+/// A point lists each group of a dispatch left (up to 4,096) and, in strict mode, each line a
+/// queue holds dirty, so a run of a dispatch of thousands of groups has thousands of points of
+/// thousands of alternatives. Long listings keep their runs of one dispatch's consecutive
+/// groups and of one queue's write-backs of lines a fixed stride apart as one entry each: the
+/// points then take memory in their runs, not their alternatives (a 1,024-group fill in
+/// strict mode kept 62 MB of listings in one run).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Actors(ActorList);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ActorList {
+    Keys(Vec<ActorKey>),
+    /// Runs in order: the index of a run's first alternative, its first actor, its length and
+    /// the step from one actor to the next (a group's index, a line's address).
+    Runs(Vec<ActorRun>, u32),
+}
+
+impl Default for ActorList {
+    fn default() -> Self {
+        ActorList::Keys(Vec::new())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ActorRun {
+    start: u32,
+    first: ActorKey,
+    len: u32,
+    step: u64,
+}
+
+/// Listings shorter than this stay a plain list.
+const RUNS_FROM: usize = 64;
+
+impl ActorRun {
+    /// The `k`-th actor of the run (`k < len`).
+    fn nth(&self, k: u32) -> ActorKey {
+        let k64 = u64::from(k);
+        match self.first {
+            ActorKey::Group(q, d, g) => ActorKey::Group(q, d, g.wrapping_add(k)),
+            ActorKey::Writeback(q, line) => {
+                ActorKey::Writeback(q, line.wrapping_add(k64.wrapping_mul(self.step)))
+            }
+            a => a,
+        }
+    }
+
+    /// Where `a` is in the run.
+    fn index_of(&self, a: ActorKey) -> Option<u32> {
+        let k = match (self.first, a) {
+            (ActorKey::Group(q, d, g), ActorKey::Group(r, e, h)) if (q, d) == (r, e) => {
+                u64::from(h.checked_sub(g)?)
+            }
+            (ActorKey::Writeback(q, l), ActorKey::Writeback(r, m)) if q == r && self.len > 1 => {
+                let off = m.checked_sub(l)?;
+                if off % self.step != 0 {
+                    return None;
+                }
+                off / self.step
+            }
+            (f, a) => return (f == a).then_some(0),
+        };
+        (k < u64::from(self.len)).then_some(k as u32)
+    }
+
+    /// Whether `a` comes next after the run, and the step it makes it.
+    fn extends(&self, a: ActorKey) -> Option<u64> {
+        let last = self.nth(self.len - 1);
+        match (last, a) {
+            (ActorKey::Group(q, d, g), ActorKey::Group(r, e, h))
+                if (q, d) == (r, e) && g.checked_add(1) == Some(h) =>
+            {
+                Some(1)
+            }
+            (ActorKey::Writeback(q, l), ActorKey::Writeback(r, m)) if q == r && m > l => {
+                let step = m - l;
+                (self.len == 1 || step == self.step).then_some(step)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Actors {
+    /// No alternative.
+    pub const fn empty() -> Self {
+        Actors(ActorList::Keys(Vec::new()))
+    }
+
+    /// The actor of alternative `alt`.
+    pub fn get(&self, alt: usize) -> Option<ActorKey> {
+        match &self.0 {
+            ActorList::Keys(k) => k.get(alt).copied(),
+            ActorList::Runs(runs, len) => {
+                let alt = u32::try_from(alt).ok().filter(|&a| a < *len)?;
+                let r = &runs[runs.partition_point(|r| r.start <= alt) - 1];
+                Some(r.nth(alt - r.start))
+            }
+        }
+    }
+
+    /// The number of alternatives listed.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            ActorList::Keys(k) => k.len(),
+            ActorList::Runs(_, len) => *len as usize,
+        }
+    }
+
+    /// Whether no alternative is listed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first alternative that `a` performs.
+    pub fn position(&self, a: ActorKey) -> Option<usize> {
+        match &self.0 {
+            ActorList::Keys(k) => k.iter().position(|&x| x == a),
+            ActorList::Runs(runs, _) => runs
+                .iter()
+                .find_map(|r| r.index_of(a).map(|k| (r.start + k) as usize)),
+        }
+    }
+
+    /// Whether some alternative is performed by `a`.
+    pub fn contains(&self, a: &ActorKey) -> bool {
+        self.position(*a).is_some()
+    }
+
+    /// The actors of the alternatives in order.
+    pub fn iter(&self) -> impl Iterator<Item = ActorKey> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+impl From<Vec<ActorKey>> for Actors {
+    fn from(keys: Vec<ActorKey>) -> Self {
+        if keys.len() < RUNS_FROM {
+            return Actors(ActorList::Keys(keys));
+        }
+        let mut runs: Vec<ActorRun> = Vec::new();
+        for (i, &a) in keys.iter().enumerate() {
+            if let Some(r) = runs.last_mut() {
+                if let Some(step) = r.extends(a) {
+                    r.step = step;
+                    r.len += 1;
+                    continue;
+                }
+            }
+            runs.push(ActorRun {
+                start: i as u32,
+                first: a,
+                len: 1,
+                step: 1,
+            });
+        }
+        if runs.len() * 4 > keys.len() {
+            return Actors(ActorList::Keys(keys));
+        }
+        runs.shrink_to_fit();
+        Actors(ActorList::Runs(runs, keys.len() as u32))
+    }
+}
+
 /// One choice point of a scripted run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChoicePoint {
@@ -171,7 +337,7 @@ pub struct ChoicePoint {
     /// The index in [`Script::tries`] of this point's first try.
     pub first_try: usize,
     /// A reducing exploration's scheduling point: who performs each alternative.
-    pub actors: Vec<ActorKey>,
+    pub actors: Actors,
     /// A reducing exploration's scheduling point: the sleep set when it opened (actors whose
     /// next action need not be explored here, with that action's footprint). Shared by the
     /// points of a run until an action wakes one of them.
@@ -190,7 +356,7 @@ impl ChoicePoint {
                     && !self.disabled.contains(&c)
                     && !matches!(
                         (self.actors.get(c as usize), self.actors.get(alt as usize)),
-                        (Some(a), Some(b)) if a.same_plain_actor(*b)
+                        (Some(a), Some(b)) if a.same_plain_actor(b)
                     )
             })
     }
@@ -391,14 +557,14 @@ impl Script {
         for (idx, sites) in &st.sites {
             let p = &st.points[*idx];
             let Some(t) = p.taken else { continue };
-            let Some(&actor) = p.actors.get(t as usize) else {
+            let Some(actor) = p.actors.get(t as usize) else {
                 continue;
             };
             let site = |a: u32| sites.get(a as usize).copied().flatten();
             let preempted = p
                 .continuing
                 .filter(|_| p.preempts(t))
-                .and_then(|c| p.actors.get(c as usize).map(|&k| (k, site(c))));
+                .and_then(|c| p.actors.get(c as usize).map(|k| (k, site(c))));
             out.push(Narrated {
                 point: *idx,
                 actor,
@@ -673,7 +839,7 @@ impl Script {
             taken: None,
             disabled: Vec::new(),
             first_try,
-            actors,
+            actors: actors.into(),
             sleep,
         });
         let idx = st.points.len() - 1;
@@ -765,7 +931,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
         p.scheduling
             && p.actors
                 .get(a as usize)
-                .is_some_and(|k| p.sleep.iter().any(|(s, _)| s == k))
+                .is_some_and(|k| p.sleep.iter().any(|(s, _)| *s == k))
     };
     let k = match from_prefix {
         Some(k) if k < p.alternatives => k,
@@ -813,7 +979,7 @@ fn sample(st: &mut ScriptState, idx: usize) -> u32 {
     let actors = if p.scheduling {
         p.actors.clone()
     } else {
-        Vec::new()
+        Actors::default()
     };
     let Some(s) = st.sampling.as_mut() else {
         return 0;
@@ -1177,5 +1343,51 @@ mod tests {
         let p = s.points();
         assert_eq!((p[0].taken, p[1].taken), (Some(0), Some(0)));
         assert!(p[0].scheduling && !p[1].scheduling);
+    }
+
+    #[test]
+    fn x1_a_long_listing_keeps_its_runs_and_every_actor_by_index() {
+        // Hosts and stages, a dispatch's groups left (one missing), a queue's dirty lines a
+        // line apart (one gap), another dispatch's groups.
+        let mut keys = vec![ActorKey::Host(0), ActorKey::Pfp(1), ActorKey::Me(1)];
+        keys.extend(
+            (0..40)
+                .filter(|&g| g != 17)
+                .map(|g| ActorKey::Group(1, 3, g)),
+        );
+        keys.extend((0..30u64).map(|l| ActorKey::Writeback(1, 0x1000 + 64 * l)));
+        keys.push(ActorKey::Writeback(1, 0x9000));
+        keys.push(ActorKey::Writeback(2, 0x1000));
+        keys.extend((5..25).map(|g| ActorKey::Group(0, 0, g)));
+        keys.push(ActorKey::Dispatch(2, 1));
+        let a = Actors::from(keys.clone());
+        assert!(matches!(a.0, ActorList::Runs(..)), "{a:?}");
+        assert_eq!(a.len(), keys.len());
+        assert_eq!(a.iter().collect::<Vec<_>>(), keys);
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(a.get(i), Some(k));
+            assert_eq!(a.position(k), Some(i));
+        }
+        assert_eq!(a.get(keys.len()), None);
+        for k in [
+            ActorKey::Group(1, 3, 17),
+            ActorKey::Group(1, 3, 40),
+            ActorKey::Group(0, 0, 4),
+            ActorKey::Writeback(1, 0x1000 + 64 * 30),
+            ActorKey::Writeback(1, 0x1020),
+            ActorKey::Writeback(2, 0x1040),
+            ActorKey::Host(1),
+        ] {
+            assert!(!a.contains(&k), "{k:?}");
+        }
+        // A short listing, or one without long runs, stays a plain list.
+        let few = Actors::from(keys[..10].to_vec());
+        assert!(matches!(few.0, ActorList::Keys(_)));
+        let mixed: Vec<ActorKey> = (0..100).map(|i| ActorKey::Host(i % 3)).collect();
+        assert!(matches!(Actors::from(mixed.clone()).0, ActorList::Keys(_)));
+        assert_eq!(
+            Actors::from(mixed.clone()).iter().collect::<Vec<_>>(),
+            mixed
+        );
     }
 }

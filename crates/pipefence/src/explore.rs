@@ -91,7 +91,7 @@ mod dpor;
 mod parallel;
 mod shrink;
 mod speculate;
-pub use crate::choice::{ActorKey, Narrated, Where};
+pub use crate::choice::{ActorKey, Actors, Narrated, Where};
 pub use exhaustive::{
     enumerate, Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
 };

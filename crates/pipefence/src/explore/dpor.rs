@@ -23,7 +23,7 @@
 use super::exhaustive::{
     assert_replayed, branch_prefix, replayed, Bound, Enumeration, ExhaustiveOptions, Root, Run,
 };
-use crate::choice::{sleep_footprint, ActorKey, ChoicePoint, Event, Script};
+use crate::choice::{sleep_footprint, ActorKey, Actors, ChoicePoint, Event, Script};
 use crate::footprint::{Footprint, Kind, Obj};
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
@@ -126,7 +126,7 @@ impl Node {
     }
 
     fn actor_of(&self, alt: u32) -> Option<ActorKey> {
-        self.point.actors.get(alt as usize).copied()
+        self.point.actors.get(alt as usize)
     }
 
     fn asleep(&self, actor: ActorKey) -> bool {
@@ -934,7 +934,7 @@ pub(super) fn note_slept(
         return;
     }
     let Some(taken) = point.taken else { return };
-    let Some(&actor) = point.actors.get(taken as usize) else {
+    let Some(actor) = point.actors.get(taken as usize) else {
         return;
     };
     // The action, and the PFP steps that followed it at once in strict mode (recorded at its
@@ -1472,9 +1472,9 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
     // reads only the points' listings.
     let mut ops = Vec::new();
     for (i, &k) in sched.iter().enumerate() {
-        let later: &[ActorKey] = match sched.get(i + 1) {
+        let later: &Actors = match sched.get(i + 1) {
             Some(&k2) => &path[k2].point.actors,
-            None if ended => &[],
+            None if ended => &NO_ACTORS,
             None => continue,
         };
         let Some(taken) = path[k].point.taken else {
@@ -2515,9 +2515,7 @@ fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
 /// host's next command after the submission whose PFP step is `i` comes after that step).
 fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Option<Reversal> {
     let j = needs.j;
-    let actors = path
-        .get(h.events[i].point)
-        .map(|n| n.point.actors.as_slice());
+    let actors = path.get(h.events[i].point).map(|n| &n.point.actors);
     let (first, last) = step_of(h, i, j);
     // For j the groups of a dispatch completed in one step, the race is with the group whose
     // bytes meet what the step touched: its reversal puts that group before the step, and
@@ -2686,15 +2684,18 @@ fn narrowed(
     Some((ActorKey::Group(q, d, g), Footprint::new(accesses)))
 }
 
+/// The listing after a run's last point.
+static NO_ACTORS: Actors = Actors::empty();
+
 /// Whether `actors` (a point's listing) has actor `a`: for a dispatch whose groups ran in one
 /// step where it ran alone ([`ActorKey::Dispatch`]), one of its groups listed one by one does;
 /// for a group, its dispatch listed as one actor does ([`Node::stand_in`]).
-fn lists(actors: &[ActorKey], a: ActorKey) -> bool {
+fn lists(actors: &Actors, a: ActorKey) -> bool {
     actors.contains(&a)
         || (matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
             && actors
                 .iter()
-                .any(|&x| stands_for(x, a, matches!(a, ActorKey::Dispatch(..)))))
+                .any(|x| stands_for(x, a, matches!(a, ActorKey::Dispatch(..)))))
 }
 
 /// Whether listed actor `x` stands for `a` of the same dispatch: a group of it listed one by
@@ -2801,7 +2802,7 @@ mod tests {
             taken: Some(0),
             disabled: Vec::new(),
             first_try: 0,
-            actors: Vec::new(),
+            actors: Actors::default(),
             sleep: Default::default(),
         })
     }

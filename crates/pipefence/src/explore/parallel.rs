@@ -182,7 +182,7 @@ fn asleep(p: &ChoicePoint, sleep: &[(ActorKey, Footprint)], alt: u32) -> bool {
     p.scheduling
         && p.actors
             .get(alt as usize)
-            .is_some_and(|k| sleep.iter().any(|(s, _)| s == k))
+            .is_some_and(|k| sleep.iter().any(|(s, _)| *s == k))
 }
 
 /// How large the subtree of a unit frozen at `frozen` looks (Knuth's estimate along its first
