@@ -168,8 +168,9 @@ pub struct Actors(ActorList);
 enum ActorList {
     Keys(Vec<ActorKey>),
     /// Runs in order: the index of a run's first alternative, its first actor, its length and
-    /// the step from one actor to the next (a group's index, a line's address).
-    Runs(Vec<ActorRun>, u32),
+    /// the step from one actor to the next (a group's index, a line's address); and the
+    /// number of alternatives. Boxed: a point's listing is as large as a plain list's.
+    Runs(Box<(Vec<ActorRun>, u32)>),
 }
 
 impl Default for ActorList {
@@ -186,8 +187,10 @@ struct ActorRun {
     step: u64,
 }
 
-/// Listings shorter than this stay a plain list.
-const RUNS_FROM: usize = 64;
+/// Listings shorter than this stay a plain list (the search looks alternatives up by index in
+/// its hottest loops, where a plain list is the quickest; the listings of a few hundred
+/// alternatives of the examples' dispatches cost little memory).
+const RUNS_FROM: usize = 512;
 
 impl ActorRun {
     /// The `k`-th actor of the run (`k < len`).
@@ -245,22 +248,27 @@ impl Actors {
     }
 
     /// The actor of alternative `alt`.
+    #[inline]
     pub fn get(&self, alt: usize) -> Option<ActorKey> {
         match &self.0 {
             ActorList::Keys(k) => k.get(alt).copied(),
-            ActorList::Runs(runs, len) => {
-                let alt = u32::try_from(alt).ok().filter(|&a| a < *len)?;
-                let r = &runs[runs.partition_point(|r| r.start <= alt) - 1];
-                Some(r.nth(alt - r.start))
-            }
+            ActorList::Runs(r) => Self::get_in_runs(r, alt),
         }
     }
 
+    #[inline(never)]
+    fn get_in_runs((runs, len): &(Vec<ActorRun>, u32), alt: usize) -> Option<ActorKey> {
+        let alt = u32::try_from(alt).ok().filter(|&a| a < *len)?;
+        let r = &runs[runs.partition_point(|r| r.start <= alt) - 1];
+        Some(r.nth(alt - r.start))
+    }
+
     /// The number of alternatives listed.
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.0 {
             ActorList::Keys(k) => k.len(),
-            ActorList::Runs(_, len) => *len as usize,
+            ActorList::Runs(r) => r.1 as usize,
         }
     }
 
@@ -273,28 +281,66 @@ impl Actors {
     pub fn position(&self, a: ActorKey) -> Option<usize> {
         match &self.0 {
             ActorList::Keys(k) => k.iter().position(|&x| x == a),
-            ActorList::Runs(runs, _) => runs
-                .iter()
-                .find_map(|r| r.index_of(a).map(|k| (r.start + k) as usize)),
+            ActorList::Runs(r) => {
+                r.0.iter()
+                    .find_map(|r| r.index_of(a).map(|k| (r.start + k) as usize))
+            }
         }
     }
 
     /// Whether some alternative is performed by `a`.
+    #[inline]
     pub fn contains(&self, a: &ActorKey) -> bool {
-        self.position(*a).is_some()
+        match &self.0 {
+            ActorList::Keys(k) => k.contains(a),
+            ActorList::Runs(..) => self.position(*a).is_some(),
+        }
     }
 
     /// The actors of the alternatives in order.
-    pub fn iter(&self) -> impl Iterator<Item = ActorKey> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+    pub fn iter(&self) -> ActorsIter<'_> {
+        match &self.0 {
+            ActorList::Keys(k) => ActorsIter::Keys(k.iter()),
+            ActorList::Runs(r) => ActorsIter::Runs(self, 0..r.1 as usize),
+        }
+    }
+}
+
+/// The actors of a point's alternatives in order ([`Actors::iter`]).
+#[derive(Debug, Clone)]
+pub enum ActorsIter<'a> {
+    /// Of a plain list.
+    Keys(std::slice::Iter<'a, ActorKey>),
+    /// Of a listing kept as runs, by index.
+    Runs(&'a Actors, std::ops::Range<usize>),
+}
+
+impl Iterator for ActorsIter<'_> {
+    type Item = ActorKey;
+
+    fn next(&mut self) -> Option<ActorKey> {
+        match self {
+            ActorsIter::Keys(k) => k.next().copied(),
+            ActorsIter::Runs(a, r) => r.next().and_then(|i| a.get(i)),
+        }
     }
 }
 
 impl From<Vec<ActorKey>> for Actors {
+    #[inline]
     fn from(keys: Vec<ActorKey>) -> Self {
         if keys.len() < RUNS_FROM {
-            return Actors(ActorList::Keys(keys));
+            Actors(ActorList::Keys(keys))
+        } else {
+            Actors::of_long(keys)
         }
+    }
+}
+
+impl Actors {
+    /// A long listing: as runs where they make it at least four times smaller.
+    #[cold]
+    fn of_long(keys: Vec<ActorKey>) -> Self {
         let mut runs: Vec<ActorRun> = Vec::new();
         for (i, &a) in keys.iter().enumerate() {
             if let Some(r) = runs.last_mut() {
@@ -315,7 +361,7 @@ impl From<Vec<ActorKey>> for Actors {
             return Actors(ActorList::Keys(keys));
         }
         runs.shrink_to_fit();
-        Actors(ActorList::Runs(runs, keys.len() as u32))
+        Actors(ActorList::Runs(Box::new((runs, keys.len() as u32))))
     }
 }
 
@@ -1351,17 +1397,17 @@ mod tests {
         // line apart (one gap), another dispatch's groups.
         let mut keys = vec![ActorKey::Host(0), ActorKey::Pfp(1), ActorKey::Me(1)];
         keys.extend(
-            (0..40)
+            (0..400)
                 .filter(|&g| g != 17)
                 .map(|g| ActorKey::Group(1, 3, g)),
         );
-        keys.extend((0..30u64).map(|l| ActorKey::Writeback(1, 0x1000 + 64 * l)));
-        keys.push(ActorKey::Writeback(1, 0x9000));
+        keys.extend((0..300u64).map(|l| ActorKey::Writeback(1, 0x1000 + 64 * l)));
+        keys.push(ActorKey::Writeback(1, 0x90000));
         keys.push(ActorKey::Writeback(2, 0x1000));
-        keys.extend((5..25).map(|g| ActorKey::Group(0, 0, g)));
+        keys.extend((5..250).map(|g| ActorKey::Group(0, 0, g)));
         keys.push(ActorKey::Dispatch(2, 1));
         let a = Actors::from(keys.clone());
-        assert!(matches!(a.0, ActorList::Runs(..)), "{a:?}");
+        assert!(matches!(a.0, ActorList::Runs(_)), "{a:?}");
         assert_eq!(a.len(), keys.len());
         assert_eq!(a.iter().collect::<Vec<_>>(), keys);
         for (i, &k) in keys.iter().enumerate() {
@@ -1371,9 +1417,9 @@ mod tests {
         assert_eq!(a.get(keys.len()), None);
         for k in [
             ActorKey::Group(1, 3, 17),
-            ActorKey::Group(1, 3, 40),
+            ActorKey::Group(1, 3, 400),
             ActorKey::Group(0, 0, 4),
-            ActorKey::Writeback(1, 0x1000 + 64 * 30),
+            ActorKey::Writeback(1, 0x1000 + 64 * 300),
             ActorKey::Writeback(1, 0x1020),
             ActorKey::Writeback(2, 0x1040),
             ActorKey::Host(1),
@@ -1381,9 +1427,9 @@ mod tests {
             assert!(!a.contains(&k), "{k:?}");
         }
         // A short listing, or one without long runs, stays a plain list.
-        let few = Actors::from(keys[..10].to_vec());
+        let few = Actors::from(keys[..100].to_vec());
         assert!(matches!(few.0, ActorList::Keys(_)));
-        let mixed: Vec<ActorKey> = (0..100).map(|i| ActorKey::Host(i % 3)).collect();
+        let mixed: Vec<ActorKey> = (0..600).map(|i| ActorKey::Host(i % 3)).collect();
         assert!(matches!(Actors::from(mixed.clone()).0, ActorList::Keys(_)));
         assert_eq!(
             Actors::from(mixed.clone()).iter().collect::<Vec<_>>(),
