@@ -304,6 +304,32 @@ impl Actors {
             ActorList::Runs(r) => ActorsIter::Runs(self, 0..r.1 as usize),
         }
     }
+
+    /// A long listing: as runs where they make it at least four times smaller.
+    #[cold]
+    fn of_long(keys: Vec<ActorKey>) -> Self {
+        let mut runs: Vec<ActorRun> = Vec::new();
+        for (i, &a) in keys.iter().enumerate() {
+            if let Some(r) = runs.last_mut() {
+                if let Some(step) = r.extends(a) {
+                    r.step = step;
+                    r.len += 1;
+                    continue;
+                }
+            }
+            runs.push(ActorRun {
+                start: i as u32,
+                first: a,
+                len: 1,
+                step: 1,
+            });
+        }
+        if runs.len() * 4 > keys.len() {
+            return Actors(ActorList::Keys(keys));
+        }
+        runs.shrink_to_fit();
+        Actors(ActorList::Runs(Box::new((runs, keys.len() as u32))))
+    }
 }
 
 /// The actors of a point's alternatives in order ([`Actors::iter`]).
@@ -334,34 +360,6 @@ impl From<Vec<ActorKey>> for Actors {
         } else {
             Actors::of_long(keys)
         }
-    }
-}
-
-impl Actors {
-    /// A long listing: as runs where they make it at least four times smaller.
-    #[cold]
-    fn of_long(keys: Vec<ActorKey>) -> Self {
-        let mut runs: Vec<ActorRun> = Vec::new();
-        for (i, &a) in keys.iter().enumerate() {
-            if let Some(r) = runs.last_mut() {
-                if let Some(step) = r.extends(a) {
-                    r.step = step;
-                    r.len += 1;
-                    continue;
-                }
-            }
-            runs.push(ActorRun {
-                start: i as u32,
-                first: a,
-                len: 1,
-                step: 1,
-            });
-        }
-        if runs.len() * 4 > keys.len() {
-            return Actors(ActorList::Keys(keys));
-        }
-        runs.shrink_to_fit();
-        Actors(ActorList::Runs(Box::new((runs, keys.len() as u32))))
     }
 }
 

@@ -156,11 +156,10 @@ impl Node {
         {
             return a;
         }
-        let want_group = matches!(a, ActorKey::Dispatch(..));
         (0..self.point.actors.len() as u32)
             .filter(|alt| !self.point.disabled.contains(alt))
             .filter_map(|alt| self.actor_of(alt))
-            .find(|&g| stands_for(g, a, want_group))
+            .find(|&g| stands_for(g, a))
             .unwrap_or(a)
     }
 
@@ -2693,21 +2692,18 @@ static NO_ACTORS: Actors = Actors::empty();
 fn lists(actors: &Actors, a: ActorKey) -> bool {
     actors.contains(&a)
         || (matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
-            && actors
-                .iter()
-                .any(|x| stands_for(x, a, matches!(a, ActorKey::Dispatch(..)))))
+            && actors.iter().any(|x| stands_for(x, a)))
 }
 
 /// Whether listed actor `x` stands for `a` of the same dispatch: a group of it listed one by
-/// one where `a` is the dispatch's one step (`want_group`), or the dispatch listed as one
-/// actor (more groups left than a point lists one by one) where `a` is one of its groups.
-fn stands_for(x: ActorKey, a: ActorKey, want_group: bool) -> bool {
-    let kind = if want_group {
-        matches!(x, ActorKey::Group(..))
-    } else {
-        matches!(x, ActorKey::Dispatch(..))
-    };
-    kind && x.same_plain_actor(a)
+/// one where `a` is the dispatch's one step, or the dispatch listed as one actor (more groups
+/// left than a point lists one by one) where `a` is one of its groups.
+fn stands_for(x: ActorKey, a: ActorKey) -> bool {
+    matches!(
+        (x, a),
+        (ActorKey::Group(..), ActorKey::Dispatch(..))
+            | (ActorKey::Dispatch(..), ActorKey::Group(..))
+    ) && x.same_plain_actor(a)
 }
 
 /// The events `j` needs before it in any schedule that reverses one of its races: its
