@@ -398,6 +398,69 @@ expect out count=256 equals=16
     }
 }
 
+/// A fill of 4 groups raises a flag top-of-pipe, and another queue's PFP waits for the flag
+/// before an `add` of 3 groups reads the fill: the add can read groups the fill has not
+/// completed. The plain search bounded to 0 preemptions has 19,845 schedules here (every
+/// order of each dispatch's groups, 4! x 3!, between the other actors' steps), more than the
+/// shrink's bounded searches may run, so the two failures that need one preemption were left
+/// at 1 with `fewest: false`. Its bounded search explores the orders of a dispatch's
+/// independent groups once (sleep sets between actions of one actor of the plain listing,
+/// `explore::enumerate_bounded_sleeping`): bound 0 in under a hundred schedules, and both
+/// are proved the fewest (checked against the plain bounded search by `check_shrunk_of`).
+#[test]
+fn d4_a_shrink_proves_the_fewest_preemptions_past_the_orders_of_a_dispatchs_groups() {
+    let text = r#"buffer data size=1024 init=0
+buffer flag size=64 heap=shared init=0
+buffer out size=1024 heap=readback init=0
+fence done
+queue p kind=compute
+queue c kind=direct
+list prod kind=compute {
+    dispatch fill dst=data groups=4 value=9
+    write-value32-top flag value=1
+}
+list cons kind=direct {
+    wait-value32 flag cmp=greater-equal reference=1 engine=pfp
+    dispatch add dst=out src=data groups=3 value=1
+}
+execute c cons
+execute p prod
+signal c done 1
+cpu-wait done 1 timeout-ms=5000
+expect out count=192 equals=10
+"#;
+    let sc = pipefence_scenario::parse("flag.kdl", text).expect("a valid scenario");
+    let o = ExhaustiveCheckOptions {
+        strict: false,
+        bounds: ExhaustiveOptions {
+            max_schedules: 10_000,
+            preemption_bound: None,
+            reduction: true,
+        },
+        shrink: Some(pipefence::explore::DEFAULT_SHRINK_RUNS),
+        parallel: pipefence::explore::Parallel::default(),
+        fail_fast: false,
+    };
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    let mut claims: Vec<(u32, bool)> = r
+        .failures
+        .iter()
+        .map(|f| {
+            let s = f.shrunk.as_ref().expect("shrunk");
+            (s.preemptions, s.fewest)
+        })
+        .collect();
+    claims.sort();
+    assert_eq!(claims, vec![(0, true), (1, true), (1, true)]);
+    // The claims hold against the plain bounded search, and the shrunk schedules fail the
+    // same way.
+    let counts: Vec<u32> = check_shrunk_of(&sc, "flag.kdl", false)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(counts.iter().filter(|&&n| n == 1).count(), 2, "{counts:?}");
+}
+
 #[test]
 fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
     let sc = file("host-write-race.kdl");

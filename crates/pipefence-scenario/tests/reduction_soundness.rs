@@ -566,3 +566,144 @@ fn d4_regression_reduced_search_reports_no_run_it_stopped_as_an_outcome() {
         panic!("{e}");
     }
 }
+
+/// Bounds of the preemption-bounded comparison ([`check_bounded`]).
+const BOUNDS: [u32; 2] = [0, 1];
+
+/// Each outcome a preemption-bounded search reaches, with the fewest preemptions of the
+/// schedules that gave it; whether the search reached its bound (explored every schedule
+/// within it), and its schedules and runs stopped asleep.
+struct Fewest {
+    whole: bool,
+    schedules: u64,
+    asleep: u64,
+    fewest: std::collections::BTreeMap<String, u32>,
+}
+
+fn bounded(
+    sc: &pipefence_scenario::plan::Scenario,
+    strict: bool,
+    k: u32,
+    sleeping: bool,
+) -> Fewest {
+    use pipefence::explore::{Bound, ChoicePoint, ExhaustiveOptions};
+    use pipefence_scenario::run::{run, RunOptions};
+    let opts = ExhaustiveOptions {
+        max_schedules: plain_cap(),
+        preemption_bound: Some(k),
+        reduction: false,
+    };
+    let mut fewest = std::collections::BTreeMap::new();
+    let body = |script: &std::sync::Arc<pipefence::explore::Script>| {
+        run(sc, &RunOptions::scripted(strict, script.clone()))
+    };
+    let visit = |mut o: pipefence_scenario::run::Outcome, script: &pipefence::explore::Script| {
+        let n = ChoicePoint::preemptions(&script.points());
+        let sig = pipefence_scenario::check::signature(&mut o);
+        let e = fewest.entry(sig).or_insert(n);
+        *e = (*e).min(n);
+        true
+    };
+    let e = if sleeping {
+        pipefence::explore::enumerate_bounded_sleeping(&opts, body, visit)
+    } else {
+        pipefence::explore::enumerate(&opts, body, visit)
+    };
+    Fewest {
+        whole: e.complete || e.bound == Some(Bound::PreemptionBound(k)),
+        schedules: e.schedules,
+        asleep: e.sleep_blocked,
+        fewest,
+    }
+}
+
+/// The property of a shrink's bounded search with sleep sets
+/// (`pipefence::explore::enumerate_bounded_sleeping`) for one scenario and each bound of
+/// [`BOUNDS`]: if the plain search bounded so explores every schedule within the bound in
+/// [`plain_cap`] schedules, the search with sleep sets does too, in no more schedules, and
+/// reaches the same outcomes, each with the same fewest preemptions. Returns the schedules of
+/// both searches summed over the bounds compared.
+fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String> {
+    let sc = pipefence_scenario::parse("generated.kdl", text)
+        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
+    let mut sums = None;
+    for k in BOUNDS {
+        let plain = bounded(&sc, strict, k, false);
+        if !plain.whole {
+            break;
+        }
+        let sleeping = bounded(&sc, strict, k, true);
+        let context = || {
+            format!(
+                "strict {strict}, bound {k}; plain: {} schedules; with sleep sets: whole {}, \
+                 {} schedules, {} stopped asleep\n--- plain ---\n{:?}\n--- with sleep sets \
+                 ---\n{:?}\n--- scenario ---\n{text}",
+                plain.schedules,
+                sleeping.whole,
+                sleeping.schedules,
+                sleeping.asleep,
+                plain.fewest,
+                sleeping.fewest
+            )
+        };
+        if !sleeping.whole || sleeping.fewest != plain.fewest {
+            return Err(format!(
+                "the bounded searches differ (outcome: fewest preemptions); {}",
+                context()
+            ));
+        }
+        if sleeping.schedules > plain.schedules {
+            return Err(format!(
+                "the search with sleep sets explored more schedules; {}",
+                context()
+            ));
+        }
+        let s = sums.get_or_insert((0, 0));
+        s.0 += plain.schedules;
+        s.1 += sleeping.schedules;
+    }
+    Ok(sums)
+}
+
+/// A shrink's bounded search (`explore/shrink.rs`) explores the orders of one actor's
+/// independent actions once (sleep sets in the reducing listing): on generated scenarios, at
+/// bounds 0 and 1, it reaches every outcome of the plain bounded search, each with the same
+/// fewest preemptions, so a shrink's `fewest: true` stays true of the plain listing.
+#[test]
+fn d4_bounded_search_with_sleep_sets_keeps_each_outcomes_fewest_preemptions() {
+    let mut config = Config::with_cases(CASES);
+    if std::env::var_os("PROPTEST_CASES").is_some() {
+        config.cases = Config::default().cases;
+    }
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(0x5eed_00d5);
+    }
+    config.failure_persistence = None;
+    let cases = config.cases;
+    let stats = std::cell::RefCell::new((0u32, 0u64, 0u64));
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&case(), |c| {
+        let text = render(&c);
+        if let Some((plain, sleeping)) =
+            check_bounded(&text, c.strict).map_err(TestCaseError::fail)?
+        {
+            let mut s = stats.borrow_mut();
+            s.0 += 1;
+            s.1 += plain;
+            s.2 += sleeping;
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (compared, plain, sleeping) = *stats.borrow();
+    eprintln!(
+        "{compared} of {cases} cases compared at bound 0 or more ({plain} plain schedules, \
+         {sleeping} with sleep sets)"
+    );
+    assert!(
+        compared * 4 >= cases,
+        "only {compared} of {cases} cases were small enough to compare"
+    );
+}

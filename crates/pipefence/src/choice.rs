@@ -440,10 +440,15 @@ struct ScriptState {
     sleep_init: Vec<(ActorKey, Footprint)>,
     sleep: std::sync::Arc<Vec<(ActorKey, Footprint)>>,
     sleeping: bool,
+    /// A preemption-bounded search's sleep sets ([`Script::bounded`]): an actor stays asleep
+    /// only across actions of the same actor of the plain listing.
+    plain_sleep: bool,
     /// Every enabled alternative was asleep: the run explores nothing new.
     sleep_blocked: bool,
     /// The index of the first point where that happened.
     sleep_blocked_at: Option<usize>,
+    /// And the index in `tries` of the try made there.
+    sleep_blocked_try: Option<usize>,
     /// The event of a host action, completed when the host reaches its next scheduling point.
     host_pending: Option<usize>,
     /// What that action touched up to its pick, of which its footprint is made then
@@ -532,6 +537,25 @@ impl Script {
                 st.sleeping = true;
             }
         }
+        s
+    }
+
+    /// A script for a preemption-bounded search with sleep sets (a shrink's search for the
+    /// fewest preemptions, `explore/exhaustive.rs` `search_plain`): as [`Script::reducing`],
+    /// but an actor stays asleep only while the actions that run are of the same actor of the
+    /// plain listing as it ([`ActorKey::same_plain_actor`]: two groups of one dispatch, two
+    /// write-backs of one queue) and independent of its own. Swapping two such adjacent
+    /// actions keeps the run's preemptions (the plain listing's actor runs on through both),
+    /// so the sleep sets prune only schedules equivalent to one explored with as many
+    /// preemptions. Where the actor that ran last is asleep, the canonical choice continues
+    /// it by another of its alternatives (another group of the dispatch), not a preemption.
+    pub(crate) fn bounded(
+        prefix: Vec<u32>,
+        at: Option<usize>,
+        sleep: Vec<(ActorKey, Footprint)>,
+    ) -> Self {
+        let s = Script::reducing(prefix, at, sleep);
+        s.lock().plain_sleep = true;
         s
     }
 
@@ -654,6 +678,12 @@ impl Script {
     /// the points and events after it belong to the stop, not to a schedule of the program.
     pub fn sleep_blocked_point(&self) -> Option<usize> {
         self.lock().sleep_blocked_at
+    }
+
+    /// The index in [`Script::tries`] of the try made where the run was first sleep-blocked
+    /// (the driver performs it before it stops the run).
+    pub(crate) fn sleep_blocked_try(&self) -> Option<usize> {
+        self.lock().sleep_blocked_try
     }
 
     /// Records an action that ran: `actor` (one of the open scheduling point's) touched
@@ -864,6 +894,9 @@ impl Script {
     ) -> u32 {
         let mut st = self.lock();
         let first_try = st.tries.len();
+        if scheduling && st.plain_sleep && st.sleeping && st.sleep_at != Some(first_try) {
+            keep_plain_sleepers(&mut st);
+        }
         if scheduling && st.sleep_at == Some(first_try) {
             st.sleep = std::sync::Arc::new(std::mem::take(&mut st.sleep_init));
             st.sleeping = true;
@@ -960,6 +993,26 @@ impl Script {
     }
 }
 
+/// A bounded search's sleep set at a scheduling point ([`Script::bounded`]): the actors asleep
+/// stay so only when the action before (the last scheduling point's) was of the same actor of
+/// the plain listing as each of them; the others wake.
+fn keep_plain_sleepers(st: &mut ScriptState) {
+    if st.sleep.is_empty() {
+        return;
+    }
+    let last = st
+        .points
+        .iter()
+        .rev()
+        .filter(|p| p.scheduling)
+        .find_map(|p| p.taken.map(|t| p.actors.get(t as usize)));
+    let stays = |(k, _): &(ActorKey, Footprint)| matches!(last, Some(Some(l)) if *k != l && k.same_plain_actor(l));
+    if !st.sleep.iter().all(stays) {
+        let kept: Vec<_> = st.sleep.iter().filter(|s| stays(s)).cloned().collect();
+        st.sleep = std::sync::Arc::new(kept);
+    }
+}
+
 /// The next proposal at point `idx`: the prefix's next try, else the canonical choice (not
 /// an actor asleep; when every alternative left is, the run is sleep-blocked and stops).
 fn propose(st: &mut ScriptState, idx: usize) -> u32 {
@@ -970,6 +1023,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
         let at = st.tries.len();
         st.misfit.get_or_insert((at, k, n));
     }
+    let plain_sleep = st.plain_sleep;
     let p = &st.points[idx];
     let asleep = |a: u32| {
         p.scheduling
@@ -977,31 +1031,58 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
                 .get(a as usize)
                 .is_some_and(|k| p.sleep.iter().any(|(s, _)| *s == k))
     };
+    let open = |a: &u32| !p.disabled.contains(a) && !asleep(*a);
+    // A bounded search's run whose last actor is asleep goes on with that actor of the
+    // plain listing by another of its alternatives, which preempts nothing.
+    let alike = || {
+        let c = p
+            .continuing
+            .filter(|c| plain_sleep && !p.disabled.contains(c))?;
+        let ck = p.actors.get(c as usize)?;
+        (0..p.alternatives).filter(open).find(|&a| {
+            p.actors
+                .get(a as usize)
+                .is_some_and(|k| k.same_plain_actor(ck))
+        })
+    };
     let k = match from_prefix {
         Some(k) if k < p.alternatives => k,
         _ if st.sampling.is_some() => sample(st, idx),
-        _ => match p
-            .continuing
-            .filter(|c| !p.disabled.contains(c) && !asleep(*c))
-        {
+        _ => match p.continuing.filter(open).or_else(alike) {
             Some(c) => c,
-            None => match (0..p.alternatives).find(|a| !p.disabled.contains(a) && !asleep(*a)) {
+            // Every alternative of the actor that ran last is asleep while it could go on:
+            // taking another would be a preemption the search makes as a branch of its own
+            // (within its bound), so the run stops here asleep.
+            None if plain_sleep && p.continuing.is_some_and(|c| !p.disabled.contains(&c)) => {
+                let c = p.continuing.unwrap_or(0);
+                block(st, idx);
+                c
+            }
+            None => match (0..p.alternatives).find(open) {
                 Some(a) => a,
                 None => {
-                    if st.reducing && p.scheduling && p.alternatives > 0 {
-                        st.sleep_blocked = true;
-                        st.sleep_blocked_at.get_or_insert(idx);
-                        st.aborted = true;
-                    }
-                    (0..p.alternatives)
+                    let k = (0..p.alternatives)
                         .find(|a| !p.disabled.contains(a))
-                        .unwrap_or(0)
+                        .unwrap_or(0);
+                    if st.reducing && p.scheduling && p.alternatives > 0 {
+                        block(st, idx);
+                    }
+                    k
                 }
             },
         },
     };
     st.tries.push(k);
     k
+}
+
+/// The run is sleep-blocked at point `idx`, by the try about to be made there: it stops.
+fn block(st: &mut ScriptState, idx: usize) {
+    st.sleep_blocked = true;
+    st.sleep_blocked_at.get_or_insert(idx);
+    let at = st.tries.len();
+    st.sleep_blocked_try.get_or_insert(at);
+    st.aborted = true;
 }
 
 /// A [`Script::sampling`] run's choice at point `idx`, past its prefix.

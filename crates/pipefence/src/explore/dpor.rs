@@ -1790,7 +1790,7 @@ fn race_stays(rest: &[(ActorKey, Footprint)], d: usize, events: &[Event], path: 
 
 /// The union of the footprints of the events at point `p` (a step: the chosen action and
 /// what it brought about).
-fn step_footprint(events: &[Event], p: usize) -> Footprint {
+pub(super) fn step_footprint(events: &[Event], p: usize) -> Footprint {
     let first = events.partition_point(|e| e.point < p);
     let mut all = Vec::new();
     for e in events[first..].iter().take_while(|e| e.point == p) {

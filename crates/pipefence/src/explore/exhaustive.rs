@@ -11,7 +11,8 @@
 //! another alternative there is a preemption only when the continuing one could go on. No reduction is
 //! applied: schedules that differ only in the order of independent actions are counted apart.
 
-use crate::choice::{ChoicePoint, Script};
+use crate::choice::{ActorKey, ChoicePoint, Event, Script};
+use crate::footprint::Footprint;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -109,6 +110,10 @@ struct Node {
     tried: BTreeSet<u32>,
     /// Preemptions of the path before this point.
     before: u32,
+    /// A search with sleep sets ([`Sleep::Plain`]): the sleep set when the point first
+    /// opened, and the actors explored here so far, each with its action's footprint.
+    opening: Arc<Vec<(ActorKey, Footprint)>>,
+    slept: Vec<(ActorKey, Footprint)>,
 }
 
 impl Node {
@@ -116,15 +121,111 @@ impl Node {
         let mut tried: BTreeSet<u32> = point.disabled.iter().copied().collect();
         tried.extend(point.taken);
         Node {
+            opening: point.sleep.clone(),
             point,
             tried,
             before,
+            slept: Vec::new(),
         }
+    }
+
+    /// Whether alternative `alt`'s actor was asleep when this point opened.
+    fn asleep(&self, alt: u32) -> bool {
+        self.point
+            .actors
+            .get(alt as usize)
+            .is_some_and(|k| self.opening.iter().any(|(s, _)| *s == k))
     }
 
     /// Preemptions of the path up to and including this point's taken alternative.
     fn through(&self) -> u32 {
         self.before + u32::from(self.point.taken.is_some_and(|t| self.point.preempts(t)))
+    }
+}
+
+/// A bounded search's scan of its path from the deepest point up ([`Sleep::Plain`]): the run
+/// of consecutive scheduling points, from the point scanned on, whose actions were all of one
+/// actor of the plain listing (two groups of one dispatch, two write-backs of one queue).
+#[derive(Default)]
+struct Block {
+    /// An action of that actor, and the footprints of the run's actions from the point
+    /// scanned last on.
+    actor: Option<ActorKey>,
+    footprints: Vec<Footprint>,
+    /// Those actions are independent of each other, none chose within itself or removed the
+    /// device, and the scheduling point after them lists nothing of that actor.
+    free: bool,
+    /// The scheduling point scanned before (the next one in the run).
+    after: Option<usize>,
+    /// A choice within an action with more than one alternative was scanned since.
+    within: bool,
+}
+
+impl Block {
+    /// Scans point `d` (the one before the point scanned last): whether the actions from it
+    /// to the end of its run of one actor's actions make a free block (see `free`). Then,
+    /// with no preemption left at `d`, any other alternative of that actor there starts a
+    /// schedule that runs the same actions in another order, up to the same state: the
+    /// same schedule up to the order of independent actions, with as many preemptions.
+    fn scan(&mut self, path: &[Node], d: usize, events: &[Event], blocked: bool) -> bool {
+        let p = &path[d].point;
+        if blocked && d + 1 == path.len() {
+            // Where the run stopped asleep: every alternative of the actor that ran last is
+            // asleep there, each with the footprint of its action; they are what the actor
+            // had left (nothing an actor of the plain listing does gives it more groups or
+            // lines).
+            self.after = Some(d);
+            self.within = false;
+            self.footprints.clear();
+            self.actor = p.continuing.and_then(|c| p.actors.get(c as usize));
+            self.free = self.actor.is_some();
+            if let Some(c) = self.actor {
+                for (alt, a) in p.actors.iter().enumerate() {
+                    if !a.same_plain_actor(c) {
+                        continue;
+                    }
+                    let asleep = p.sleep.iter().find(|(k, _)| *k == a);
+                    match asleep {
+                        Some((_, f))
+                            if !p.disabled.contains(&(alt as u32))
+                                && self.footprints.iter().all(|g| !g.conflicts(f)) =>
+                        {
+                            self.footprints.push(f.clone());
+                        }
+                        _ => self.free = false,
+                    }
+                }
+            }
+            return false;
+        }
+        if !p.scheduling {
+            self.within |= p.alternatives > 1;
+            return false;
+        }
+        let taken = p.taken.and_then(|t| p.actors.get(t as usize));
+        let after = self.after.replace(d);
+        let within = std::mem::take(&mut self.within);
+        let Some(t) = taken else {
+            self.actor = None;
+            self.free = false;
+            return false;
+        };
+        let ran = events.iter().any(|e| e.point == d);
+        let fp = super::dpor::step_footprint(events, d);
+        let sound = ran && !within && !fp.is_removal();
+        if self.actor.is_some_and(|a| a.same_plain_actor(t)) {
+            self.free = self.free && sound && self.footprints.iter().all(|f| !f.conflicts(&fp));
+        } else {
+            let ends = after.is_some_and(|a| {
+                let next = &path[a].point;
+                !next.actors.iter().any(|k| k.same_plain_actor(t))
+            });
+            self.actor = Some(t);
+            self.footprints.clear();
+            self.free = sound && ends;
+        }
+        self.footprints.push(fp);
+        self.free
     }
 }
 
@@ -238,17 +339,56 @@ pub fn enumerate<T>(
     if opts.reduction && opts.preemption_bound.is_none() {
         return super::dpor::enumerate_reduced(opts, body, visit);
     }
-    search_plain(opts, None, body, visit)
+    search_plain(opts, None, Sleep::None, body, visit)
+}
+
+/// The preemption-bounded search of a shrink (`explore/shrink.rs`): every schedule with at
+/// most `opts.preemption_bound` preemptions (`opts.reduction` is not used), up to the order of
+/// independent actions of one actor of the plain listing: two groups of one dispatch, or two
+/// write-backs of one queue, that touch nothing of each other's and run one after the other
+/// are explored in one order (sleep sets over that relation, in the reducing listing), and a
+/// run of such actions where no preemption is left is explored in one order. Swapping two
+/// such actions keeps a schedule's preemptions, so each outcome of a schedule within the bound
+/// is reached, with the fewest preemptions of any schedule that gives it, in fewer schedules
+/// than [`enumerate`] with the same bound explores (`docs/exploration.md`, "Shrinking").
+/// `visit` as in [`enumerate`]; [`Enumeration::sleep_blocked`] counts the runs stopped
+/// asleep.
+pub fn enumerate_bounded_sleeping<T>(
+    opts: &ExhaustiveOptions,
+    body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(T, &Script) -> bool,
+) -> Enumeration {
+    search_plain(opts, None, Sleep::Plain, body, |r| match r {
+        Run::Schedule(v, s) => visit(v, s),
+        _ => true,
+    })
+}
+
+/// Whether the plain search keeps sleep sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sleep {
+    /// None: every schedule (within the preemption bound) is explored.
+    None,
+    /// Sleep sets across the actions of one actor of the plain listing only, in the reducing
+    /// listing ([`Script::bounded`]): two independent groups of one dispatch (or write-backs
+    /// of two lines of one queue) one after the other are explored in one order. Swapping
+    /// them keeps a schedule's preemptions, so a preemption-bounded search still reaches
+    /// every outcome of a schedule within its bound, and a schedule of the fewest
+    /// preemptions of each (a shrink's iterated bound, `explore/shrink.rs`); it counts
+    /// fewer schedules.
+    Plain,
 }
 
 /// The plain search: every schedule (within the preemption bound) from `root` on, or from
-/// the start.
+/// the start; with `sleep`, up to the order of independent actions of one actor.
 pub(super) fn search_plain<T>(
     opts: &ExhaustiveOptions,
     root: Option<Root<T>>,
+    sleep: Sleep,
     mut body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Enumeration {
+    let sleepy = sleep == Sleep::Plain;
     let frozen = root.as_ref().map_or(0, |r| r.frozen);
     let mut root = root;
     let mut path: Vec<Node> = Vec::new();
@@ -256,6 +396,10 @@ pub(super) fn search_plain<T>(
     // a branch point by repeated runs, and its points keep what earlier runs found blocked,
     // so it cannot stand for them.
     let mut run_points: Vec<ChoicePoint> = Vec::new();
+    // And its events (with sleep sets).
+    let mut run_events: Vec<Event> = Vec::new();
+    // The path ends where that run stopped asleep.
+    let mut path_blocked = false;
     let mut tries: Vec<u32> = Vec::new();
     let mut next: Option<(usize, u32)> = None;
     let mut result = Enumeration::empty(false);
@@ -265,17 +409,30 @@ pub(super) fn search_plain<T>(
             (Some(r), _) => (r.script, r.value),
             (None, next) => {
                 let script = Arc::new(match next {
+                    None if sleepy => Script::bounded(Vec::new(), None, Vec::new()),
                     None => Script::new(Vec::new()),
                     Some((d, alt)) => {
                         let (prefix, at) = branch_prefix_replaying(&tries, &run_points, d, alt);
-                        Script::exploring(prefix, at)
+                        if sleepy {
+                            let n = &path[d];
+                            let mut asleep = n.opening.to_vec();
+                            asleep.extend(n.slept.iter().cloned());
+                            Script::bounded(prefix, Some(at), asleep)
+                        } else {
+                            Script::exploring(prefix, at)
+                        }
                     }
                 });
                 let value = body(&script);
                 (script, value)
             }
         };
-        let points = script.points();
+        let mut points = script.points();
+        let blocked = sleepy && script.sleep_blocked();
+        if let Some(b) = script.sleep_blocked_point().filter(|_| sleepy) {
+            // Every alternative left there was asleep: no schedule from there is new.
+            points.truncate(b + 1);
+        }
         let from = match next {
             None => 0,
             Some((d, alt)) => {
@@ -287,6 +444,7 @@ pub(super) fn search_plain<T>(
                 path.truncate(d + 1);
                 path[d].tried.insert(alt);
                 if points[d].disabled.contains(&alt) {
+                    path_blocked = false;
                     path[d].point.disabled.push(alt);
                     result.repeated_runs += 1;
                     if !visit(Run::Repeated) {
@@ -307,19 +465,47 @@ pub(super) fn search_plain<T>(
                 path.push(Node::new(p.clone(), before));
             }
             tries = script.tries();
-            run_points = points.clone();
-            result.schedules += 1;
-            result.max_depth = result.max_depth.max(points.len());
-            if !visit(Run::Schedule(value, &script)) {
+            path_blocked = blocked;
+            if sleepy {
+                run_events = script.events();
+            }
+            if let (true, Some(b), Some(t)) = (
+                blocked,
+                script.sleep_blocked_point(),
+                script.sleep_blocked_try(),
+            ) {
+                // What the run did from the try that found everything asleep on (the driver
+                // performs it, then stops the run) is not part of the search's tree: a branch
+                // there replays the tries up to it.
+                tries.truncate(t + 1);
+                run_events.retain(|e| e.point < b);
+            }
+            run_points = points;
+            let run = if blocked {
+                result.sleep_blocked += 1;
+                Run::SleepBlocked(run_points.len())
+            } else {
+                result.schedules += 1;
+                result.max_depth = result.max_depth.max(run_points.len());
+                Run::Schedule(value, &script)
+            };
+            if !visit(run) {
                 result.bound = Some(Bound::Stopped);
                 return result;
             }
         }
         next = None;
+        let mut block = Block::default();
         'search: for d in (frozen..path.len()).rev() {
             let n = &path[d];
+            // With sleep sets and no preemption left below this point: the actor that ran
+            // here runs on until it has nothing left, and when those steps were independent
+            // of each other, every other order of them is the same schedule.
+            let spent = sleepy && opts.preemption_bound == Some(n.before);
+            let covered = spent && block.scan(&path, d, &run_events, path_blocked);
+            let taken = n.point.taken.and_then(|t| n.point.actors.get(t as usize));
             for alt in 0..n.point.alternatives {
-                if n.tried.contains(&alt) {
+                if n.tried.contains(&alt) || sleepy && n.asleep(alt) {
                     continue;
                 }
                 if let Some(k) = opts.preemption_bound {
@@ -328,9 +514,22 @@ pub(super) fn search_plain<T>(
                         continue;
                     }
                 }
+                if covered
+                    && n.point
+                        .actors
+                        .get(alt as usize)
+                        .is_some_and(|a| taken.is_some_and(|t| t.same_plain_actor(a)))
+                {
+                    continue;
+                }
                 next = Some((d, alt));
                 break 'search;
             }
+        }
+        if let Some((d, _)) = next.filter(|_| sleepy) {
+            // The alternative explored there until now sleeps in its siblings.
+            let n = &mut path[d];
+            super::dpor::note_slept(&mut n.slept, &n.point, d, &run_events);
         }
         if next.is_none() {
             result.complete = !preemption_cut;

@@ -21,7 +21,7 @@ use super::dpor::{
 };
 use super::exhaustive::{
     assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
-    ExhaustiveOptions, Root, Run,
+    ExhaustiveOptions, Root, Run, Sleep,
 };
 use crate::choice::{ActorKey, ChoicePoint, Script};
 use crate::footprint::Footprint;
@@ -488,7 +488,7 @@ fn attempt<T: Send>(
         let end = if reduced {
             search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
         } else {
-            Ok(search_plain(opts, Some(root), body, send))
+            Ok(search_plain(opts, Some(root), Sleep::None, body, send))
         };
         batch.push(Rec::End(end));
         if tx.send((i, batch)).is_err() {

@@ -3,11 +3,13 @@
 //!
 //! Three phases, within one budget of runs:
 //!
-//! 1. **Iterated preemption bound.** The plain search bounded to 0 preemptions, then 1, 2, ...
-//!    (each bound explores every schedule with at most that many, CHESS-style). The first
-//!    schedule of a bound that fails the same way has the fewest preemptions possible once
-//!    every smaller bound was explored to its end. A bound whose search the budget cuts ends
-//!    this phase.
+//! 1. **Iterated preemption bound.** The search bounded to 0 preemptions, then 1, 2, ...
+//!    (each bound explores every schedule with at most that many, CHESS-style, up to the order
+//!    of independent actions of one actor of the plain listing, which keeps a schedule's
+//!    preemptions: [`super::exhaustive::enumerate_bounded_sleeping`]). The first schedule of a
+//!    bound that fails the same way has the fewest preemptions possible once every smaller
+//!    bound was explored to its end. A bound whose search the budget cuts (its runs stopped
+//!    asleep count) ends this phase.
 //! 2. **Sampling**, for the failures the first phase did not settle: random schedules with
 //!    fewer preemptions than the best found so far (each choice random, a preemption only at
 //!    a few scheduling points drawn at random, [`Script::sampling`]), for a bound whose
@@ -22,7 +24,7 @@
 //! "The same way" is the caller's: a key of each run's outcome (the scenario layer's failure
 //! signature).
 
-use super::exhaustive::{enumerate, Bound, ExhaustiveOptions};
+use super::exhaustive::{search_plain, Bound, ExhaustiveOptions, Run, Sleep};
 use crate::choice::{ChoicePoint, Narrated, Script};
 use std::sync::Arc;
 
@@ -137,12 +139,19 @@ pub fn shrink<T, K: PartialEq>(
             reduction: false,
         };
         let mut found = vec![false; targets.len()];
-        let e = enumerate(&opts, &mut body, |v, script| {
+        // Sleep sets across one actor's independent actions: the orders of a dispatch's
+        // groups that nothing else sees are explored once (each keeps the preemptions).
+        let e = search_plain(&opts, None, Sleep::Plain, &mut body, |r| {
             runs += 1;
+            let Run::Schedule(v, script) = r else {
+                // A run stopped asleep costs a run too.
+                return runs < phase1_runs;
+            };
             if let Some(got) = key(v) {
                 for &i in &pending {
                     if !found[i] && targets[i].0 == got {
                         let b = Best::of(script);
+                        debug_assert!(b.preemptions <= bound, "a run past its bound");
                         if best[i]
                             .as_ref()
                             .is_some_and(|o| b.preemptions < o.preemptions)
