@@ -210,7 +210,9 @@ impl Block {
             self.free = false;
             return false;
         };
-        let ran = events.iter().any(|e| e.point == d);
+        // Events are in the order of their points.
+        let first = events.partition_point(|e| e.point < d);
+        let ran = events.get(first).is_some_and(|e| e.point == d);
         let fp = super::dpor::step_footprint(events, d);
         let sound = ran && !within && !fp.is_removal();
         if self.actor.is_some_and(|a| a.same_plain_actor(t)) {
@@ -501,6 +503,8 @@ pub(super) fn search_plain<T>(
             // With sleep sets and no preemption left below this point: the actor that ran
             // here runs on until it has nothing left, and when those steps were independent
             // of each other, every other order of them is the same schedule.
+            // (Preemptions only add up along the path: the points with none left are its
+            // last ones, each scanned in turn from the deepest.)
             let spent = sleepy && opts.preemption_bound == Some(n.before);
             let covered = spent && block.scan(&path, d, &run_events, path_blocked);
             let taken = n.point.taken.and_then(|t| n.point.actors.get(t as usize));
