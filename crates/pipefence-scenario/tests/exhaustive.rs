@@ -249,14 +249,19 @@ fn replay_signature(sc: &Scenario, strict: bool, replay: &str) -> String {
     signature(&mut o)
 }
 
+/// Schedules the plain bounded search of [`failing_within`] explores at most (a debug build
+/// runs a few thousand a second).
+const PLAIN_WITHIN: u64 = 20_000;
+
 /// The signatures of failing schedules with at most `k` preemptions (the plain bounded
-/// search), and whether that search was complete up to its bound.
+/// search, up to [`PLAIN_WITHIN`] schedules), and whether that search was complete up to its
+/// bound.
 fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, bool) {
     let mut seen = BTreeSet::new();
     let o = ExhaustiveCheckOptions {
         strict,
         bounds: ExhaustiveOptions {
-            max_schedules: 200_000,
+            max_schedules: PLAIN_WITHIN,
             preemption_bound: Some(k),
             reduction: false,
         },
@@ -278,6 +283,31 @@ fn failing_within(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, boo
     (seen, whole)
 }
 
+/// [`failing_within`] by the bounded search that reorders one actor's independent actions
+/// once (`pipefence::explore::enumerate_bounded_sleeping`, a shrink's; it reaches the same
+/// outcomes as the plain one with the same fewest preemptions: the property test in
+/// `reduction_soundness.rs`), up to 200,000 schedules.
+fn failing_within_sleeping(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<String>, bool) {
+    let mut seen = BTreeSet::new();
+    let opts = ExhaustiveOptions {
+        max_schedules: 200_000,
+        preemption_bound: Some(k),
+        reduction: false,
+    };
+    let e = pipefence::explore::enumerate_bounded_sleeping(
+        &opts,
+        |script| run(sc, &RunOptions::scripted(strict, script.clone())),
+        |mut o, _| {
+            if o.status != pipefence_scenario::run::Status::Passed {
+                seen.insert(signature(&mut o));
+            }
+            true
+        },
+    );
+    let whole = e.complete || e.bound == Some(pipefence::explore::Bound::PreemptionBound(k));
+    (seen, whole)
+}
+
 /// Every failure of a reduced exhaustive check is shrunk: the shrunk schedule replays the same
 /// failure, and when it says it has the fewest preemptions, the bounded search with one fewer
 /// finds no schedule failing that way.
@@ -291,6 +321,14 @@ fn check_shrunk(name: &str, strict: bool) -> Vec<u32> {
 /// [`check_shrunk`] of a scenario: each failure's shrunk preemptions and its first line of
 /// what failed.
 fn check_shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, String)> {
+    shrunk_of(sc, name, strict)
+        .into_iter()
+        .map(|(n, _, what)| (n, what))
+        .collect()
+}
+
+/// [`check_shrunk_of`], with whether each shrunk count is said to be the fewest.
+fn shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, bool, String)> {
     let sc = sc.clone();
     let o = ExhaustiveCheckOptions {
         strict,
@@ -306,6 +344,9 @@ fn check_shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, String)
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     assert!(!r.failures.is_empty(), "{name}: expected failures");
     let mut counts = Vec::new();
+    // Each bound's searches, made once for the failures shrunk to the same count.
+    let mut within = std::collections::HashMap::new();
+    let mut sleeping = std::collections::HashMap::new();
     for f in &r.failures {
         let s = f.shrunk.as_ref().expect("every failure is shrunk");
         let original = replay_signature(&sc, strict, &f.replay);
@@ -322,18 +363,40 @@ fn check_shrunk_of(sc: &Scenario, name: &str, strict: bool) -> Vec<(u32, String)
             "{name}: one step per preemption"
         );
         if s.fewest && s.preemptions > 0 {
-            let (fewer, whole) = failing_within(&sc, strict, s.preemptions - 1);
-            assert!(
-                whole,
-                "{name}: the bounded search below the shrunk count is complete"
-            );
+            // The plain bounded search below the shrunk count, where it finishes within its
+            // cap; else what it explored, and the search with sleep sets to its end.
+            let k = s.preemptions - 1;
+            let (fewer, whole) = within
+                .entry(k)
+                .or_insert_with(|| failing_within(&sc, strict, k))
+                .clone();
             assert!(
                 !fewer.contains(&original),
                 "{name}: a schedule with fewer than {} preemptions fails the same way",
                 s.preemptions
             );
+            if !whole {
+                let (fewer, whole) = sleeping
+                    .entry(k)
+                    .or_insert_with(|| failing_within_sleeping(&sc, strict, k))
+                    .clone();
+                assert!(
+                    whole,
+                    "{name}: the bounded search below the shrunk count is complete"
+                );
+                assert!(
+                    !fewer.contains(&original),
+                    "{name}: a schedule with fewer than {} preemptions fails the same way \
+                     (the bounded search with sleep sets)",
+                    s.preemptions
+                );
+            }
         }
-        counts.push((s.preemptions, f.what.first().cloned().unwrap_or_default()));
+        counts.push((
+            s.preemptions,
+            s.fewest,
+            f.what.first().cloned().unwrap_or_default(),
+        ));
     }
     counts
 }
@@ -406,7 +469,7 @@ expect out count=256 equals=16
 /// at 1 with `fewest: false`. Its bounded search explores the orders of a dispatch's
 /// independent groups once (sleep sets between actions of one actor of the plain listing,
 /// `explore::enumerate_bounded_sleeping`): bound 0 in under a hundred schedules, and both
-/// are proved the fewest (checked against the plain bounded search by `check_shrunk_of`).
+/// are proved the fewest (checked against the plain bounded search by `shrunk_of`).
 #[test]
 fn d4_a_shrink_proves_the_fewest_preemptions_past_the_orders_of_a_dispatchs_groups() {
     let text = r#"buffer data size=1024 init=0
@@ -430,35 +493,14 @@ cpu-wait done 1 timeout-ms=5000
 expect out count=192 equals=10
 "#;
     let sc = pipefence_scenario::parse("flag.kdl", text).expect("a valid scenario");
-    let o = ExhaustiveCheckOptions {
-        strict: false,
-        bounds: ExhaustiveOptions {
-            max_schedules: 10_000,
-            preemption_bound: None,
-            reduction: true,
-        },
-        shrink: Some(pipefence::explore::DEFAULT_SHRINK_RUNS),
-        parallel: pipefence::explore::Parallel::default(),
-        fail_fast: false,
-    };
-    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
-    let mut claims: Vec<(u32, bool)> = r
-        .failures
-        .iter()
-        .map(|f| {
-            let s = f.shrunk.as_ref().expect("shrunk");
-            (s.preemptions, s.fewest)
-        })
+    // `shrunk_of` also checks each claim against the plain bounded search, and that each
+    // shrunk schedule fails the same way.
+    let mut claims: Vec<(u32, bool)> = shrunk_of(&sc, "flag.kdl", false)
+        .into_iter()
+        .map(|(n, fewest, _)| (n, fewest))
         .collect();
     claims.sort();
     assert_eq!(claims, vec![(0, true), (1, true), (1, true)]);
-    // The claims hold against the plain bounded search, and the shrunk schedules fail the
-    // same way.
-    let counts: Vec<u32> = check_shrunk_of(&sc, "flag.kdl", false)
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    assert_eq!(counts.iter().filter(|&&n| n == 1).count(), 2, "{counts:?}");
 }
 
 #[test]
