@@ -430,8 +430,14 @@ pub(super) fn search_plain<T>(
             }
         };
         let mut points = script.points();
-        let blocked = sleepy && script.sleep_blocked();
-        if let Some(b) = script.sleep_blocked_point().filter(|_| sleepy) {
+        // Where the run stopped asleep (the point, and the try made there).
+        let stop = if sleepy {
+            script.sleep_blocked_point().zip(script.sleep_blocked_try())
+        } else {
+            None
+        };
+        let blocked = stop.is_some();
+        if let Some((b, _)) = stop {
             // Every alternative left there was asleep: no schedule from there is new.
             points.truncate(b + 1);
         }
@@ -471,11 +477,7 @@ pub(super) fn search_plain<T>(
             if sleepy {
                 run_events = script.events();
             }
-            if let (true, Some(b), Some(t)) = (
-                blocked,
-                script.sleep_blocked_point(),
-                script.sleep_blocked_try(),
-            ) {
+            if let Some((b, t)) = stop {
                 // What the run did from the try that found everything asleep on (the driver
                 // performs it, then stops the run) is not part of the search's tree: a branch
                 // there replays the tries up to it.

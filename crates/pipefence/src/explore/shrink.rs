@@ -142,11 +142,16 @@ pub fn shrink<T, K: PartialEq>(
         // Sleep sets across one actor's independent actions: the orders of a dispatch's
         // groups that nothing else sees are explored once (each keeps the preemptions).
         let e = search_plain(&opts, None, Sleep::Plain, &mut body, |r| {
-            runs += 1;
             let Run::Schedule(v, script) = r else {
-                // A run stopped asleep costs a run too.
+                // A run stopped asleep or as a repeat costs a run too; one that did not follow
+                // its prefix goes on to the search's check, as `enumerate` lets it.
+                if matches!(r, Run::Diverged) {
+                    return true;
+                }
+                runs += 1;
                 return runs < phase1_runs;
             };
+            runs += 1;
             if let Some(got) = key(v) {
                 for &i in &pending {
                     if !found[i] && targets[i].0 == got {
