@@ -437,17 +437,24 @@ fn check_scenario(text: &str, strict: bool) -> Result<Checked, String> {
     })
 }
 
-#[test]
-fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search() {
+/// A property's runner: [`CASES`] cases (`PROPTEST_CASES` overrides) from the fixed `seed`
+/// (a fixed seed keeps the run time steady; `PROPTEST_RNG_SEED` picks another), no failure
+/// files.
+fn runner_config(seed: u64) -> Config {
     let mut config = Config::with_cases(CASES);
     if std::env::var_os("PROPTEST_CASES").is_some() {
         config.cases = Config::default().cases;
     }
-    // A fixed seed keeps the run time steady; `PROPTEST_RNG_SEED` picks another.
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        config.rng_seed = RngSeed::Fixed(0x5eed_00d4);
+        config.rng_seed = RngSeed::Fixed(seed);
     }
     config.failure_persistence = None;
+    config
+}
+
+#[test]
+fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search() {
+    let config = runner_config(0x5eed_00d4);
     let cases = config.cases;
     let verbose = std::env::var_os("REDUCTION_SOUNDNESS_VERBOSE").is_some();
     let stats = std::cell::RefCell::new((0u32, 0u32, 0u64, 0u64));
@@ -671,14 +678,7 @@ fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String>
 /// fewest preemptions, so a shrink's `fewest: true` stays true of the plain listing.
 #[test]
 fn d4_bounded_search_with_sleep_sets_keeps_each_outcomes_fewest_preemptions() {
-    let mut config = Config::with_cases(CASES);
-    if std::env::var_os("PROPTEST_CASES").is_some() {
-        config.cases = Config::default().cases;
-    }
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        config.rng_seed = RngSeed::Fixed(0x5eed_00d5);
-    }
-    config.failure_persistence = None;
+    let config = runner_config(0x5eed_00d5);
     let cases = config.cases;
     let stats = std::cell::RefCell::new((0u32, 0u64, 0u64));
     let mut runner = TestRunner::new(config);
