@@ -531,3 +531,94 @@ fn x6_exhaustive_timelines_traces_and_report_replay_each_failing_outcome() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The failing outcomes of an exhaustive report, as sorted lists of what failed.
+fn failing_whats(v: &Value) -> Vec<String> {
+    let mut w: Vec<String> = v["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| f["what"].to_string())
+        .collect();
+    w.sort();
+    w
+}
+
+#[test]
+fn x2_a_preemption_bound_explores_one_order_of_a_dispatchs_groups_and_finds_every_outcome() {
+    // Two dispatches of 4 groups each on one queue: their groups' orders are 2,450 plain
+    // schedules at bound 0; they keep the preemptions, so the bounded search explores one.
+    let f = "tests/scenarios/write-write.kdl";
+    let bounded = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            f,
+            "--exhaustive",
+            "--preemption-bound",
+            "0",
+            "--no-shrink",
+            "--max-schedules",
+            "5000",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&pipefence(&args))
+    };
+    let sleepy = bounded(&[]);
+    let plain = bounded(&["--no-reduction"]);
+    for v in [&sleepy, &plain] {
+        assert_eq!(v["bound"], "--preemption-bound 0", "{v}");
+    }
+    assert_eq!(
+        (&sleepy["reduced"], &plain["reduced"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    let (s, p) = (
+        sleepy["schedules"].as_u64().unwrap(),
+        plain["schedules"].as_u64().unwrap(),
+    );
+    assert!(s * 100 < p, "{s} schedules with sleep sets, {p} plain");
+    assert_eq!(sleepy["outcomes"], plain["outcomes"]);
+    assert_eq!(failing_whats(&sleepy), failing_whats(&plain));
+    assert!(!failing_whats(&sleepy).is_empty());
+    // Each failure found replays as the check saw it.
+    let replay = sleepy["failures"][0]["replay"].as_str().unwrap();
+    let out = pipefence(&["run", f, "--schedule", replay, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        sleepy["failures"][0]["exit"].as_i64().map(|c| c as i32)
+    );
+}
+
+#[test]
+fn x2_a_bounded_search_mostly_stopped_asleep_starts_again_as_the_plain_one() {
+    // Strict mode, a fixed flag scenario at bound 1: the early write-backs of the fill's lines
+    // stop nearly every run asleep (1 schedule in 10,000 runs), so the check gives up on the
+    // sleep sets after 1,000 such runs and runs the plain bounded search from the start.
+    let args = [
+        "check",
+        "tests/scenarios/top-of-pipe-flag-fixed.kdl",
+        "--strict",
+        "--exhaustive",
+        "--preemption-bound",
+        "1",
+        "--max-schedules",
+        "1500",
+        "--json",
+    ];
+    let v = json(&pipefence(&args));
+    assert_eq!(v["reduced"], false, "{v}");
+    assert_eq!(v["schedules"], 1500);
+    assert_eq!(v["bound"], "--max-schedules 1500");
+    assert_eq!(v["sleep_blocked"], 0);
+    assert_eq!(v["failing"], 0);
+    // Without the bound the reduced search proves it.
+    let v = json(&pipefence(
+        &args[..4]
+            .iter()
+            .chain(&["--json"])
+            .copied()
+            .collect::<Vec<_>>(),
+    ));
+    assert_eq!(v["complete"], true, "{v}");
+}

@@ -424,13 +424,19 @@ fn bad_shards_and_jobs_are_usage_errors_that_name_the_value() {
 }
 
 /// Exhaustive checks over small scenarios (complete, failing, bounded by preemptions, strict).
-const EXHAUSTIVE_CASES: [&[&str]; 4] = [
+const EXHAUSTIVE_CASES: [&[&str]; 5] = [
     &["tests/scenarios/host-write-race.kdl"],
     &["tests/scenarios/write-write.kdl"],
     &[
         "tests/scenarios/pfp-indirect-race.kdl",
         "--preemption-bound",
         "0",
+    ],
+    &[
+        "tests/scenarios/pfp-indirect-race.kdl",
+        "--preemption-bound",
+        "0",
+        "--no-reduction",
     ],
     &["tests/scenarios/host-poll-result.kdl", "--strict"],
 ];
@@ -458,9 +464,12 @@ fn x6_exhaustive_jobs_1_2_and_3_give_the_same_report_human_and_json() {
 /// shards are its units, so they reproduce it whole: counts, each failing outcome's first
 /// replay and its shrunk counterexample. A reduced search without shards is the sequential
 /// one (`docs/exploration.md`), its shards explore units: they find the same outcomes and the
-/// same failing outcomes, each first met in another schedule.
-fn exhaustive_verdict(v: &Value) -> Value {
-    let plain = v["reduced"] == Value::Bool(false);
+/// same failing outcomes, each first met in another schedule. So is a preemption-bounded one
+/// with reduction (sleep sets across one actor's actions; `reduced` in its report), whose
+/// shards explore the plain bounded search's units (`reduced: false`): `plain` is whether
+/// both reports are of plain searches, and `reduced` is compared only then and between
+/// reduced searches.
+fn exhaustive_verdict(v: &Value, plain: bool, bounded: bool) -> Value {
     let mut failures: Vec<Value> = v["failures"]
         .as_array()
         .expect("failures")
@@ -481,7 +490,10 @@ fn exhaustive_verdict(v: &Value) -> Value {
         failures.sort_by_key(|f| f.to_string());
     }
     let mut out = serde_json::json!({ "failures": failures });
-    let mut keys = vec!["complete", "bound", "outcomes", "reduced"];
+    let mut keys = vec!["complete", "bound", "outcomes"];
+    if plain || !bounded {
+        keys.push("reduced");
+    }
     if plain {
         keys.extend([
             "schedules",
@@ -504,7 +516,8 @@ fn x6_merged_exhaustive_shards_are_the_unsharded_check_for_1_2_3_and_7_shards() 
     for case in EXHAUSTIVE_CASES {
         let base = [&["check"][..], case, &["--exhaustive"][..]].concat();
         let whole = pipefence(&[&base[..], &["--json"]].concat());
-        let want = exhaustive_verdict(&json(&whole));
+        let bounded = case.contains(&"--preemption-bound") && !case.contains(&"--no-reduction");
+        let whole_v = json(&whole);
         for total in [1, 2, 3, 7] {
             let files = run_shards(&dir, &base, total);
             let merged = merge(&files, &["--json"]);
@@ -514,9 +527,21 @@ fn x6_merged_exhaustive_shards_are_the_unsharded_check_for_1_2_3_and_7_shards() 
                 "{case:?} in {total} shards: {}",
                 stderr(&merged)
             );
+            let merged_v = json(&merged);
+            let plain = [&whole_v, &merged_v]
+                .iter()
+                .all(|v| v["reduced"] == Value::Bool(false));
+            if bounded {
+                // The bounded search with sleep sets runs without shards, the plain one in them.
+                assert_eq!(
+                    (&whole_v["reduced"], &merged_v["reduced"]),
+                    (&Value::Bool(true), &Value::Bool(false)),
+                    "{case:?}"
+                );
+            }
             assert_eq!(
-                exhaustive_verdict(&json(&merged)),
-                want,
+                exhaustive_verdict(&merged_v, plain, bounded),
+                exhaustive_verdict(&whole_v, plain, bounded),
                 "{case:?} in {total} shards"
             );
         }

@@ -128,6 +128,19 @@ pub fn enumerate_parallel<T: Send>(
         // The sequential search itself, its runs made ahead on the other threads.
         return super::speculate::enumerate_speculative(opts, par.jobs, &body, &cancel, &mut visit);
     }
+    if opts.reduction && par.shard.is_none() {
+        match bounded_sleeping(opts, &body, &cancel, &mut visit) {
+            Some(e) => return e,
+            // Mostly runs stopped asleep: the plain bounded search instead, from the start.
+            None if visit(Seen::Restart) => {}
+            None => {
+                return Enumeration {
+                    bound: Some(Bound::Stopped),
+                    ..Enumeration::empty(false)
+                }
+            }
+        }
+    }
     let mut clock_matters = false;
     loop {
         match attempt(
@@ -151,6 +164,51 @@ pub fn enumerate_parallel<T: Send>(
             }
         }
     }
+}
+
+/// Runs stopped asleep a bounded search with sleep sets makes before it may give up
+/// ([`bounded_sleeping`]).
+const ASLEEP_BEFORE_GIVING_UP: u64 = 1_000;
+
+/// A preemption-bounded check with reduction, not in shards: the bounded search with sleep
+/// sets across one actor's independent actions (a shrink's, [`search_plain`] with
+/// [`Sleep::Plain`]: every outcome of a schedule within the bound, each with its fewest
+/// preemptions, in no more schedules than the plain bounded search). It runs on one
+/// thread, so its report is the same whatever the threads. Runs stopped asleep are not
+/// schedules, and where most runs stop so (in strict mode, the orders of many lines'
+/// early write-backs) the search explores little: once they number
+/// [`ASLEEP_BEFORE_GIVING_UP`] and four times the schedules, `None`, for the plain bounded
+/// search to run instead, from the start (a rule of counts: the same whatever the threads).
+/// Shards explore the plain bounded search's units.
+fn bounded_sleeping<T>(
+    opts: &ExhaustiveOptions,
+    body: &impl Fn(&Arc<Script>) -> T,
+    cancel: &impl Fn() -> bool,
+    visit: &mut impl FnMut(Seen<'_, T>) -> bool,
+) -> Option<Enumeration> {
+    let (mut schedules, mut asleep, mut give_up) = (0u64, 0u64, false);
+    let mut e = search_plain(opts, None, Sleep::Plain, body, |r| {
+        if cancel() {
+            return false;
+        }
+        match r {
+            Run::Schedule(v, script) => {
+                schedules += 1;
+                visit(Seen::Schedule(v, &script.schedule_string()))
+            }
+            Run::SleepBlocked(_) => {
+                asleep += 1;
+                give_up = asleep >= ASLEEP_BEFORE_GIVING_UP && asleep > 4 * schedules;
+                !give_up
+            }
+            Run::Repeated | Run::Diverged | Run::Ahead(..) => true,
+        }
+    });
+    if give_up {
+        return None;
+    }
+    e.reduced = true;
+    Some(e)
 }
 
 /// The choice points of a unit's first run, as its search keeps them.
