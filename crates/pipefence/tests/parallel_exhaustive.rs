@@ -140,6 +140,33 @@ fn x6_parallel_reduced_search_finds_every_outcome_the_same_whatever_the_threads(
 }
 
 #[test]
+fn x6_parallel_bounded_search_with_sleep_sets_finds_the_plain_outcomes_the_same_whatever_the_threads(
+) {
+    let outcomes =
+        |seen: &[Explored]| -> BTreeSet<(u64, u64)> { seen.iter().map(|(_, v)| *v).collect() };
+    for bound in [Some(0), Some(1)] {
+        let (e, want) = sequential(&plain(bound));
+        let opts = ExhaustiveOptions {
+            reduction: true,
+            ..plain(bound)
+        };
+        let (p1, one) = parallel(&opts, &Parallel::default());
+        assert!(p1.reduced, "{p1:?}");
+        assert_eq!((p1.complete, p1.bound), (e.complete, e.bound), "{bound:?}");
+        assert_eq!(outcomes(&one), outcomes(&want), "{bound:?}");
+        assert!(p1.schedules <= e.schedules, "{p1:?} against {e:?}");
+        for jobs in [2, 3] {
+            let (p, got) = parallel(&opts, &Parallel { jobs, shard: None });
+            assert_eq!(
+                got, one,
+                "{bound:?}: the same schedules in order on {jobs} threads"
+            );
+            assert_eq!(p, p1);
+        }
+    }
+}
+
+#[test]
 fn x6_shards_in_order_are_the_whole_search() {
     for opts in [
         plain(Some(0)),

@@ -4,11 +4,13 @@
 //! The search is cut into *units*, each the subtree of schedules that agree on their first
 //! choices. The top of the tree is expanded breadth-first until there are at least
 //! [`TARGET_UNITS`] units (or nothing is left to expand): at each choice point expanded, every
-//! alternative becomes a unit (within the preemption bound; for the reduced search, every
-//! alternative not asleep, the siblings explored before it asleep in it, as plain sleep sets
-//! have it). A unit is then explored on its own from its first run (the one that created it),
-//! by the plain search or by source-DPOR over the choice points below the expanded ones: the
-//! races it finds above them need no backtracking, since every alternative there is a unit.
+//! alternative becomes a unit (within the preemption bound; for the reduced search and the
+//! bounded one with sleep sets, every alternative not asleep, the siblings explored before it
+//! asleep in it, as plain sleep sets have it). A unit is then explored on its own from its
+//! first run (the one that created it), by the plain search, the bounded one with sleep sets
+//! across one actor's actions ([`Mode::Sleepy`]) or source-DPOR over the choice points below
+//! the expanded ones: the races it finds above them need no backtracking, since every
+//! alternative there is a unit.
 //!
 //! The units are a function of the program alone, not of the threads or shards, and each is
 //! explored deterministically; their results are handed on in the units' order, so the
@@ -23,7 +25,7 @@ use super::exhaustive::{
     assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
     ExhaustiveOptions, Root, Run, Sleep,
 };
-use crate::choice::{ActorKey, ChoicePoint, Script};
+use crate::choice::{ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::Footprint;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -104,6 +106,8 @@ enum Rec<T> {
 enum Attempt {
     Done(Enumeration),
     ClockMatters,
+    /// A bounded search with sleep sets whose runs mostly stopped asleep ([`Mode::Sleepy`]).
+    GiveUp,
 }
 
 /// Explores every schedule of `body` as [`super::enumerate`] does, on `par.jobs` threads and
@@ -111,7 +115,10 @@ enum Attempt {
 /// the units' order, so it sees the same schedules in the same order whatever `par.jobs` is.
 /// `visit` returns `false` to stop; `cancel` (asked between runs) stops the exploration too.
 /// The reduced search and the plain one count schedules as [`super::enumerate`] does, but
-/// may explore a few more runs: the top of the tree is not reduced.
+/// may explore a few more runs: the top of the tree is not reduced. A preemption bound with
+/// `opts.reduction` (and no shard) runs the bounded search with sleep sets across one actor's
+/// independent actions ([`Mode::Sleepy`]; `reduced` in the result), or, where its runs mostly
+/// stop asleep, the plain bounded search after a [`Seen::Restart`].
 pub fn enumerate_parallel<T: Send>(
     opts: &ExhaustiveOptions,
     par: &Parallel,
@@ -123,107 +130,89 @@ pub fn enumerate_parallel<T: Send>(
         jobs: par.jobs.clamp(1, MAX_JOBS),
         ..*par
     };
-    let reduced = opts.reduction && opts.preemption_bound.is_none();
-    if reduced && par.shard.is_none() {
+    let mut mode = match (opts.reduction, opts.preemption_bound, par.shard) {
+        (false, _, _) => Mode::Plain,
+        (true, None, _) => Mode::Reduced,
+        (true, Some(_), None) => Mode::Sleepy,
+        // Shards of a bounded check give up on nothing: the plain search's units.
+        (true, Some(_), Some(_)) => Mode::Plain,
+    };
+    if mode == Mode::Reduced && par.shard.is_none() {
         // The sequential search itself, its runs made ahead on the other threads.
         return super::speculate::enumerate_speculative(opts, par.jobs, &body, &cancel, &mut visit);
     }
-    if opts.reduction && par.shard.is_none() {
-        match bounded_sleeping(opts, &body, &cancel, &mut visit) {
-            Some(e) => return e,
-            // Mostly runs stopped asleep: the plain bounded search instead, from the start.
-            None if visit(Seen::Restart) => {}
-            None => {
-                return Enumeration {
-                    bound: Some(Bound::Stopped),
-                    ..Enumeration::empty(false)
-                }
-            }
-        }
-    }
     let mut clock_matters = false;
     loop {
-        match attempt(
-            opts,
-            par,
-            reduced,
-            clock_matters,
-            &body,
-            &cancel,
-            &mut visit,
-        ) {
+        let restart = match attempt(opts, par, mode, clock_matters, &body, &cancel, &mut visit) {
             Attempt::Done(e) => return e,
             Attempt::ClockMatters => {
                 clock_matters = true;
-                if !visit(Seen::Restart) {
-                    return Enumeration {
-                        bound: Some(Bound::Stopped),
-                        ..Enumeration::empty(reduced)
-                    };
-                }
+                visit(Seen::Restart)
             }
+            Attempt::GiveUp => {
+                // Mostly runs stopped asleep: the plain bounded search, from the start.
+                mode = Mode::Plain;
+                visit(Seen::Restart)
+            }
+        };
+        if !restart {
+            return Enumeration {
+                bound: Some(Bound::Stopped),
+                ..Enumeration::empty(mode != Mode::Plain)
+            };
         }
     }
+}
+
+/// Which search a parallel exploration runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The plain search (every interleaving, within the preemption bound).
+    Plain,
+    /// A preemption-bounded search with sleep sets across one actor's independent actions
+    /// (a shrink's, [`search_plain`] with [`Sleep::Plain`]: every outcome of a schedule within
+    /// the bound, each with its fewest preemptions, in no more schedules than the plain
+    /// bounded search), without shards. Runs stopped asleep are not schedules, and where
+    /// most runs stop so (in strict mode, the orders of many lines' early write-backs) the
+    /// search explores little: once they number [`ASLEEP_BEFORE_GIVING_UP`] and four times
+    /// the schedules handed on, the exploration starts again with the plain search (a rule
+    /// of the counts in the units' order: the same whatever the threads).
+    Sleepy,
+    /// Source-DPOR (shards of the reduced search).
+    Reduced,
 }
 
 /// Runs stopped asleep a bounded search with sleep sets makes before it may give up
-/// ([`bounded_sleeping`]).
+/// ([`Mode::Sleepy`]).
 const ASLEEP_BEFORE_GIVING_UP: u64 = 1_000;
 
-/// A preemption-bounded check with reduction, not in shards: the bounded search with sleep
-/// sets across one actor's independent actions (a shrink's, [`search_plain`] with
-/// [`Sleep::Plain`]: every outcome of a schedule within the bound, each with its fewest
-/// preemptions, in no more schedules than the plain bounded search). It runs on one
-/// thread, so its report is the same whatever the threads. Runs stopped asleep are not
-/// schedules, and where most runs stop so (in strict mode, the orders of many lines'
-/// early write-backs) the search explores little: once they number
-/// [`ASLEEP_BEFORE_GIVING_UP`] and four times the schedules, `None`, for the plain bounded
-/// search to run instead, from the start (a rule of counts: the same whatever the threads).
-/// Shards explore the plain bounded search's units.
-fn bounded_sleeping<T>(
-    opts: &ExhaustiveOptions,
-    body: &impl Fn(&Arc<Script>) -> T,
-    cancel: &impl Fn() -> bool,
-    visit: &mut impl FnMut(Seen<'_, T>) -> bool,
-) -> Option<Enumeration> {
-    let (mut schedules, mut asleep, mut give_up) = (0u64, 0u64, false);
-    let mut e = search_plain(opts, None, Sleep::Plain, body, |r| {
-        if cancel() {
-            return false;
-        }
-        match r {
-            Run::Schedule(v, script) => {
-                schedules += 1;
-                visit(Seen::Schedule(v, &script.schedule_string()))
-            }
-            Run::SleepBlocked(_) => {
-                asleep += 1;
-                give_up = asleep >= ASLEEP_BEFORE_GIVING_UP && asleep > 4 * schedules;
-                !give_up
-            }
-            Run::Repeated | Run::Diverged | Run::Ahead(..) => true,
-        }
-    });
-    if give_up {
-        return None;
+/// A [`Mode::Sleepy`] run's choice points, events and tries, as its search keeps them: up to
+/// the point where it stopped asleep, if it did (and the try made there).
+fn sleepy_record(script: &Script) -> (Vec<ChoicePoint>, Vec<Event>, Vec<u32>) {
+    let mut points = script.points();
+    let mut events = script.events();
+    let mut tries = script.tries();
+    if let (Some(b), Some(t)) = (script.sleep_blocked_point(), script.sleep_blocked_try()) {
+        points.truncate(b + 1);
+        events.retain(|e| e.point < b);
+        tries.truncate(t + 1);
     }
-    e.reduced = true;
-    Some(e)
+    (points, events, tries)
 }
 
 /// The choice points of a unit's first run, as its search keeps them.
-fn unit_points(script: &Script, reduced: bool) -> Vec<ChoicePoint> {
-    if reduced {
+fn unit_points(script: &Script, mode: Mode) -> Vec<ChoicePoint> {
+    match mode {
         // The clock was checked when the run was made.
-        run_record(script, true).map(|(p, _)| p).unwrap_or_default()
-    } else {
-        script.points()
+        Mode::Reduced => run_record(script, true).map(|(p, _)| p).unwrap_or_default(),
+        Mode::Sleepy => sleepy_record(script).0,
+        Mode::Plain => script.points(),
     }
 }
 
 /// The alternatives at `p` that a search could explore besides the one taken: not found
-/// disabled, and for the reduced search not asleep.
-fn others(p: &ChoicePoint, reduced: bool) -> u32 {
+/// disabled, and for the reduced search (and the bounded one with sleep sets) not asleep.
+fn others(p: &ChoicePoint, mode: Mode) -> u32 {
     if !p.scheduling && p.disabled.is_empty() {
         // A choice within an action: every alternative but the one taken (without counting
         // them one by one: a dispatch of billions of groups chooses among billions).
@@ -231,7 +220,7 @@ fn others(p: &ChoicePoint, reduced: bool) -> u32 {
     }
     (0..p.alternatives)
         .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a))
-        .filter(|&a| !(reduced && asleep(p, &p.sleep, a)))
+        .filter(|&a| mode == Mode::Plain || !asleep(p, &p.sleep, a))
         .count() as u32
 }
 
@@ -246,11 +235,11 @@ fn asleep(p: &ChoicePoint, sleep: &[(ActorKey, Footprint)], alt: u32) -> bool {
 /// How large the subtree of a unit frozen at `frozen` looks (Knuth's estimate along its first
 /// run: the sum of the logarithms of the branching at each choice point from `frozen` on); 0
 /// when no point there has an alternative to explore.
-fn weight(points: &[ChoicePoint], frozen: usize, reduced: bool) -> f64 {
+fn weight(points: &[ChoicePoint], frozen: usize, mode: Mode) -> f64 {
     points
         .iter()
         .skip(frozen)
-        .map(|p| f64::from(others(p, reduced) + 1).ln())
+        .map(|p| f64::from(others(p, mode) + 1).ln())
         .sum()
 }
 
@@ -315,20 +304,27 @@ enum Halt {
 /// Expands `u` at its first free choice point: one unit per alternative explored there.
 fn expand<T>(
     opts: &ExhaustiveOptions,
-    reduced: bool,
+    mode: Mode,
     clock_matters: bool,
     u: Unit<T>,
     body: &(impl Fn(&Arc<Script>) -> T + Sync),
     cancel: &(impl Fn() -> bool + Sync),
 ) -> Result<Vec<Unit<T>>, Halt> {
-    let (points, mut latest_events) = if reduced {
-        run_record(&u.script, clock_matters).map_err(|_| Halt::Clock)?
-    } else {
-        (u.script.points(), Vec::new())
+    // A run's points and events as the search keeps them, and the tries a branch replays.
+    let record = |script: &Script| -> Result<_, Halt> {
+        Ok(match mode {
+            Mode::Reduced => {
+                let (p, e) = run_record(script, clock_matters).map_err(|_| Halt::Clock)?;
+                (p, e, script.tries())
+            }
+            Mode::Sleepy => sleepy_record(script),
+            Mode::Plain => (script.points(), Vec::new(), script.tries()),
+        })
     };
+    let (points, mut latest_events, mut latest_tries) = record(&u.script)?;
     // Points with nothing else to explore need no units of their own. (With a preemption
     // bound, one whose alternatives the bound cuts is expanded, to say so.)
-    let Some(f) = (u.frozen..points.len()).find(|&i| others(&points[i], reduced) > 0) else {
+    let Some(f) = (u.frozen..points.len()).find(|&i| others(&points[i], mode) > 0) else {
         return Ok(vec![Unit { weight: 0.0, ..u }]);
     };
     if !points[f].scheduling && points[f].alternatives > MAX_EXPANDED_ALTERNATIVES {
@@ -336,9 +332,8 @@ fn expand<T>(
     }
     let mut point = points[f].clone();
     let sleep_here = point.sleep.clone();
-    let mut latest_tries = u.script.tries();
     let mut latest_points = points.clone();
-    let before = if reduced {
+    let before = if mode == Mode::Reduced {
         0
     } else {
         preemptions_before(&points, f)
@@ -352,11 +347,10 @@ fn expand<T>(
         if tried.contains(&alt) {
             continue;
         }
-        if reduced {
-            if asleep(&point, &sleep_here, alt) {
-                continue;
-            }
-        } else if let Some(k) = opts.preemption_bound {
+        if mode != Mode::Plain && asleep(&point, &sleep_here, alt) {
+            continue;
+        }
+        if let Some(k) = opts.preemption_bound.filter(|_| mode != Mode::Reduced) {
             if before + u32::from(point.preempts(alt)) > k {
                 out.last_mut().expect("the first unit is there").cut = true;
                 continue;
@@ -365,21 +359,29 @@ fn expand<T>(
         if cancel() {
             return Err(Halt::Cancelled);
         }
-        let script = if reduced {
-            note_slept(&mut slept, &point, f, &latest_events);
-            branch_spec(&latest_tries, &point, &sleep_here, &slept, alt, None).script(0)
-        } else {
-            let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
-            Script::exploring(prefix, at)
+        let script = match mode {
+            Mode::Reduced => {
+                note_slept(&mut slept, &point, f, &latest_events);
+                branch_spec(&latest_tries, &point, &sleep_here, &slept, alt, None).script(0)
+            }
+            Mode::Sleepy => {
+                // The alternatives explored here before sleep in this one, as in the
+                // sequential search.
+                note_slept(&mut slept, &point, f, &latest_events);
+                let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
+                let mut asleep = sleep_here.to_vec();
+                asleep.extend(slept.iter().cloned());
+                Script::bounded(prefix, Some(at), asleep)
+            }
+            Mode::Plain => {
+                let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
+                Script::exploring(prefix, at)
+            }
         };
         let script = Arc::new(script);
         let value = body(&script);
         tried.push(alt);
-        let (new_points, new_events) = if reduced {
-            run_record(&script, clock_matters).map_err(|_| Halt::Clock)?
-        } else {
-            (script.points(), Vec::new())
-        };
+        let (new_points, new_events, new_tries) = record(&script)?;
         if cancel() {
             // The run may have been cut short.
             return Err(Halt::Cancelled);
@@ -391,7 +393,7 @@ fn expand<T>(
             continue;
         }
         refresh_point(&mut point, &new_points[f]);
-        latest_tries = script.tries();
+        latest_tries = new_tries;
         latest_events = new_events;
         out.push(Unit {
             script,
@@ -399,7 +401,7 @@ fn expand<T>(
             frozen: f + 1,
             repeated: 0,
             cut: false,
-            weight: weight(&new_points, f + 1, reduced),
+            weight: weight(&new_points, f + 1, mode),
         });
         latest_points = new_points;
     }
@@ -427,29 +429,36 @@ fn preemptions_before(points: &[ChoicePoint], f: usize) -> u32 {
 fn attempt<T: Send>(
     opts: &ExhaustiveOptions,
     par: &Parallel,
-    reduced: bool,
+    mode: Mode,
     clock_matters: bool,
     body: &(impl Fn(&Arc<Script>) -> T + Sync),
     cancel: &(impl Fn() -> bool + Sync),
     visit: &mut impl FnMut(Seen<'_, T>) -> bool,
 ) -> Attempt {
     let jobs = par.jobs.max(1);
-    let mut total = Enumeration::empty(reduced);
+    let mut total = Enumeration::empty(mode != Mode::Plain);
     let stopped = |mut e: Enumeration| {
         e.bound = Some(Bound::Stopped);
         Attempt::Done(e)
     };
     // The top, breadth first: the first run (reduced, as the sequential search makes it,
     // the clock put in the relation at once when it wrote the clock).
-    let (script, value, clock_matters) = if reduced {
-        let (root, clock) = first_run(body);
-        (root.script, root.value, clock_matters || clock)
-    } else {
-        let script = Arc::new(Script::new(Vec::new()));
-        let value = body(&script);
-        (script, value, clock_matters)
+    let (script, value, clock_matters) = match mode {
+        Mode::Reduced => {
+            let (root, clock) = first_run(body);
+            (root.script, root.value, clock_matters || clock)
+        }
+        Mode::Sleepy | Mode::Plain => {
+            let script = Arc::new(if mode == Mode::Sleepy {
+                Script::bounded(Vec::new(), None, Vec::new())
+            } else {
+                Script::new(Vec::new())
+            });
+            let value = body(&script);
+            (script, value, clock_matters)
+        }
     };
-    let weight = weight(&unit_points(&script, reduced), 0, reduced);
+    let weight = weight(&unit_points(&script, mode), 0, mode);
     let mut units = vec![Unit {
         script,
         value,
@@ -475,7 +484,7 @@ fn attempt<T: Send>(
             .map(|&i| slots[i].take().expect("picked once"))
             .collect();
         let expanded = par_map(jobs, picked, |u| {
-            expand(opts, reduced, clock_matters, u, body, cancel)
+            expand(opts, mode, clock_matters, u, body, cancel)
         });
         let mut children = Vec::new();
         for e in expanded {
@@ -543,10 +552,12 @@ fn attempt<T: Send>(
             }
             alive
         };
-        let end = if reduced {
-            search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
-        } else {
-            Ok(search_plain(opts, Some(root), Sleep::None, body, send))
+        let end = match mode {
+            Mode::Reduced => {
+                search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
+            }
+            Mode::Sleepy => Ok(search_plain(opts, Some(root), Sleep::Plain, body, send)),
+            Mode::Plain => Ok(search_plain(opts, Some(root), Sleep::None, body, send)),
         };
         batch.push(Rec::End(end));
         if tx.send((i, batch)).is_err() {
@@ -617,7 +628,17 @@ fn attempt<T: Send>(
                         total.repeated_runs += 1;
                         unit_repeated += 1;
                     }
-                    Rec::SleepBlocked => total.sleep_blocked += 1,
+                    Rec::SleepBlocked => {
+                        total.sleep_blocked += 1;
+                        if mode == Mode::Sleepy
+                            && total.sleep_blocked >= ASLEEP_BEFORE_GIVING_UP
+                            && total.sleep_blocked > 4 * total.schedules
+                        {
+                            stop.store(true, Ordering::Relaxed);
+                            outcome = Some(Attempt::GiveUp);
+                            continue 'merge;
+                        }
+                    }
                     Rec::End(Err(ClockMatters)) => {
                         stop.store(true, Ordering::Relaxed);
                         outcome = Some(Attempt::ClockMatters);
