@@ -328,10 +328,14 @@ impl ShrunkView {
 /// its decisive steps. `run` is the replay command without `--schedule`.
 fn shrunk_text(s: &ShrunkView, replayed: &str, run: &str) -> String {
     let fewest = if s.fewest {
-        "the fewest possible"
+        "the fewest possible".to_string()
     } else {
-        "the fewest found: the shrink budget ran out before every schedule with fewer was \
-         explored (--shrink-runs)"
+        // The bounded check runs the shrink's own bounded search, on every thread.
+        format!(
+            "the fewest found: the shrink budget ran out before every schedule with fewer was \
+             explored (--shrink-runs; --preemption-bound {} --no-shrink explores them all)",
+            s.preemptions.saturating_sub(1)
+        )
     };
     let n = plural(u64::from(s.preemptions), "preemption");
     let mut t = if s.replay == replayed {

@@ -246,6 +246,63 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
         "{text}"
     );
 
+    // A shrink its budget cut says so, and names the bounded check that settles the count,
+    // which finds no failure of that outcome with fewer preemptions.
+    let flag = "tests/scenarios/top-of-pipe-flag.kdl";
+    let out = pipefence(&["check", flag, "--exhaustive", "--shrink-runs", "20"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("1 preemption, the fewest found: the shrink budget ran out before every schedule with fewer was explored (--shrink-runs; --preemption-bound 0 --no-shrink explores them all)"),
+        "{text}"
+    );
+    let cut = json(&pipefence(&[
+        "check",
+        flag,
+        "--exhaustive",
+        "--shrink-runs",
+        "20",
+        "--json",
+    ]));
+    let bounded = json(&pipefence(&[
+        "check",
+        flag,
+        "--exhaustive",
+        "--preemption-bound",
+        "0",
+        "--no-shrink",
+        "--json",
+    ]));
+    assert_eq!(bounded["bound"], "--preemption-bound 0", "{bounded}");
+    // An outcome as the check groups them: without its times.
+    let key = |o: &Value| {
+        let mut o = o.clone();
+        for k in ["elapsed_ns", "queues"] {
+            o.as_object_mut().unwrap().remove(k);
+        }
+        o
+    };
+    let at_0: Vec<Value> = bounded["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| key(&f["outcome"]))
+        .collect();
+    let mut unsettled = 0;
+    for f in cut["failures"].as_array().unwrap() {
+        if f["shrunk"]["preemptions"] == 1 && f["shrunk"]["fewest"] == false {
+            unsettled += 1;
+            assert!(
+                !at_0.contains(&key(&f["outcome"])),
+                "{f} fails at bound 0 too"
+            );
+        }
+    }
+    // (The key finds an outcome again: a bound-0 failure's replay has the same one.)
+    let replay = bounded["failures"][0]["replay"].as_str().unwrap();
+    let again = json(&pipefence(&["run", flag, "--schedule", replay, "--json"]));
+    assert!(at_0.contains(&key(&again)), "{again}");
+    assert!(unsettled > 0, "{cut}");
+
     let out = pipefence(&["check", f, "--exhaustive", "--json", "--no-shrink"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(json(&out)["failures"][0].get("shrunk").is_none());
