@@ -134,7 +134,8 @@ pub fn enumerate_parallel<T: Send>(
         (false, _, _) => Mode::Plain,
         (true, None, _) => Mode::Reduced,
         (true, Some(_), None) => Mode::Sleepy,
-        // Shards of a bounded check give up on nothing: the plain search's units.
+        // Shards of a bounded check explore the plain search's units: a shard could not tell
+        // from its own units' counts whether the search with sleep sets gives up.
         (true, Some(_), Some(_)) => Mode::Plain,
     };
     if mode == Mode::Reduced && par.shard.is_none() {
