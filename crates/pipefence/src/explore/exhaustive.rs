@@ -381,6 +381,36 @@ pub(super) enum Sleep {
     Plain,
 }
 
+impl Sleep {
+    /// The plain search's first run, from the start (with sleep sets, a bounded one's).
+    pub(super) fn first_script(self) -> Script {
+        match self {
+            Sleep::None => Script::new(Vec::new()),
+            Sleep::Plain => Script::bounded(Vec::new(), None, Vec::new()),
+        }
+    }
+
+    /// The plain search's run of a branch: it replays `prefix` up to its try `at`
+    /// ([`branch_prefix_replaying`]), which takes the branch's alternative; with sleep sets,
+    /// the actors of `opening` (the point's sleep set when it opened) and of `slept` (its
+    /// alternatives explored before) are asleep from there.
+    pub(super) fn branch_script(
+        self,
+        (prefix, at): (Vec<u32>, usize),
+        opening: &[(ActorKey, Footprint)],
+        slept: &[(ActorKey, Footprint)],
+    ) -> Script {
+        match self {
+            Sleep::None => Script::exploring(prefix, at),
+            Sleep::Plain => {
+                let mut asleep = opening.to_vec();
+                asleep.extend_from_slice(slept);
+                Script::bounded(prefix, Some(at), asleep)
+            }
+        }
+    }
+}
+
 /// The plain search: every schedule (within the preemption bound) from `root` on, or from
 /// the start; with `sleep`, up to the order of independent actions of one actor.
 pub(super) fn search_plain<T>(
@@ -411,19 +441,12 @@ pub(super) fn search_plain<T>(
             (Some(r), _) => (r.script, r.value),
             (None, next) => {
                 let script = Arc::new(match next {
-                    None if sleepy => Script::bounded(Vec::new(), None, Vec::new()),
-                    None => Script::new(Vec::new()),
-                    Some((d, alt)) => {
-                        let (prefix, at) = branch_prefix_replaying(&tries, &run_points, d, alt);
-                        if sleepy {
-                            let n = &path[d];
-                            let mut asleep = n.opening.to_vec();
-                            asleep.extend(n.slept.iter().cloned());
-                            Script::bounded(prefix, Some(at), asleep)
-                        } else {
-                            Script::exploring(prefix, at)
-                        }
-                    }
+                    None => sleep.first_script(),
+                    Some((d, alt)) => sleep.branch_script(
+                        branch_prefix_replaying(&tries, &run_points, d, alt),
+                        &path[d].opening,
+                        &path[d].slept,
+                    ),
                 });
                 let value = body(&script);
                 (script, value)

@@ -183,6 +183,16 @@ enum Mode {
     Reduced,
 }
 
+impl Mode {
+    /// The sleep sets of the plain search this mode runs ([`Mode::Reduced`]: none of its).
+    fn sleep(self) -> Sleep {
+        match self {
+            Mode::Sleepy => Sleep::Plain,
+            Mode::Plain | Mode::Reduced => Sleep::None,
+        }
+    }
+}
+
 /// Runs stopped asleep a bounded search with sleep sets makes before it may give up
 /// ([`Mode::Sleepy`]).
 const ASLEEP_BEFORE_GIVING_UP: u64 = 1_000;
@@ -365,18 +375,17 @@ fn expand<T>(
                 note_slept(&mut slept, &point, f, &latest_events);
                 branch_spec(&latest_tries, &point, &sleep_here, &slept, alt, None).script(0)
             }
-            Mode::Sleepy => {
-                // The alternatives explored here before sleep in this one, as in the
-                // sequential search.
-                note_slept(&mut slept, &point, f, &latest_events);
-                let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
-                let mut asleep = sleep_here.to_vec();
-                asleep.extend(slept.iter().cloned());
-                Script::bounded(prefix, Some(at), asleep)
-            }
-            Mode::Plain => {
-                let (prefix, at) = branch_prefix_replaying(&latest_tries, &latest_points, f, alt);
-                Script::exploring(prefix, at)
+            Mode::Sleepy | Mode::Plain => {
+                if mode == Mode::Sleepy {
+                    // The alternatives explored here before sleep in this one, as in the
+                    // sequential search.
+                    note_slept(&mut slept, &point, f, &latest_events);
+                }
+                mode.sleep().branch_script(
+                    branch_prefix_replaying(&latest_tries, &latest_points, f, alt),
+                    &sleep_here,
+                    &slept,
+                )
             }
         };
         let script = Arc::new(script);
@@ -450,11 +459,7 @@ fn attempt<T: Send>(
             (root.script, root.value, clock_matters || clock)
         }
         Mode::Sleepy | Mode::Plain => {
-            let script = Arc::new(if mode == Mode::Sleepy {
-                Script::bounded(Vec::new(), None, Vec::new())
-            } else {
-                Script::new(Vec::new())
-            });
+            let script = Arc::new(mode.sleep().first_script());
             let value = body(&script);
             (script, value, clock_matters)
         }
@@ -557,8 +562,9 @@ fn attempt<T: Send>(
             Mode::Reduced => {
                 search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
             }
-            Mode::Sleepy => Ok(search_plain(opts, Some(root), Sleep::Plain, body, send)),
-            Mode::Plain => Ok(search_plain(opts, Some(root), Sleep::None, body, send)),
+            Mode::Sleepy | Mode::Plain => {
+                Ok(search_plain(opts, Some(root), mode.sleep(), body, send))
+            }
         };
         batch.push(Rec::End(end));
         if tx.send((i, batch)).is_err() {
