@@ -134,16 +134,17 @@ pub(crate) fn command(
             .as_deref()
             .is_some_and(|b| b.starts_with("--preemption-bound"))
     {
-        summary += if report.reduced {
-            "  a preemption bound reduces only the orders of one actor's independent actions \
-             (a dispatch's groups, a queue's early write-backs); without --preemption-bound \
-             the reduced search may prove this scenario in far fewer schedules\n"
+        let search = if report.reduced {
+            "reduces only the orders of one actor's independent actions (a dispatch's \
+             groups, a queue's early write-backs)"
         } else {
             // In shards, or where most runs of that search stopped asleep.
-            "  a preemption bound explores every interleaving without partial-order \
-             reduction; without --preemption-bound the reduced search may prove this \
-             scenario in far fewer schedules\n"
+            "explores every interleaving without partial-order reduction"
         };
+        summary += &format!(
+            "  a preemption bound {search}; without --preemption-bound the reduced search may \
+             prove this scenario in far fewer schedules\n"
+        );
     }
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
