@@ -1642,6 +1642,186 @@ fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
     }
 }
 
+/// X1: the second schedule of `examples/async-compute.kdl` reverses the race of the compute
+/// queue's PFP wait on the flag with the write that sets it; it starts with a group of the
+/// graphics queue's fill, and the PFP, explored first, sleeps beside the groups left
+/// (docs/exploration.md, "Dispatches beside actors asleep"). They complete in one step there
+/// (`ActorKey::Groups`): every schedule from there runs them first, one trace. The search finds
+/// what sampling finds, its runs have about a third of the points they had with a group per step
+/// (94), and each schedule string replays the outcome it was reported with, one of them through
+/// that step.
+#[test]
+fn x1_the_groups_of_a_dispatch_beside_actors_asleep_complete_in_one_step() {
+    use pipefence::explore::{ActorKey, Script};
+    let src = include_str!("../../../examples/async-compute.kdl");
+    let sc = scenario(src);
+    let mut o = opts(false, 100);
+    o.bounds.reduction = true;
+    let mut seen = Vec::new();
+    let r = check_exhaustive_each(
+        &sc,
+        &o,
+        |_| {},
+        |replay, o| seen.push((replay.to_string(), signature(&mut o.clone()))),
+    );
+    assert!(r.complete);
+    assert_eq!(r.schedules, 2);
+    assert!(r.max_choice_points < 40, "{} points", r.max_choice_points);
+    let found: BTreeSet<String> = seen.iter().map(|(_, s)| s.clone()).collect();
+    assert_eq!(found, sampled(&sc, false));
+    let mut stepped = 0;
+    for (replay, sig) in &seen {
+        let script = Arc::new(Script::from_schedule_string(replay).expect("a schedule"));
+        let mut out = run(&sc, &RunOptions::scripted(false, script.clone()));
+        assert_eq!(&signature(&mut out), sig, "{replay}");
+        let groups =
+            |f: fn(&ActorKey) -> bool| script.events().iter().filter(|e| f(&e.actor)).count();
+        if groups(|a| matches!(a, ActorKey::Groups(..))) > 0 {
+            stepped += 1;
+            // One group on its own (the branch's first action), the rest in one step.
+            assert_eq!(
+                groups(|a| matches!(a, ActorKey::Group(0, ..))),
+                1,
+                "{replay}"
+            );
+        }
+    }
+    assert_eq!(stepped, 1);
+}
+
+/// A producer's dispatch of `groups` groups and its flag, a consumer waiting on the flag on its
+/// ME or PFP then reading the data, and with `third` something unordered with the producer's
+/// groups that touches what they write: another queue's fill of the first data bytes (`1`),
+/// the main thread's write of a data word (`2`), or a copy queue's read of every group's
+/// bytes (`3`).
+fn beside_variant(groups: u32, flag: &str, engine: &str, consumer: &str, third: u8) -> String {
+    let (third_queue, third_list, third_exec, host) = match third {
+        1 => (
+            "queue other kind=compute\n",
+            "list stomp kind=compute {\n    dispatch fill dst=data groups=1 value=5\n}\n",
+            "execute other stomp\n",
+            "",
+        ),
+        2 => ("", "", "", "cpu-write \"data+4\" value=9\n"),
+        3 => (
+            "queue cp kind=copy\nbuffer seen size=1024 heap=readback\n",
+            "list look kind=copy {\n    copy src=data dst=seen bytes=1024\n}\n",
+            "execute cp look\n",
+            "",
+        ),
+        _ => ("", "", "", ""),
+    };
+    let seen = if third == 3 {
+        "\nexpect seen count=256 equals=3"
+    } else {
+        ""
+    };
+    format!(
+        r#"device tdr-ms=2000
+buffer data size=4096 heap=shared
+buffer flag size=64 heap=shared
+buffer total size=4096 heap=readback
+fence done
+queue producer kind=direct
+queue consumer kind=compute
+{third_queue}list produce kind=direct {{
+    dispatch fill dst=data groups={groups} value=3
+    {flag}
+}}
+list consume kind=compute {{
+    wait-value32 flag cmp=greater-equal reference=1 engine={engine}
+    {consumer}
+}}
+{third_list}execute consumer consume
+{third_exec}execute producer produce
+{host}signal consumer done 1
+cpu-wait done 1 timeout-ms=5000
+expect total width=64 equals=0{seen}
+"#
+    )
+}
+
+/// X1 and D4: variants of the flag handshake of `examples/async-compute.kdl` (a top-of-pipe or
+/// bottom-of-pipe flag, an ME or PFP wait, a `sum` or an `add` of the data, with and without
+/// a third queue's unordered fill of the data or the main thread's write into it): the
+/// reduced search, whose runs complete a
+/// dispatch's groups in one step beside actors asleep, finds every outcome that sampling finds
+/// and that the bounded search with one preemption finds (which never takes that step; every
+/// interleaving of these is out of reach: over 200,000 schedules), and the step is taken in
+/// some of them.
+#[test]
+fn d4_the_groups_step_beside_actors_asleep_keeps_the_outcomes_of_sampling_and_the_bounded_search() {
+    use pipefence::explore::{ActorKey, Script};
+    let mut stepped = 0;
+    let mut variants = 0;
+    for (groups, flag, consumer) in [
+        (
+            2,
+            "write-value32-top flag value=1",
+            "dispatch sum dst=total src=data groups=2",
+        ),
+        (
+            3,
+            "write-value32-bop flag value=1 flush=l2-writeback",
+            "dispatch add dst=total src=data groups=2 value=1",
+        ),
+    ] {
+        for engine in ["me", "pfp"] {
+            for third in [0, 1, 2, 3] {
+                variants += 1;
+                let src = beside_variant(groups, flag, engine, consumer, third);
+                let sc = scenario(&src);
+                let mut o = opts(false, 20_000);
+                o.bounds.reduction = true;
+                let mut replays = Vec::new();
+                let mut found = BTreeSet::new();
+                let r = check_exhaustive_each(
+                    &sc,
+                    &o,
+                    |_| {},
+                    |replay, o| {
+                        found.insert(signature(&mut o.clone()));
+                        replays.push(replay.to_string());
+                    },
+                );
+                assert!(r.complete, "{src}");
+                let mut want = BTreeSet::new();
+                let so = CheckOptions {
+                    schedules: 300,
+                    seed: 0,
+                    strict: false,
+                };
+                check_each(
+                    &sc,
+                    &so,
+                    |_| {},
+                    |_, o| {
+                        want.insert(signature(&mut o.clone()));
+                    },
+                );
+                assert!(want.is_subset(&found), "sampled: {src}");
+                let mut bounded = opts(false, 5_000);
+                bounded.bounds.preemption_bound = Some(1);
+                let (within, _) = outcomes_of(&sc, &bounded);
+                assert!(within.is_subset(&found), "bounded: {src}");
+                stepped += usize::from(replays.iter().any(|replay| {
+                    let script =
+                        Arc::new(Script::from_schedule_string(replay).expect("a schedule"));
+                    run(&sc, &RunOptions::scripted(false, script.clone()));
+                    script
+                        .events()
+                        .iter()
+                        .any(|e| matches!(e.actor, ActorKey::Groups(..)))
+                }));
+            }
+        }
+    }
+    assert!(
+        stepped >= variants / 2,
+        "the step taken in {stepped} of {variants}"
+    );
+}
+
 /// A fill of 4,097 groups on one queue and, with no wait between them, another queue's copy of
 /// the bytes of its last groups: past 4,096 groups left a point lists the dispatch as one actor
 /// whose action chooses which groups complete, not its groups one by one.

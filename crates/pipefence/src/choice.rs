@@ -37,8 +37,14 @@ pub enum ActorKey {
     Writeback(u32, u64),
     /// One group of a dispatch: queue, dispatch index on the queue, group.
     Group(u32, u64, u32),
-    /// Some groups of a dispatch (too many groups to list one by one).
+    /// Some groups of a dispatch (too many groups to list one by one), or in a reducing
+    /// exploration every group left of a dispatch that runs alone, in one step.
     Dispatch(u32, u64),
+    /// A reducing exploration: every group left of a dispatch in one step, at a point that
+    /// also lists them one by one beside other actors. The run takes it only where every
+    /// other actor listed there is asleep and touches nothing the groups touch
+    /// (`driver/deterministic/scripted.rs`, `beside_sleepers`); no reversal starts with it.
+    Groups(u32, u64),
     /// An endless kernel's removal, by launch serial.
     Endless(u64),
 }
@@ -47,9 +53,12 @@ impl ActorKey {
     /// Whether two keys name the same actor of the plain (unreduced) listing: the groups of
     /// one dispatch are one actor there, and so are one queue's write-backs of any line.
     pub fn same_plain_actor(self, other: ActorKey) -> bool {
-        use ActorKey::{Dispatch, Group, Writeback};
+        use ActorKey::{Dispatch, Group, Groups, Writeback};
         match (self, other) {
-            (Group(q, d, _) | Dispatch(q, d), Group(r, e, _) | Dispatch(r, e)) => (q, d) == (r, e),
+            (
+                Group(q, d, _) | Dispatch(q, d) | Groups(q, d),
+                Group(r, e, _) | Dispatch(r, e) | Groups(r, e),
+            ) => (q, d) == (r, e),
             (Writeback(q, _), Writeback(r, _)) => q == r,
             (a, b) => a == b,
         }
@@ -95,7 +104,7 @@ pub struct Event {
     /// scheduling point (its footprint is not complete): a sleep set must not keep it.
     pub chose_within: bool,
     /// For a dispatch's groups completed in one step ([`ActorKey::Dispatch`] of a dispatch
-    /// that ran alone): which groups, and where each one's bytes lie (boxed: few events have
+    /// that ran alone, [`ActorKey::Groups`]): which groups, and where each one's bytes lie (boxed: few events have
     /// it, and every event is moved as the run and the search keep it).
     pub whole: Option<Box<WholeGroups>>,
     /// A host's action that began with the pass of a wait on memory (a `cpu-poll`): the
@@ -405,6 +414,25 @@ impl ChoicePoint {
             })
     }
 
+    /// Whether no search's branch starts with alternative `alt` here: it is the step of every
+    /// group left of a dispatch beside them listed one by one ([`ActorKey::Groups`]), which
+    /// only a reducing run takes ([`Script::begin_beside`]), or, where the run took that
+    /// step, one of those groups (every schedule from here that starts with one of them is
+    /// that step's trace: the run took it where every other actor listed was asleep).
+    pub fn beside_step(&self, alt: u32) -> bool {
+        if !self.scheduling {
+            return false;
+        }
+        match self.actors.get(alt as usize) {
+            Some(ActorKey::Groups(..)) => true,
+            Some(a @ ActorKey::Group(..)) => self
+                .taken
+                .and_then(|t| self.actors.get(t as usize))
+                .is_some_and(|t| matches!(t, ActorKey::Groups(..)) && t.same_plain_actor(a)),
+            _ => false,
+        }
+    }
+
     /// Preemptions of a run's choice points ([`ChoicePoint::preempts`] of each one taken).
     pub fn preemptions(points: &[ChoicePoint]) -> u32 {
         points
@@ -465,8 +493,25 @@ struct ScriptState {
     sites: Vec<(usize, Vec<Option<Where>>)>,
     /// Scheduling points opened so far.
     sched_count: usize,
+    /// The alternative of [`ActorKey::Groups`] at the open scheduling point, if it lists one
+    /// ([`Script::begin_beside`]), and whether the run takes it there ([`Beside`]).
+    beside: Option<(u32, Beside)>,
     /// Past the prefix, choose at random ([`Script::sampling`]).
     sampling: Option<Sampling>,
+}
+
+/// What a reducing run does at a point that lists a dispatch's groups one by one and the
+/// step of them all ([`ActorKey::Groups`]), past its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Beside {
+    /// Chooses as elsewhere, never the step of them all.
+    No,
+    /// Takes the step of them all: every other actor listed is asleep, none of the
+    /// dispatch's groups is, and no actor asleep touches what they touch.
+    Take,
+    /// Stops asleep: so, but the step of them all is asleep itself (it was explored from
+    /// a sibling, with only independent actions since).
+    Asleep,
 }
 
 /// The random choices of a [`Script::sampling`] run.
@@ -723,6 +768,16 @@ impl Script {
             "a host's action is recorded by Script::host_event"
         );
         let footprint = footprint();
+        // The run took it where nothing asleep touches what it does (`beside_choice`).
+        debug_assert!(
+            !matches!(actor, ActorKey::Groups(..))
+                || st
+                    .sleep
+                    .iter()
+                    .all(|(k, f)| k.same_plain_actor(actor) || !f.conflicts(&footprint)),
+            "the groups' step beside actors asleep touched what {:?} touches",
+            st.sleep
+        );
         let chose_within = chose_within_after(&st.points, point);
         st.events.push(Event {
             actor,
@@ -892,6 +947,26 @@ impl Script {
         continuing: Option<u32>,
         actors: Vec<ActorKey>,
     ) -> u32 {
+        self.begin_beside(n, scheduling, continuing, actors, None)
+    }
+
+    /// [`Script::begin_with`], where alternative `beside.0` (of [`ActorKey::Groups`]) completes
+    /// every group left of a dispatch whose groups are also listed one by one, touching what
+    /// `beside.1` makes (asked only where every other actor listed is asleep). A reducing
+    /// run past its prefix takes it where every other actor listed is asleep, none of the
+    /// dispatch's groups is, and no actor asleep touches what they touch: every schedule
+    /// from here then starts with those groups, in any order (they commute, and nothing
+    /// else can run until the last: `driver/deterministic/scripted.rs`, `beside_sleepers`),
+    /// one trace, which the one step stands for. Otherwise it never chooses it (a bounded
+    /// search's run, a sampled run, a replay past its prefix choose as if it were not there).
+    pub(crate) fn begin_beside(
+        &self,
+        n: u32,
+        scheduling: bool,
+        continuing: Option<u32>,
+        actors: Vec<ActorKey>,
+        beside: Option<(u32, &dyn Fn() -> Option<Footprint>)>,
+    ) -> u32 {
         let mut st = self.lock();
         let first_try = st.tries.len();
         if scheduling && st.plain_sleep && st.sleeping && st.sleep_at != Some(first_try) {
@@ -920,6 +995,7 @@ impl Script {
             sleep,
         });
         let idx = st.points.len() - 1;
+        st.beside = beside.map(|(alt, footprint)| (alt, beside_choice(&st, idx, alt, footprint)));
         let k = propose(&mut st, idx);
         if scheduling {
             st.sched = Some(idx);
@@ -966,6 +1042,7 @@ impl Script {
     /// The open scheduling point's last proposal ran: the point is closed with it taken.
     pub(crate) fn taken(&self) {
         let mut st = self.lock();
+        st.beside = None;
         if let Some(idx) = st.sched.take() {
             let k = st.tries[st.sched_try];
             st.points[idx].taken = Some(k);
@@ -975,7 +1052,9 @@ impl Script {
     /// The open scheduling point (if any) ends without an alternative taken (the listing
     /// changed).
     pub(crate) fn close(&self) {
-        self.lock().sched = None;
+        let mut st = self.lock();
+        st.sched = None;
+        st.beside = None;
     }
 
     /// Whether a scheduling point is open (its last try failed).
@@ -1013,6 +1092,53 @@ fn keep_plain_sleepers(st: &mut ScriptState) {
     }
 }
 
+/// What a run does at point `idx` past its prefix, where alternative `alt` is the step of
+/// every group left of a dispatch listed one by one there too ([`Script::begin_beside`]).
+fn beside_choice(
+    st: &ScriptState,
+    idx: usize,
+    alt: u32,
+    footprint: &dyn Fn() -> Option<Footprint>,
+) -> Beside {
+    let p = &st.points[idx];
+    if !st.reducing || st.plain_sleep || st.sampling.is_some() || p.sleep.is_empty() {
+        return Beside::No;
+    }
+    let Some(all @ ActorKey::Groups(q, d)) = p.actors.get(alt as usize) else {
+        return Beside::No;
+    };
+    let asleep = |k: ActorKey| p.sleep.iter().any(|(s, _)| *s == k);
+    let mut a_group = false;
+    for (a, k) in p.actors.iter().enumerate() {
+        match k {
+            ActorKey::Group(r, e, _) if (r, e) == (q, d) => {
+                if asleep(k) {
+                    return Beside::No;
+                }
+                a_group |= !p.disabled.contains(&(a as u32));
+            }
+            _ if a as u32 == alt => {}
+            k if asleep(k) => {}
+            _ => return Beside::No,
+        }
+    }
+    if !a_group {
+        return Beside::No;
+    }
+    let Some(f) = footprint() else {
+        return Beside::No;
+    };
+    let own = |k: &ActorKey| k.same_plain_actor(all);
+    if p.sleep.iter().any(|(k, g)| !own(k) && g.conflicts(&f)) {
+        return Beside::No;
+    }
+    if asleep(all) {
+        Beside::Asleep
+    } else {
+        Beside::Take
+    }
+}
+
 /// The next proposal at point `idx`: the prefix's next try, else the canonical choice (not
 /// an actor asleep; when every alternative left is, the run is sleep-blocked and stops).
 fn propose(st: &mut ScriptState, idx: usize) -> u32 {
@@ -1024,6 +1150,25 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
         st.misfit.get_or_insert((at, k, n));
     }
     let plain_sleep = st.plain_sleep;
+    // The step of every group left of a dispatch listed beside them, chosen only here.
+    let all = match st.beside {
+        Some((all, b)) if from_prefix.is_none() && b != Beside::No => {
+            let p = &st.points[idx];
+            let k = if b == Beside::Take {
+                all
+            } else {
+                let k = (0..p.alternatives)
+                    .find(|a| *a != all && !p.disabled.contains(a))
+                    .unwrap_or(0);
+                block(st, idx);
+                k
+            };
+            st.tries.push(k);
+            return k;
+        }
+        Some((all, _)) => all,
+        None => u32::MAX,
+    };
     let p = &st.points[idx];
     let asleep = |a: u32| {
         p.scheduling
@@ -1031,7 +1176,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
                 .get(a as usize)
                 .is_some_and(|k| p.sleep.iter().any(|(s, _)| *s == k))
     };
-    let open = |a: &u32| !p.disabled.contains(a) && !asleep(*a);
+    let open = |a: &u32| *a != all && !p.disabled.contains(a) && !asleep(*a);
     // A bounded search's run whose last actor is asleep goes on with that actor of the
     // plain listing by another of its alternatives, which preempts nothing.
     let alike = || {
@@ -1514,5 +1659,76 @@ mod tests {
             Actors::from(mixed.clone()).iter().collect::<Vec<_>>(),
             mixed
         );
+    }
+
+    /// X1: a reducing run takes the step of every group left of a dispatch listed beside them
+    /// one by one only where every other actor listed is asleep, none of the dispatch's groups
+    /// is, and nothing asleep touches what the groups touch; where the step itself is asleep
+    /// the run stops asleep; a bounded search's run never takes it.
+    #[test]
+    fn x1_the_step_of_a_dispatchs_groups_beside_actors_asleep_is_taken_only_where_it_stands_for_every_schedule(
+    ) {
+        use crate::footprint::{Kind, Obj};
+        let actors = vec![
+            ActorKey::Pfp(1),
+            ActorKey::Group(0, 0, 0),
+            ActorKey::Group(0, 0, 1),
+            ActorKey::Groups(0, 0),
+        ];
+        let groups = || Footprint::new(vec![(Obj::Mem(0, 512), Kind::Write)]);
+        let step = || Some(groups());
+        let reads = |s: u64| Footprint::new(vec![(Obj::Mem(s, s + 8), Kind::Read)]);
+        // (sleep set, bounded search): the alternative proposed, and whether the run stopped.
+        type Case = (Vec<(ActorKey, Footprint)>, bool, u32, bool);
+        let cases: Vec<Case> = vec![
+            (vec![(ActorKey::Pfp(1), reads(1024))], false, 3, false),
+            // The PFP reads what a group writes: the groups one by one.
+            (vec![(ActorKey::Pfp(1), reads(256))], false, 1, false),
+            // The PFP awake.
+            (vec![(ActorKey::Me(1), reads(1024))], false, 0, false),
+            // The step asleep itself.
+            (
+                vec![
+                    (ActorKey::Pfp(1), reads(1024)),
+                    (ActorKey::Groups(0, 0), groups()),
+                ],
+                false,
+                0,
+                true,
+            ),
+            // A group asleep: the others one by one.
+            (
+                vec![
+                    (ActorKey::Pfp(1), reads(1024)),
+                    (ActorKey::Group(0, 0, 0), groups()),
+                ],
+                false,
+                2,
+                false,
+            ),
+            (vec![(ActorKey::Pfp(1), reads(1024))], true, 1, false),
+        ];
+        for (i, (sleep, bounded, want, stops)) in cases.into_iter().enumerate() {
+            let s = if bounded {
+                Script::bounded(Vec::new(), Some(0), sleep)
+            } else {
+                Script::reducing(Vec::new(), Some(0), sleep)
+            };
+            let k = s.begin_beside(4, true, None, actors.clone(), Some((3, &step)));
+            assert_eq!((k, s.sleep_blocked()), (want, stops), "case {i}");
+        }
+        // Without the step listed, never it.
+        let s = Script::reducing(Vec::new(), Some(0), vec![(ActorKey::Pfp(1), reads(1024))]);
+        assert_eq!(s.begin_with(3, true, None, actors[..3].to_vec()), 1);
+        // No branch starts with the step, nor with its groups where it was taken.
+        let s = Script::reducing(Vec::new(), Some(0), vec![(ActorKey::Pfp(1), reads(1024))]);
+        s.begin_beside(4, true, None, actors.clone(), Some((3, &step)));
+        s.taken();
+        let took = |p: &ChoicePoint| (0..4).map(|a| p.beside_step(a)).collect::<Vec<_>>();
+        assert_eq!(took(&s.points()[0]), [false, true, true, true]);
+        let s = Script::reducing(Vec::new(), Some(0), vec![(ActorKey::Pfp(1), reads(256))]);
+        s.begin_beside(4, true, None, actors.clone(), Some((3, &step)));
+        s.taken();
+        assert_eq!(took(&s.points()[0]), [false, false, false, true]);
     }
 }

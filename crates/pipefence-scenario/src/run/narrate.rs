@@ -132,7 +132,9 @@ fn step_actor(
             queue_name(ctx, q)
         ),
         ActorKey::Group(q, _, g) => format!("group {g} of a dispatch of {}", queue_name(ctx, q)),
-        ActorKey::Dispatch(q, _) => format!("groups of a dispatch of {}", queue_name(ctx, q)),
+        ActorKey::Dispatch(q, _) | ActorKey::Groups(q, _) => {
+            format!("groups of a dispatch of {}", queue_name(ctx, q))
+        }
         ActorKey::Endless(_) => "the watchdog, removing an endless kernel".to_string(),
     };
     let (mut command, mut line) = (None, None);
@@ -177,7 +179,9 @@ fn step_actor(
         (ActorKey::Group(q, _, g), _) => {
             format!("group {g} of {what} on {} ran", queue_name(ctx, q))
         }
-        (ActorKey::Dispatch(q, _), _) => format!("groups of {what} on {} ran", queue_name(ctx, q)),
+        (ActorKey::Dispatch(q, _) | ActorKey::Groups(q, _), _) => {
+            format!("groups of {what} on {} ran", queue_name(ctx, q))
+        }
         (ActorKey::Pfp(_), _) => format!("{actor} parsed {what}"),
         (ActorKey::Retire(_), _) => format!("{actor} performed {what}"),
         _ => format!("{actor} ran {what}"),

@@ -149,10 +149,15 @@ impl Node {
     /// group here not found disabled: its groups commute, and any of them starts what that one
     /// step did. For a group of a dispatch listed here as one actor (more than 4,096 groups
     /// left: which groups complete is a choice within its action, every alternative of which
-    /// is explored, `MAX_LISTED_GROUPS`), that dispatch.
+    /// is explored, `MAX_LISTED_GROUPS`), that dispatch. For the step of a dispatch's groups
+    /// beside actors asleep ([`ActorKey::Groups`]), as for its step alone: no reversal
+    /// starts with that step (the run takes it only where everything else listed sleeps).
     fn stand_in(&self, a: ActorKey) -> ActorKey {
-        if !matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
-            || self.point.actors.contains(&a)
+        let own = matches!(a, ActorKey::Groups(..));
+        if !matches!(
+            a,
+            ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
+        ) || (!own && self.point.actors.contains(&a))
         {
             return a;
         }
@@ -282,10 +287,12 @@ impl Op {
                 sequence,
             } => {
                 let node = &mut path[at];
-                let initials: std::borrow::Cow<'_, [ActorKey]> = if initials
-                    .iter()
-                    .any(|a| matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..)))
-                {
+                let initials: std::borrow::Cow<'_, [ActorKey]> = if initials.iter().any(|a| {
+                    matches!(
+                        a,
+                        ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
+                    )
+                }) {
                     initials.iter().map(|&a| node.stand_in(a)).collect()
                 } else {
                     (&*initials).into()
@@ -346,9 +353,13 @@ impl Op {
                 {
                     node.backtrack.insert(alt);
                 } else if !initials.iter().any(|&a| node.asleep(a)) {
-                    // No initial can run here: explore everything here.
+                    // No initial can run here: explore everything here (each group of a
+                    // dispatch, not also the step of them all, nor its groups where that
+                    // step ran: `ChoicePoint::beside_step`).
                     for alt in 0..node.point.alternatives {
-                        node.backtrack.insert(alt);
+                        if !node.point.beside_step(alt) {
+                            node.backtrack.insert(alt);
+                        }
                     }
                 }
             }
@@ -1487,6 +1498,8 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
             };
             let needed = match p {
                 ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_) => true,
+                // Its groups one by one stand for it.
+                ActorKey::Groups(..) => false,
                 _ => removed,
             };
             if !needed || Some(p) == ran || later.contains(&p) || ran_after(p, k) {
@@ -2535,6 +2548,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
         .unwrap_or(h.events[first].actor);
     if let ActorKey::Group(q, ..)
     | ActorKey::Dispatch(q, _)
+    | ActorKey::Groups(q, _)
     | ActorKey::Retire(q)
     | ActorKey::Pfp(q)
     | ActorKey::Me(q) = step_actor
@@ -2656,7 +2670,7 @@ fn narrowed(
     steps: std::ops::RangeInclusive<usize>,
 ) -> Option<(ActorKey, Footprint)> {
     let whole = *h.events[j].whole.as_deref()?;
-    let ActorKey::Dispatch(q, d) = h.events[j].actor else {
+    let (ActorKey::Dispatch(q, d) | ActorKey::Groups(q, d)) = h.events[j].actor else {
         return None;
     };
     let g = steps
@@ -2691,8 +2705,10 @@ static NO_ACTORS: Actors = Actors::empty();
 /// for a group, its dispatch listed as one actor does ([`Node::stand_in`]).
 fn lists(actors: &Actors, a: ActorKey) -> bool {
     actors.contains(&a)
-        || (matches!(a, ActorKey::Dispatch(..) | ActorKey::Group(..))
-            && actors.iter().any(|x| stands_for(x, a)))
+        || (matches!(
+            a,
+            ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
+        ) && actors.iter().any(|x| stands_for(x, a)))
 }
 
 /// Whether listed actor `x` stands for `a` of the same dispatch: a group of it listed one by
@@ -2701,8 +2717,13 @@ fn lists(actors: &Actors, a: ActorKey) -> bool {
 fn stands_for(x: ActorKey, a: ActorKey) -> bool {
     matches!(
         (x, a),
-        (ActorKey::Group(..), ActorKey::Dispatch(..))
-            | (ActorKey::Dispatch(..), ActorKey::Group(..))
+        (
+            ActorKey::Group(..),
+            ActorKey::Dispatch(..) | ActorKey::Groups(..)
+        ) | (
+            ActorKey::Dispatch(..),
+            ActorKey::Group(..) | ActorKey::Groups(..)
+        )
     ) && x.same_plain_actor(a)
 }
 

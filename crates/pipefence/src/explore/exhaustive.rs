@@ -181,7 +181,7 @@ impl Block {
             self.free = self.actor.is_some();
             if let Some(c) = self.actor {
                 for (alt, a) in p.actors.iter().enumerate() {
-                    if !a.same_plain_actor(c) {
+                    if !a.same_plain_actor(c) || matches!(a, ActorKey::Groups(..)) {
                         continue;
                     }
                     let asleep = p.sleep.iter().find(|(k, _)| *k == a);
@@ -534,7 +534,7 @@ pub(super) fn search_plain<T>(
             let covered = spent && block.scan(&path, d, &run_events, path_blocked);
             let taken = n.point.taken.and_then(|t| n.point.actors.get(t as usize));
             for alt in 0..n.point.alternatives {
-                if n.tried.contains(&alt) || sleepy && n.asleep(alt) {
+                if n.tried.contains(&alt) || sleepy && n.asleep(alt) || n.point.beside_step(alt) {
                     continue;
                 }
                 if let Some(k) = opts.preemption_bound {

@@ -230,7 +230,7 @@ fn others(p: &ChoicePoint, mode: Mode) -> u32 {
         return p.alternatives.saturating_sub(u32::from(p.taken.is_some()));
     }
     (0..p.alternatives)
-        .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a))
+        .filter(|&a| Some(a) != p.taken && !p.disabled.contains(&a) && !p.beside_step(a))
         .filter(|&a| mode == Mode::Plain || !asleep(p, &p.sleep, a))
         .count() as u32
 }
@@ -355,7 +355,7 @@ fn expand<T>(
     let first_try = point.first_try;
     let mut out = vec![Unit { frozen: f + 1, ..u }];
     for alt in 0..point.alternatives {
-        if tried.contains(&alt) {
+        if tried.contains(&alt) || point.beside_step(alt) {
             continue;
         }
         if mode != Mode::Plain && asleep(&point, &sleep_here, alt) {

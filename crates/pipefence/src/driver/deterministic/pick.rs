@@ -276,12 +276,16 @@ impl Scheduler {
                     (i, e.actor, ready, e.wake)
                 }
                 Choice::Tail(i) => (usize::MAX, tail[i].0, tail[i].1, tail[i].2),
-                Choice::Group(slot) | Choice::GroupOne(slot, _) | Choice::GroupAll(slot) => {
+                Choice::Group(slot)
+                | Choice::GroupOne(slot, _)
+                | Choice::GroupAll(slot)
+                | Choice::GroupsBeside(slot) => {
                     self.script_tried(st, true);
                     st.steps += 1;
                     let ready = st.groups.get(slot).map_or(0, |g| g.ready);
                     let key = reducing.then(|| match (choice, st.groups.get(slot)) {
                         (Choice::GroupOne(_, g), Some(d)) => ActorKey::Group(d.queue, d.index, g),
+                        (Choice::GroupsBeside(_), Some(d)) => ActorKey::Groups(d.queue, d.index),
                         (_, d) => {
                             ActorKey::Dispatch(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index))
                         }
@@ -293,7 +297,7 @@ impl Scheduler {
                     self.clock.advance_to(ready);
                     let take = match choice {
                         Choice::GroupOne(_, g) => Take::One(g),
-                        Choice::GroupAll(_) => Take::All,
+                        Choice::GroupAll(_) | Choice::GroupsBeside(_) => Take::All,
                         _ => Take::Some,
                     };
                     // Which groups one step completes, and where their bytes lie.
@@ -909,7 +913,8 @@ impl Scheduler {
                         }
                         Choice::Group(slot)
                         | Choice::GroupOne(slot, _)
-                        | Choice::GroupAll(slot) => state.groups.set_priority(slot, low),
+                        | Choice::GroupAll(slot)
+                        | Choice::GroupsBeside(slot) => state.groups.set_priority(slot, low),
                         Choice::WritebackLine(..) => {}
                     }
                 }
@@ -994,6 +999,9 @@ pub(super) enum Choice {
     /// A reducing exploration: completing every group left of the dispatch at this slot, when
     /// nothing else can run and they commute (`scripted.rs`).
     GroupAll(Slot),
+    /// A reducing exploration: the same beside the groups listed one by one and other actors
+    /// ([`crate::choice::ActorKey::Groups`], `scripted.rs`).
+    GroupsBeside(Slot),
 }
 
 /// Which groups of a dispatch an action completes.

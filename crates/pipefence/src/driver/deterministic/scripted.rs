@@ -10,6 +10,8 @@
 use super::pick::{Choice, Listing};
 use super::*;
 use crate::choice::{ActorKey, Where};
+use crate::engine::kernels::GroupSpans;
+use crate::footprint::{Footprint, Kind, Obj};
 
 /// Who performs an alternative: an actor, or the dispatch in flight at a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +43,9 @@ fn site_of(listing: &Listing, st: &State, a: ActorKey) -> Option<Where> {
         ActorKey::Pfp(q) => engine(q)?.next_site(Stage::Pfp),
         ActorKey::Me(q) => engine(q)?.next_site(Stage::Me),
         ActorKey::Retire(q) => engine(q)?.retire_site(),
-        ActorKey::Group(q, d, _) | ActorKey::Dispatch(q, d) => engine(q)?.dispatch_site(d),
+        ActorKey::Group(q, d, _) | ActorKey::Dispatch(q, d) | ActorKey::Groups(q, d) => {
+            engine(q)?.dispatch_site(d)
+        }
         ActorKey::Host(h) => return st.hosts.get(h as usize)?.position.map(Where::Host),
         ActorKey::Writeback(..) | ActorKey::Endless(_) => None,
     };
@@ -69,6 +73,18 @@ fn lone_dispatch(
         return None;
     }
     let slot = st.groups.nth(0);
+    commuting_left(dev, st, listing, slot).map(|_| slot)
+}
+
+/// Whether the groups left of the dispatch at `slot` are one range of built-in groups that run
+/// in any order to the same memory without a fault, and no engine stage or host thread waits
+/// on a value in what they write ([`lone_dispatch`]): what they read and write.
+fn commuting_left(
+    dev: &DeviceShared,
+    st: &State,
+    listing: &Listing,
+    slot: Slot,
+) -> Option<GroupSpans> {
     let (first, end) = st.groups.one_range_left(slot)?;
     let spans = st
         .groups
@@ -76,7 +92,7 @@ fn lone_dispatch(
         .kernel
         .commuting_groups(dev, first..end)?;
     let Some((ws, we)) = spans.write else {
-        return Some(slot);
+        return Some(spans);
     };
     // A wait reads at most 8 bytes.
     let meets = |a: u64| a < we && ws < a.saturating_add(8);
@@ -88,7 +104,49 @@ fn lone_dispatch(
         matches!(&h.state, HostState::Blocked(HostWait::Memory { buffer, offset, .. })
             if meets(buffer.base.saturating_add(*offset)))
     });
-    (!engine_waits && !host_waits).then_some(slot)
+    (!engine_waits && !host_waits).then_some(spans)
+}
+
+/// In a reducing run where a dispatch's groups are listed one by one beside other actors, the
+/// dispatch whose step of every group left ([`Choice::GroupsBeside`], [`ActorKey::Groups`]) is
+/// listed after them: the only dispatch in flight, no endless kernel, plain memory. The run
+/// takes it only where its groups would run alone but for those actors ([`commuting_left`],
+/// asked then: [`beside_footprint`]), every other actor listed is asleep, and none touches
+/// what the groups touch ([`Script::begin_beside`]): from there every schedule the search
+/// explores runs those groups first, one trace, which the one step stands for
+/// (`docs/exploration.md`, "Dispatches beside actors asleep"). The listing depends on neither
+/// the sleep set nor those tests, so a schedule string replays without them, and points that
+/// will never take it pay for no test.
+fn beside_sleepers(st: &State, listing: &Listing, n_groups: usize, no_tail: bool) -> Option<Slot> {
+    (listing.len() != 0 && n_groups == 1 && no_tail).then(|| st.groups.nth(0))
+}
+
+/// Where the groups left of the dispatch at `slot` would run alone but for the actors listed
+/// beside them ([`commuting_left`]), what their step touches, or more: what a group's
+/// completion records (`pick.rs`, `complete_groups`: the clock, the dispatch's count, the
+/// queue's busy state, the device) and the bytes they read and write (a `sum`'s adds counted
+/// as writes).
+fn beside_footprint(
+    dev: &DeviceShared,
+    st: &State,
+    listing: &Listing,
+    slot: Slot,
+) -> Option<Footprint> {
+    let spans = commuting_left(dev, st, listing, slot)?;
+    let d = st.groups.get(slot)?;
+    let mut accesses = vec![
+        (Obj::Clock, Kind::Update),
+        (Obj::Device, Kind::Read),
+        (Obj::Dispatch(d.queue, d.index), Kind::Update),
+        (Obj::Busy(d.queue), Kind::Update),
+    ];
+    if let Some((s, e)) = spans.read {
+        accesses.push((Obj::Mem(s, e), Kind::Read));
+    }
+    if let Some((s, e)) = spans.write {
+        accesses.push((Obj::Mem(s, e), Kind::Write));
+    }
+    Some(Footprint::new(accesses))
 }
 
 impl Scheduler {
@@ -117,6 +175,7 @@ impl Scheduler {
         // The buffer of the last point's alternatives, reused.
         let mut alts = std::mem::take(&mut st.script_alts);
         alts.clear();
+        let mut beside = None;
         if pfp_point {
             alts.extend(listed().filter(is_pfp).map(entry));
         } else if let Some(slot) = reducing
@@ -161,6 +220,16 @@ impl Scheduler {
             for (i, (a, _, _)) in tail.iter().enumerate() {
                 alts.push((Choice::Tail(i), Who::Actor(*a)));
             }
+            beside = (reducing && dev.model().is_none())
+                .then(|| beside_sleepers(st, listing, n_groups, tail.is_empty()))
+                .flatten()
+                .filter(|&slot| {
+                    alts.iter()
+                        .any(|a| matches!(a.0, Choice::GroupOne(s, _) if s == slot))
+                });
+            if let Some(slot) = beside {
+                alts.push((Choice::GroupsBeside(slot), Who::Group(slot)));
+            }
         }
         let continuing = st
             .last_who
@@ -179,6 +248,10 @@ impl Scheduler {
                         let d = st.groups.get(slot);
                         ActorKey::Group(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index), g)
                     }
+                    (Choice::GroupsBeside(slot), _) => {
+                        let d = st.groups.get(slot);
+                        ActorKey::Groups(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index))
+                    }
                     (_, Who::Group(slot)) => {
                         let d = st.groups.get(slot);
                         ActorKey::Dispatch(d.map_or(0, |d| d.queue), d.map_or(0, |d| d.index))
@@ -194,7 +267,18 @@ impl Scheduler {
                 .map(|&a| site_of(listing, st, a))
                 .collect::<Vec<_>>()
         });
-        let k = script.begin_with(alts.len() as u32, true, continuing, actors) as usize;
+        let state: &State = st;
+        let footprint = |slot| move || beside_footprint(dev, state, listing, slot);
+        let beside = beside.map(|slot| (alts.len() as u32 - 1, footprint(slot)));
+        let k = script.begin_beside(
+            alts.len() as u32,
+            true,
+            continuing,
+            actors,
+            beside
+                .as_ref()
+                .map(|(alt, f)| (*alt, f as &dyn Fn() -> Option<Footprint>)),
+        ) as usize;
         if let Some(sites) = sites {
             script.note_sites(sites);
         }
