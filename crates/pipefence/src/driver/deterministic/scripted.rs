@@ -109,7 +109,8 @@ fn commuting_left(
 
 /// In a reducing run where a dispatch's groups are listed one by one beside other actors, the
 /// dispatch whose step of every group left ([`Choice::GroupsBeside`], [`ActorKey::Groups`]) is
-/// listed after them: the only dispatch in flight, no endless kernel, plain memory. The run
+/// listed after them: the only dispatch in flight, no endless kernel, plain memory (and two
+/// groups or more listed, checked by the caller). The run
 /// takes it only where its groups would run alone but for those actors ([`commuting_left`],
 /// asked then: [`beside_footprint`]), every other actor listed is asleep, and none touches
 /// what the groups touch ([`Script::begin_beside`]): from there every schedule the search
@@ -224,8 +225,11 @@ impl Scheduler {
                 .then(|| beside_sleepers(st, listing, n_groups, tail.is_empty()))
                 .flatten()
                 .filter(|&slot| {
+                    // Two groups or more listed one by one (one is its own step).
                     alts.iter()
-                        .any(|a| matches!(a.0, Choice::GroupOne(s, _) if s == slot))
+                        .filter(|a| matches!(a.0, Choice::GroupOne(s, _) if s == slot))
+                        .nth(1)
+                        .is_some()
                 });
             if let Some(slot) = beside {
                 alts.push((Choice::GroupsBeside(slot), Who::Group(slot)));
