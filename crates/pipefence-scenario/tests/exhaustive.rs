@@ -1652,18 +1652,10 @@ fn x1_the_groups_of_a_dispatch_that_runs_alone_complete_in_one_step() {
 /// that step.
 #[test]
 fn x1_the_groups_of_a_dispatch_beside_actors_asleep_complete_in_one_step() {
-    use pipefence::explore::{ActorKey, Script};
+    use pipefence::explore::ActorKey;
     let src = include_str!("../../../examples/async-compute.kdl");
     let sc = scenario(src);
-    let mut o = opts(false, 100);
-    o.bounds.reduction = true;
-    let mut seen = Vec::new();
-    let r = check_exhaustive_each(
-        &sc,
-        &o,
-        |_| {},
-        |replay, o| seen.push((replay.to_string(), signature(&mut o.clone()))),
-    );
+    let (seen, r) = reduced_schedules(&sc, 100);
     assert!(r.complete);
     assert_eq!(r.schedules, 2);
     assert!(r.max_choice_points < 40, "{} points", r.max_choice_points);
@@ -1671,22 +1663,45 @@ fn x1_the_groups_of_a_dispatch_beside_actors_asleep_complete_in_one_step() {
     assert_eq!(found, sampled(&sc, false));
     let mut stepped = 0;
     for (replay, sig) in &seen {
-        let script = Arc::new(Script::from_schedule_string(replay).expect("a schedule"));
-        let mut out = run(&sc, &RunOptions::scripted(false, script.clone()));
-        assert_eq!(&signature(&mut out), sig, "{replay}");
-        let groups =
-            |f: fn(&ActorKey) -> bool| script.events().iter().filter(|e| f(&e.actor)).count();
-        if groups(|a| matches!(a, ActorKey::Groups(..))) > 0 {
+        let (out, actors) = replayed_actors(&sc, replay);
+        assert_eq!(&out, sig, "{replay}");
+        let count = |f: fn(&ActorKey) -> bool| actors.iter().filter(|a| f(a)).count();
+        if count(|a| matches!(a, ActorKey::Groups(..))) > 0 {
             stepped += 1;
             // One group on its own (the branch's first action), the rest in one step.
             assert_eq!(
-                groups(|a| matches!(a, ActorKey::Group(0, ..))),
+                count(|a| matches!(a, ActorKey::Group(0, ..))),
                 1,
                 "{replay}"
             );
         }
     }
     assert_eq!(stepped, 1);
+}
+
+/// Every schedule of the reduced search of `sc` (plain model, up to `max`): its schedule
+/// string and outcome signature; and the report.
+fn reduced_schedules(sc: &Scenario, max: u64) -> (Vec<(String, String)>, ExhaustiveReport) {
+    let mut o = opts(false, max);
+    o.bounds.reduction = true;
+    let mut seen = Vec::new();
+    let r = check_exhaustive_each(
+        sc,
+        &o,
+        |_| {},
+        |replay, o| seen.push((replay.to_string(), signature(&mut o.clone()))),
+    );
+    (seen, r)
+}
+
+/// The outcome signature of the replay of schedule string `replay`, and who performed each
+/// action of its run.
+fn replayed_actors(sc: &Scenario, replay: &str) -> (String, Vec<pipefence::explore::ActorKey>) {
+    let script =
+        Arc::new(pipefence::explore::Script::from_schedule_string(replay).expect("a schedule"));
+    let mut out = run(sc, &RunOptions::scripted(false, script.clone()));
+    let actors = script.events().iter().map(|e| e.actor).collect();
+    (signature(&mut out), actors)
 }
 
 /// A producer's dispatch of `groups` groups and its flag, a consumer waiting on the flag on its
@@ -1751,7 +1766,7 @@ expect total width=64 equals=0{seen}
 /// some of them.
 #[test]
 fn d4_the_groups_step_beside_actors_asleep_keeps_the_outcomes_of_sampling_and_the_bounded_search() {
-    use pipefence::explore::{ActorKey, Script};
+    use pipefence::explore::ActorKey;
     let mut stepped = 0;
     let mut variants = 0;
     for (groups, flag, consumer) in [
@@ -1771,20 +1786,9 @@ fn d4_the_groups_step_beside_actors_asleep_keeps_the_outcomes_of_sampling_and_th
                 variants += 1;
                 let src = beside_variant(groups, flag, engine, consumer, third);
                 let sc = scenario(&src);
-                let mut o = opts(false, 20_000);
-                o.bounds.reduction = true;
-                let mut replays = Vec::new();
-                let mut found = BTreeSet::new();
-                let r = check_exhaustive_each(
-                    &sc,
-                    &o,
-                    |_| {},
-                    |replay, o| {
-                        found.insert(signature(&mut o.clone()));
-                        replays.push(replay.to_string());
-                    },
-                );
+                let (seen, r) = reduced_schedules(&sc, 20_000);
                 assert!(r.complete, "{src}");
+                let found: BTreeSet<String> = seen.iter().map(|(_, s)| s.clone()).collect();
                 let mut want = BTreeSet::new();
                 let so = CheckOptions {
                     schedules: 300,
@@ -1804,14 +1808,9 @@ fn d4_the_groups_step_beside_actors_asleep_keeps_the_outcomes_of_sampling_and_th
                 bounded.bounds.preemption_bound = Some(1);
                 let (within, _) = outcomes_of(&sc, &bounded);
                 assert!(within.is_subset(&found), "bounded: {src}");
-                stepped += usize::from(replays.iter().any(|replay| {
-                    let script =
-                        Arc::new(Script::from_schedule_string(replay).expect("a schedule"));
-                    run(&sc, &RunOptions::scripted(false, script.clone()));
-                    script
-                        .events()
-                        .iter()
-                        .any(|e| matches!(e.actor, ActorKey::Groups(..)))
+                stepped += usize::from(seen.iter().any(|(replay, _)| {
+                    let (_, actors) = replayed_actors(&sc, replay);
+                    actors.iter().any(|a| matches!(a, ActorKey::Groups(..)))
                 }));
             }
         }
