@@ -104,8 +104,9 @@ pub struct Event {
     /// scheduling point (its footprint is not complete): a sleep set must not keep it.
     pub chose_within: bool,
     /// For a dispatch's groups completed in one step ([`ActorKey::Dispatch`] of a dispatch
-    /// that ran alone, [`ActorKey::Groups`]): which groups, and where each one's bytes lie (boxed: few events have
-    /// it, and every event is moved as the run and the search keep it).
+    /// that ran alone, [`ActorKey::Groups`]): which groups, and where each one's bytes lie
+    /// (boxed: few events have it, and every event is moved as the run and the search keep
+    /// it).
     pub whole: Option<Box<WholeGroups>>,
     /// A host's action that began with the pass of a wait on memory (a `cpu-poll`): the
     /// bytes it waited on, `[start, end)` (the search's rule on a release's early write-backs,
@@ -1101,7 +1102,13 @@ fn beside_choice(
     footprint: &dyn Fn() -> Option<Footprint>,
 ) -> Beside {
     let p = &st.points[idx];
-    if !st.reducing || st.plain_sleep || st.sampling.is_some() || p.sleep.is_empty() {
+    // (Where the prefix names this point's try, it decides.)
+    if !st.reducing
+        || st.plain_sleep
+        || st.sampling.is_some()
+        || p.sleep.is_empty()
+        || st.prefix.len() > p.first_try
+    {
         return Beside::No;
     }
     let Some(all @ ActorKey::Groups(q, d)) = p.actors.get(alt as usize) else {
