@@ -181,7 +181,7 @@ impl Block {
             self.free = self.actor.is_some();
             if let Some(c) = self.actor {
                 for (alt, a) in p.actors.iter().enumerate() {
-                    if !a.same_plain_actor(c) || matches!(a, ActorKey::Groups(..)) {
+                    if !a.same_plain_actor(c) || p.beside_step(alt as u32) {
                         continue;
                     }
                     let asleep = p.sleep.iter().find(|(k, _)| *k == a);

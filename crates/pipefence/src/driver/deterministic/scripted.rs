@@ -107,19 +107,32 @@ fn commuting_left(
     (!engine_waits && !host_waits).then_some(spans)
 }
 
-/// In a reducing run where a dispatch's groups are listed one by one beside other actors, the
-/// dispatch whose step of every group left ([`Choice::GroupsBeside`], [`ActorKey::Groups`]) is
-/// listed after them: the only dispatch in flight, no endless kernel, plain memory (and two
-/// groups or more listed, checked by the caller). The run
-/// takes it only where its groups would run alone but for those actors ([`commuting_left`],
-/// asked then: [`beside_footprint`]), every other actor listed is asleep, and none touches
-/// what the groups touch ([`Script::begin_beside`]): from there every schedule the search
-/// explores runs those groups first, one trace, which the one step stands for
-/// (`docs/exploration.md`, "Dispatches beside actors asleep"). The listing depends on neither
-/// the sleep set nor those tests, so a schedule string replays without them, and points that
-/// will never take it pay for no test.
-fn beside_sleepers(st: &State, listing: &Listing, n_groups: usize, no_tail: bool) -> Option<Slot> {
-    (listing.len() != 0 && n_groups == 1 && no_tail).then(|| st.groups.nth(0))
+/// In a reducing run whose point lists a dispatch's groups one by one (`alts`, two or more:
+/// one is its own step) beside other actors, the dispatch whose step of every group left
+/// ([`Choice::GroupsBeside`], [`ActorKey::Groups`]) is listed after them: the only dispatch in
+/// flight, no endless kernel, plain memory. The listing depends on neither the sleep set nor
+/// whether the groups commute, so a schedule string replays without them; the run takes the
+/// step only where its groups would run alone but for those actors, every other actor listed
+/// is asleep and none touches what the groups touch ([`beside_footprint`],
+/// [`Script::begin_beside`]): from there every schedule the search explores runs those groups
+/// first, one trace, which the one step stands for (`docs/exploration.md`, "Dispatches beside
+/// actors asleep").
+fn beside_sleepers(
+    dev: &DeviceShared,
+    st: &State,
+    listing: &Listing,
+    n_groups: usize,
+    no_tail: bool,
+    alts: &[(Choice, Who)],
+) -> Option<Slot> {
+    if listing.len() == 0 || n_groups != 1 || !no_tail || dev.model().is_some() {
+        return None;
+    }
+    let slot = st.groups.nth(0);
+    alts.iter()
+        .filter(|a| matches!(a.0, Choice::GroupOne(s, _) if s == slot))
+        .nth(1)
+        .map(|_| slot)
 }
 
 /// Where the groups left of the dispatch at `slot` would run alone but for the actors listed
@@ -221,16 +234,9 @@ impl Scheduler {
             for (i, (a, _, _)) in tail.iter().enumerate() {
                 alts.push((Choice::Tail(i), Who::Actor(*a)));
             }
-            beside = (reducing && dev.model().is_none())
-                .then(|| beside_sleepers(st, listing, n_groups, tail.is_empty()))
-                .flatten()
-                .filter(|&slot| {
-                    // Two groups or more listed one by one (one is its own step).
-                    alts.iter()
-                        .filter(|a| matches!(a.0, Choice::GroupOne(s, _) if s == slot))
-                        .nth(1)
-                        .is_some()
-                });
+            beside = reducing
+                .then(|| beside_sleepers(dev, st, listing, n_groups, tail.is_empty(), &alts))
+                .flatten();
             if let Some(slot) = beside {
                 alts.push((Choice::GroupsBeside(slot), Who::Group(slot)));
             }
