@@ -50,6 +50,15 @@ pub enum ActorKey {
 }
 
 impl ActorKey {
+    /// Whether it performs groups of a dispatch: one ([`ActorKey::Group`]), some or all of
+    /// those left ([`ActorKey::Dispatch`], [`ActorKey::Groups`]).
+    pub fn of_dispatch(self) -> bool {
+        matches!(
+            self,
+            ActorKey::Group(..) | ActorKey::Dispatch(..) | ActorKey::Groups(..)
+        )
+    }
+
     /// Whether two keys name the same actor of the plain (unreduced) listing: the groups of
     /// one dispatch are one actor there, and so are one queue's write-backs of any line.
     pub fn same_plain_actor(self, other: ActorKey) -> bool {

@@ -154,11 +154,7 @@ impl Node {
     /// starts with that step (the run takes it only where everything else listed sleeps).
     fn stand_in(&self, a: ActorKey) -> ActorKey {
         let own = matches!(a, ActorKey::Groups(..));
-        if !matches!(
-            a,
-            ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
-        ) || (!own && self.point.actors.contains(&a))
-        {
+        if !a.of_dispatch() || (!own && self.point.actors.contains(&a)) {
             return a;
         }
         (0..self.point.actors.len() as u32)
@@ -287,16 +283,12 @@ impl Op {
                 sequence,
             } => {
                 let node = &mut path[at];
-                let initials: std::borrow::Cow<'_, [ActorKey]> = if initials.iter().any(|a| {
-                    matches!(
-                        a,
-                        ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
-                    )
-                }) {
-                    initials.iter().map(|&a| node.stand_in(a)).collect()
-                } else {
-                    (&*initials).into()
-                };
+                let initials: std::borrow::Cow<'_, [ActorKey]> =
+                    if initials.iter().any(|a| a.of_dispatch()) {
+                        initials.iter().map(|&a| node.stand_in(a)).collect()
+                    } else {
+                        (&*initials).into()
+                    };
                 let present = |node: &Node, a: ActorKey| {
                     node.backtrack
                         .iter()
@@ -2704,11 +2696,7 @@ static NO_ACTORS: Actors = Actors::empty();
 /// step where it ran alone ([`ActorKey::Dispatch`]), one of its groups listed one by one does;
 /// for a group, its dispatch listed as one actor does ([`Node::stand_in`]).
 fn lists(actors: &Actors, a: ActorKey) -> bool {
-    actors.contains(&a)
-        || (matches!(
-            a,
-            ActorKey::Dispatch(..) | ActorKey::Group(..) | ActorKey::Groups(..)
-        ) && actors.iter().any(|x| stands_for(x, a)))
+    actors.contains(&a) || (a.of_dispatch() && actors.iter().any(|x| stands_for(x, a)))
 }
 
 /// Whether listed actor `x` stands for `a` of the same dispatch: a group of it listed one by
