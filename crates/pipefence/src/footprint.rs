@@ -12,8 +12,7 @@
 //!
 //! It calls nothing else in the crate.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::{Cell, RefCell};
 
 /// An object an action touches. Every key is deterministic for a given program and schedule
 /// prefix (addresses, queue ids, fence ids, host slots), so footprints of different runs
@@ -677,64 +676,43 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
     }
 }
 
-/// Recorders active in the process (a quick test before the thread-local one).
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Whether this thread records ([`start`] to [`stop`] or [`take_raw`]): a flag of its own,
+    /// read first by every [`record`] and by the hot paths that skip what they would record
+    /// ([`active`]). Per thread, not a count in the process: the threads of a search on `-j N`
+    /// record at once, and a shared word written at the start and end of every action of each
+    /// would pass between their caches all the time.
+    static ON: Cell<bool> = const { Cell::new(false) };
+}
 
-/// A thread's recorder: whether it records, and what it recorded since [`start`] (a buffer
-/// kept from one action to the next, so that recording allocates once per action, in
-/// [`take_raw`]). A thread that ends while recording stops (its count in [`ACTIVE`] goes
-/// with it).
+/// A thread's recorder: what it recorded since [`start`] (a buffer kept from one action to
+/// the next, so that recording allocates once per action, in [`take_raw`]).
 struct Recorder {
-    on: bool,
     buf: Vec<Access>,
 }
 
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        if std::mem::take(&mut self.on) {
-            ACTIVE.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
 thread_local! {
-    static REC: RefCell<Recorder> = const {
-        RefCell::new(Recorder {
-            on: false,
-            buf: Vec::new(),
-        })
-    };
+    static REC: RefCell<Recorder> = const { RefCell::new(Recorder { buf: Vec::new() }) };
 }
 
 /// Starts recording on this thread (dropping whatever was recorded).
 pub(crate) fn start() {
-    REC.with(|r| {
-        let mut r = r.borrow_mut();
-        if !r.on {
-            ACTIVE.fetch_add(1, Ordering::Relaxed);
-            r.on = true;
-        }
-        r.buf.clear();
-    });
+    ON.with(|on| on.set(true));
+    REC.with(|r| r.borrow_mut().buf.clear());
 }
 
 /// Whether this thread records footprints now (between a reducing run's actions it does;
 /// after a run it must not: [`stop`]).
 pub fn recording() -> bool {
-    REC.with(|r| r.borrow().on)
+    active()
 }
 
 /// Stops recording on this thread, dropping what was recorded: a host that leaves a scripted
-/// device leaves no recorder on (one left on would send every access of the process, on
-/// every device, down the recording path; [`active`]).
+/// device leaves no recorder on (one left on would send every access the thread makes later,
+/// on any device, down the recording path; [`active`]).
 pub(crate) fn stop() {
-    REC.with(|r| {
-        let mut r = r.borrow_mut();
-        if std::mem::take(&mut r.on) {
-            ACTIVE.fetch_sub(1, Ordering::Relaxed);
-        }
-        r.buf.clear();
-    });
+    ON.with(|on| on.set(false));
+    REC.with(|r| r.borrow_mut().buf.clear());
 }
 
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
@@ -751,12 +729,11 @@ const TAKE_ROOM: usize = 4;
 /// was not recording), in the order made, repeats and all (the caller adds more before it
 /// makes a [`Footprint`], which orders and merges them once).
 pub(crate) fn take_raw() -> Vec<Access> {
+    if !ON.with(|on| on.replace(false)) {
+        return Vec::new();
+    }
     REC.with(|r| {
         let mut r = r.borrow_mut();
-        if !std::mem::take(&mut r.on) {
-            return Vec::new();
-        }
-        ACTIVE.fetch_sub(1, Ordering::Relaxed);
         let mut v = Vec::with_capacity(r.buf.len() + TAKE_ROOM);
         v.extend_from_slice(&r.buf);
         r.buf.clear();
@@ -774,9 +751,6 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     }
     REC.with(|r| {
         let mut r = r.borrow_mut();
-        if !r.on {
-            return;
-        }
         let a = (obj, kind);
         let v = &mut r.buf;
         if !v
@@ -788,11 +762,11 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     });
 }
 
-/// Whether some thread of the process records footprints (a quick test that lets a hot path
-/// skip computing what it would record).
+/// Whether this thread records footprints (a quick test that lets a hot path skip computing
+/// what it would record: what a thread that does not record would record goes nowhere).
 #[inline]
 pub(crate) fn active() -> bool {
-    ACTIVE.load(Ordering::Relaxed) != 0
+    ON.with(Cell::get)
 }
 
 /// Records a new last-writer record of the words `[start, end)` cover. The records are kept
