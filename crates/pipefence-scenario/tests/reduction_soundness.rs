@@ -14,6 +14,10 @@
 //! signature (`check::signature`: status, expectations, final fences, hazards, removal, host
 //! errors), which otherwise leaves memory out. Both plain and strict mode.
 //!
+//! The written scenarios of `tests/reduction/` (fences lowered or signalled by two queues,
+//! waits for several fences, copies, upload memory, removals, masked 64-bit polls) are compared
+//! the same way, by name, in the modes whose plain search completes.
+//!
 //! Cases whose plain search does not complete within [`PLAIN_CAP`] schedules are skipped; the
 //! test asserts that at least a quarter are not. The plain search grows fast: without strict
 //! mode two queues' single bottom-of-pipe writes of one word already take over 20,000
@@ -366,9 +370,13 @@ enum Checked {
 /// The property for one scenario: if the plain search completes within [`plain_cap`], the
 /// reduced search completes too, explores no more schedules, and finds the same outcomes.
 fn check_scenario(text: &str, strict: bool) -> Result<Checked, String> {
+    check_scenario_within(text, strict, plain_cap())
+}
+
+/// [`check_scenario`] with the plain search allowed `cap` schedules.
+fn check_scenario_within(text: &str, strict: bool, cap: u64) -> Result<Checked, String> {
     let sc = pipefence_scenario::parse("generated.kdl", text)
         .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
-    let cap = plain_cap();
     let plain = search(&sc, strict, false, cap);
     if !plain.complete {
         return Ok(Checked::Skipped);
@@ -505,6 +513,87 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search() {
     assert!(
         compared * 4 >= cases,
         "only {compared} of {cases} cases were small enough to compare"
+    );
+}
+
+/// Written scenarios (`tests/reduction/`) of what the generated cases above leave out: fences
+/// lowered by the host and signalled by two queues, waits for any or all of several fences
+/// (one timing out), a copy queue, upload memory written by a host during a copy, a page fault
+/// that removes the device while another queue waits, a removal while a host polls, a masked
+/// 64-bit poll, a host's write racing a top-of-pipe write. In each mode listed, the plain
+/// search completes within 5,000 schedules, and the reduced search finds exactly its
+/// outcomes (`check::signature`: status, expectations, final fences, hazards, removal, host
+/// errors) in no more schedules; and where the plain search bounded to 0 (then 1) preemptions
+/// completes within its cap, the shrink's bounded search with sleep sets reaches the same
+/// outcomes with the same fewest preemptions ([`check_bounded`]). The plain searches listed
+/// here take about 12,000 schedules in all; the modes left out do not complete within 5,000
+/// (2026-12-06).
+#[test]
+fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scenarios() {
+    // (file, plain mode, strict mode)
+    const WRITTEN: &[(&str, bool, bool)] = &[
+        ("fence-two-signallers.kdl", false, true),
+        ("host-vs-top-of-pipe-write.kdl", false, true),
+        ("lowered-fence-registration.kdl", true, true),
+        ("lowered-fence.kdl", false, true),
+        ("page-fault-while-waiting.kdl", true, true),
+        ("poll64-mask.kdl", true, true),
+        ("remove-while-poll.kdl", true, true),
+        ("upload-copy-race.kdl", true, true),
+        ("wait-all-timeout.kdl", true, true),
+        ("wait-any-expect-fences.kdl", true, true),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reduction");
+    let mut listed: Vec<String> = WRITTEN.iter().map(|w| w.0.to_string()).collect();
+    let mut present: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/reduction")
+        .map(|e| {
+            e.expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.ends_with(".kdl"))
+        .collect();
+    listed.sort();
+    present.sort();
+    assert_eq!(
+        listed, present,
+        "every file of tests/reduction is listed, once"
+    );
+    let (mut outcomes, mut bounded_compared) = (0, 0);
+    for &(file, plain, strict) in WRITTEN {
+        let text = std::fs::read_to_string(dir.join(file)).expect("a written scenario");
+        for mode in [false, true] {
+            if !(if mode { strict } else { plain }) {
+                continue;
+            }
+            match check_scenario_within(&text, mode, 5_000) {
+                Ok(Checked::Compared { outcomes: n, .. }) => outcomes += n,
+                Ok(Checked::Skipped) => panic!(
+                    "{file} (strict {mode}): the plain search did not complete within 5,000 \
+                     schedules"
+                ),
+                Err(e) => panic!("{file}: {e}"),
+            }
+            // And a shrink's bounded search keeps each outcome's fewest preemptions, at the
+            // bounds whose plain search completes within its cap.
+            match check_bounded(&text, mode) {
+                Ok(Some(_)) => bounded_compared += 1,
+                Ok(None) => {}
+                Err(e) => panic!("{file}: {e}"),
+            }
+        }
+    }
+    eprintln!(
+        "{outcomes} outcomes in all; bounded searches compared for {bounded_compared} files and \
+         modes"
+    );
+    // Most of these have several outcomes (a count that catches a scenario left with one).
+    assert!(outcomes >= 40, "{outcomes} outcomes in all");
+    assert!(
+        bounded_compared >= 15,
+        "the bounded searches were compared for {bounded_compared} files and modes"
     );
 }
 
