@@ -78,7 +78,11 @@ pub(crate) fn command(
     let terminal = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now();
     let mut shown = false;
+    // When the search visited its last schedule: what follows, before the report comes back,
+    // is the shrinking of its failures (the summary says how long that took).
+    let mut searched = std::time::Instant::now();
     let report = check_exhaustive(&scenario, &opts, |p| {
+        searched = std::time::Instant::now();
         if terminal && last.elapsed() >= std::time::Duration::from_millis(500) {
             last = std::time::Instant::now();
             shown = true;
@@ -88,6 +92,9 @@ pub(crate) fn command(
             );
         }
     });
+    let shrink_ns = (shrink.is_some() && report.failures.iter().any(|f| f.shrunk.is_some()))
+        .then(|| u64::try_from(searched.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        .map(|ns| ns.min(report.elapsed_ns));
     if shown {
         // Clear the progress line.
         eprint!("\r\x1b[2K");
@@ -110,6 +117,7 @@ pub(crate) fn command(
         outcomes: report.outcomes,
         failing: report.failing,
         elapsed_ns: report.elapsed_ns,
+        shrink_ns,
         failures: report
             .failures
             .iter()
@@ -145,6 +153,9 @@ pub(crate) fn command(
             "  a preemption bound {search}; without --preemption-bound the reduced search may \
              prove this scenario in far fewer schedules\n"
         );
+    }
+    if parallel.shard.is_some() {
+        summary += &shard_bound_note(report.bound.as_deref());
     }
     let flag = if strict { " --strict" } else { "" };
     let program = replay_program_here();
@@ -328,25 +339,31 @@ impl ShrunkView {
 /// A shrunk failure in words: its preemptions, whether they are the fewest, its replay and
 /// its decisive steps. `run` is the replay command without `--schedule`.
 fn shrunk_text(s: &ShrunkView, replayed: &str, run: &str) -> String {
-    let fewest = if s.fewest {
-        "the fewest possible".to_string()
-    } else {
-        // The bounded check runs the shrink's own bounded search, on every thread.
-        format!(
-            "the fewest found: the shrink budget ran out before every schedule with fewer was \
-             explored (--shrink-runs; --preemption-bound {} --no-shrink explores them all)",
-            s.preemptions.saturating_sub(1)
-        )
-    };
     let n = plural(u64::from(s.preemptions), "preemption");
-    let mut t = if s.replay == replayed {
-        format!("    {n}, {fewest}\n")
-    } else {
-        format!(
-            "    shrunk to {n} ({fewest}; that schedule had {}): replay with `{run} --schedule {}`\n",
+    let mut t = match (s.replay == replayed, s.fewest) {
+        (true, true) => format!("    {n}, the fewest possible\n"),
+        (true, false) => format!("    {n}, the fewest found\n"),
+        (false, true) => format!(
+            "    shrunk to {n}, the fewest possible (that schedule had {}): replay with `{run} \
+             --schedule {}`\n",
             s.original_preemptions, s.replay
-        )
+        ),
+        (false, false) => format!(
+            "    shrunk to {n}, the fewest found (that schedule had {}): replay with `{run} \
+             --schedule {}`\n",
+            s.original_preemptions, s.replay
+        ),
     };
+    if !s.fewest {
+        // The bounded check runs the shrink's own bounded search, on every thread.
+        t += &format!(
+            "      not proved the fewest: the shrink's budget (--shrink-runs) ran out before \
+             every schedule with fewer preemptions was explored; `check --exhaustive \
+             --preemption-bound {} --no-shrink` explores those, and says whether it finished \
+             within its --max-schedules\n",
+            s.preemptions.saturating_sub(1)
+        );
+    }
     if s.preemptions == 0 {
         t += "      it fails without any preemption: each actor runs until it blocks or ends, the \
               schedule choosing who runs next each time\n";
@@ -379,6 +396,9 @@ pub(crate) struct ExhaustiveView<'a> {
     pub(crate) outcomes: usize,
     pub(crate) failing: u64,
     pub(crate) elapsed_ns: u64,
+    /// Of `elapsed_ns`, the time spent shrinking failures after the search (known to the
+    /// check that shrank them, not to a merge of shards).
+    pub(crate) shrink_ns: Option<u64>,
     pub(crate) failures: Vec<ExhaustiveFailureView<'a>>,
     pub(crate) other_failing: u64,
     /// Runs stopped asleep or as repeats (not schedules).
@@ -387,14 +407,38 @@ pub(crate) struct ExhaustiveView<'a> {
     pub(crate) shard: bool,
 }
 
+/// What the summary of a shard, or of merged shards, adds when `--max-schedules` cut it: the
+/// shards' units together often hold more schedules than the unsharded search
+/// (`docs/exploration.md`, "Exhaustive checks on threads and in shards"), so a check proved
+/// unsharded can need a larger bound in shards.
+pub(crate) fn shard_bound_note(bound: Option<&str>) -> String {
+    match bound {
+        Some(b) if b.starts_with("--max-schedules") => "  each shard stops at its \
+            --max-schedules, and the shards' units together often hold more schedules than \
+            the unsharded search: run the shards with a larger --max-schedules for a proof\n"
+            .to_string(),
+        _ => String::new(),
+    }
+}
+
 /// The first line of an exhaustive check's human summary.
 pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     let name = r.name;
     let ms = r.elapsed_ns as f64 / 1e6;
-    let per_s = if r.elapsed_ns > 0 {
-        r.schedules as f64 / (r.elapsed_ns as f64 / 1e9)
+    // The rate is the search's: shrinking runs schedules of its own.
+    let search_ns = r.elapsed_ns - r.shrink_ns.unwrap_or(0).min(r.elapsed_ns);
+    let per_s = if search_ns > 0 {
+        r.schedules as f64 / (search_ns as f64 / 1e9)
     } else {
         0.0
+    };
+    let time = match r.shrink_ns {
+        Some(shrink) => format!(
+            "in {ms:.1} ms: the search {:.1} ms, shrinking the failures {:.1} ms",
+            search_ns as f64 / 1e6,
+            shrink as f64 / 1e6
+        ),
+        None => format!("in {ms:.1} ms"),
     };
     let schedules = plural(r.schedules, "schedule");
     let outcomes = plural(r.outcomes as u64, "outcome");
@@ -419,14 +463,13 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
         )
     } else if r.complete {
         format!(
-            "{name}: every schedule explored: {schedules}, {outcomes}, {} failing, in \
-             {ms:.1} ms\n",
+            "{name}: every schedule explored: {schedules}, {outcomes}, {} failing, {time}\n",
             r.failing
         )
     } else {
         format!(
             "{name}: bounded by {}: {schedules} explored{stopped}, not a proof; {outcomes}, \
-             {} failing, in {ms:.1} ms ({per_s:.0}/s)\n",
+             {} failing, {time} ({per_s:.0}/s)\n",
             r.bound.unwrap_or("a bound"),
             r.failing
         )

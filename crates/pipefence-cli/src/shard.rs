@@ -255,6 +255,7 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                 outcomes: m.outcomes,
                 failing: m.failing,
                 elapsed_ns: m.elapsed_ns,
+                shrink_ns: None,
                 failures: m
                     .failures
                     .iter()
@@ -275,11 +276,12 @@ pub(crate) fn merge_command(files: &[PathBuf], json: bool, color: ColorChoice) -
                 stopped_runs: m.repeated_runs + m.sleep_blocked,
                 shard: false,
             };
-            (
-                super::exhaustive::summary(&view),
-                serde_json::to_string_pretty(m),
-                m.exit_code(),
-            )
+            let mut summary = super::exhaustive::summary(&view);
+            summary.insert_str(
+                summary.find('\n').map_or(summary.len(), |i| i + 1),
+                &super::exhaustive::shard_bound_note(m.bound.as_deref()),
+            );
+            (summary, serde_json::to_string_pretty(m), m.exit_code())
         }
     };
     if json {

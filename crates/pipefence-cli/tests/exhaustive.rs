@@ -241,6 +241,24 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
     ]);
     let text = stdout(&out);
     assert!(text.contains("1 preemption, the fewest possible"), "{text}");
+    // The first line gives the search's time and the shrink's apart; without shrinking, one.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(": the search ") && first.contains(" ms, shrinking the failures "),
+        "{first}"
+    );
+    let unshrunk = pipefence(&[
+        "check",
+        "tests/scenarios/host-write-race.kdl",
+        "--exhaustive",
+        "--no-shrink",
+    ]);
+    let first = stdout(&unshrunk);
+    let first = first.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("1 failing, in ") && !first.contains("shrinking"),
+        "{first}"
+    );
     assert!(
         text.contains("decisive step 1: `gfx`'s PFP parsed `dispatch sum` (line 16) before host thread `main` went on from line 20"),
         "{text}"
@@ -252,7 +270,11 @@ fn x4_failures_are_shrunk_unless_no_shrink() {
     let out = pipefence(&["check", flag, "--exhaustive", "--shrink-runs", "20"]);
     let text = stdout(&out);
     assert!(
-        text.contains("1 preemption, the fewest found: the shrink budget ran out before every schedule with fewer was explored (--shrink-runs; --preemption-bound 0 --no-shrink explores them all)"),
+        text.contains("    1 preemption, the fewest found\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not proved the fewest: the shrink's budget (--shrink-runs) ran out before every schedule with fewer preemptions was explored; `check --exhaustive --preemption-bound 0 --no-shrink` explores those, and says whether it finished within its --max-schedules"),
         "{text}"
     );
     let cut = json(&pipefence(&[

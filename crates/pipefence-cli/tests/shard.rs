@@ -237,6 +237,34 @@ fn merged_fail_fast_shards_stop_at_the_lowest_failing_seed_as_the_unsharded_chec
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A shard, and merged shards, that `--max-schedules` cut say that the shards' units may hold
+/// more schedules than the unsharded search, and to raise the bound for a proof; a complete
+/// shard says nothing of it.
+#[test]
+fn shards_cut_by_max_schedules_say_to_raise_it() {
+    let dir = scratch("cut");
+    let note = "each shard stops at its --max-schedules";
+    let args = [
+        "check",
+        "tests/scenarios/write-write.kdl",
+        "--exhaustive",
+        "--no-shrink",
+        "--max-schedules",
+        "2",
+    ];
+    let files = run_shards(&dir, &args, 2);
+    let out = merge(&files, &[]);
+    assert!(stdout(&out).contains(note), "{}", stdout(&out));
+    let one = pipefence(&[&args[..], &["--shard", "0/2"]].concat());
+    assert!(stdout(&one).contains(note), "{}", stdout(&one));
+    let whole = pipefence(&[&args[..4], &["--shard", "0/2"]].concat());
+    assert!(
+        stdout(&whole).contains("every schedule explored") && !stdout(&whole).contains(note),
+        "{}",
+        stdout(&whole)
+    );
+}
+
 #[test]
 fn more_shards_than_schedules_leave_some_empty_and_merge_all_the_same() {
     let dir = scratch("empty");
