@@ -343,15 +343,12 @@ fn shrunk_text(s: &ShrunkView, replayed: &str, run: &str) -> String {
     let mut t = match (s.replay == replayed, s.fewest) {
         (true, true) => format!("    {n}, the fewest possible\n"),
         (true, false) => format!("    {n}, the fewest found\n"),
-        (false, true) => format!(
-            "    shrunk to {n}, the fewest possible (that schedule had {}): replay with `{run} \
+        (false, fewest) => format!(
+            "    shrunk to {n} (the fewest {}; that schedule had {}): replay with `{run} \
              --schedule {}`\n",
-            s.original_preemptions, s.replay
-        ),
-        (false, false) => format!(
-            "    shrunk to {n}, the fewest found (that schedule had {}): replay with `{run} \
-             --schedule {}`\n",
-            s.original_preemptions, s.replay
+            if fewest { "possible" } else { "found" },
+            s.original_preemptions,
+            s.replay
         ),
     };
     if !s.fewest {
