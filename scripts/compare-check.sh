@@ -38,7 +38,7 @@ strip() { python3 scripts/strip-elapsed.py; }
 # The summary without its timing, and with the replay hints' program (which names where each
 # binary is) as PROGRAM.
 timeless() {
-    sed -E 's/ in [0-9.]+ (ms|s|µs)(: the search [0-9.]+ ms, shrinking the failures [0-9.]+ ms)?( \([0-9.]+\/s\))?/ in _/; s/[0-9.]+ k?\/s/_\/s/g; s/`[^`]* run /`PROGRAM run /g' |
+    sed -E 's/ in [0-9.]+ (ms|s|µs)(: the search [0-9.]+ ms( \([0-9.]+\/s\))?, shrinking the failures [0-9.]+ ms)?( \([0-9.]+\/s\))?/ in _/; s/[0-9.]+ k?\/s/_\/s/g; s/`[^`]* run /`PROGRAM run /g' |
         if [[ -n ${IGNORE_ASLEEP:-} ]]; then sed -E 's/ \([0-9,]+ more runs? stopped as equivalent[^)]*\)//'; else cat; fi |
         if [[ -n ${IGNORE_REPLAY:-} ]]; then sed -E 's/--schedule v[0-9]+:[A-Za-z0-9_-]*/--schedule _/g'; else cat; fi
 }

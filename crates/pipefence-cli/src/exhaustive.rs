@@ -429,13 +429,21 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     } else {
         0.0
     };
-    let time = match r.shrink_ns {
-        Some(shrink) => format!(
-            "in {ms:.1} ms: the search {:.1} ms, shrinking the failures {:.1} ms",
-            search_ns as f64 / 1e6,
-            shrink as f64 / 1e6
-        ),
-        None => format!("in {ms:.1} ms"),
+    // The time, and with `rate` the search's rate, before the shrink's time where it shrank.
+    let time = |rate: bool| {
+        let rate = if rate {
+            format!(" ({per_s:.0}/s)")
+        } else {
+            String::new()
+        };
+        match r.shrink_ns {
+            Some(shrink) => format!(
+                "in {ms:.1} ms: the search {:.1} ms{rate}, shrinking the failures {:.1} ms",
+                search_ns as f64 / 1e6,
+                shrink as f64 / 1e6
+            ),
+            None => format!("in {ms:.1} ms{rate}"),
+        }
     };
     let schedules = plural(r.schedules, "schedule");
     let outcomes = plural(r.outcomes as u64, "outcome");
@@ -460,15 +468,17 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
         )
     } else if r.complete {
         format!(
-            "{name}: every schedule explored: {schedules}, {outcomes}, {} failing, {time}\n",
-            r.failing
+            "{name}: every schedule explored: {schedules}, {outcomes}, {} failing, {}\n",
+            r.failing,
+            time(false)
         )
     } else {
         format!(
             "{name}: bounded by {}: {schedules} explored{stopped}, not a proof; {outcomes}, \
-             {} failing, {time} ({per_s:.0}/s)\n",
+             {} failing, {}\n",
             r.bound.unwrap_or("a bound"),
-            r.failing
+            r.failing,
+            time(true)
         )
     }
 }
