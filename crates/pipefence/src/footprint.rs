@@ -679,40 +679,39 @@ fn objects_overlap(a: Obj, b: Obj) -> bool {
 thread_local! {
     /// Whether this thread records ([`start`] to [`stop`] or [`take_raw`]): a flag of its own,
     /// read first by every [`record`] and by the hot paths that skip what they would record
-    /// ([`active`]). Per thread, not a count in the process: the threads of a search on `-j N`
+    /// ([`recording`]). Per thread, not a count in the process: the threads of a search on `-j N`
     /// record at once, and a shared word written at the start and end of every action of each
     /// would pass between their caches all the time.
     static ON: Cell<bool> = const { Cell::new(false) };
 }
 
-/// A thread's recorder: what it recorded since [`start`] (a buffer kept from one action to
-/// the next, so that recording allocates once per action, in [`take_raw`]).
-struct Recorder {
-    buf: Vec<Access>,
-}
-
 thread_local! {
-    static REC: RefCell<Recorder> = const { RefCell::new(Recorder { buf: Vec::new() }) };
+    /// What this thread recorded since [`start`] (a buffer kept from one action to the next,
+    /// so that recording allocates once per action, in [`take_raw`]).
+    static REC: RefCell<Vec<Access>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Starts recording on this thread (dropping whatever was recorded).
 pub(crate) fn start() {
     ON.with(|on| on.set(true));
-    REC.with(|r| r.borrow_mut().buf.clear());
+    REC.with(|r| r.borrow_mut().clear());
 }
 
 /// Whether this thread records footprints now (between a reducing run's actions it does;
-/// after a run it must not: [`stop`]).
+/// after a run it must not: [`stop`]): also the quick test that lets a hot path skip
+/// computing what it would record (what a thread that does not record would record goes
+/// nowhere).
+#[inline]
 pub fn recording() -> bool {
-    active()
+    ON.with(Cell::get)
 }
 
 /// Stops recording on this thread, dropping what was recorded: a host that leaves a scripted
 /// device leaves no recorder on (one left on would send every access the thread makes later,
-/// on any device, down the recording path; [`active`]).
+/// on any device, down the recording path; [`recording`]).
 pub(crate) fn stop() {
     ON.with(|on| on.set(false));
-    REC.with(|r| r.borrow_mut().buf.clear());
+    REC.with(|r| r.borrow_mut().clear());
 }
 
 /// Stops recording on this thread; returns what was recorded since [`start`] (empty when it
@@ -734,9 +733,9 @@ pub(crate) fn take_raw() -> Vec<Access> {
     }
     REC.with(|r| {
         let mut r = r.borrow_mut();
-        let mut v = Vec::with_capacity(r.buf.len() + TAKE_ROOM);
-        v.extend_from_slice(&r.buf);
-        r.buf.clear();
+        let mut v = Vec::with_capacity(r.len() + TAKE_ROOM);
+        v.extend_from_slice(&r);
+        r.clear();
         v
     })
 }
@@ -746,13 +745,12 @@ pub(crate) fn take_raw() -> Vec<Access> {
 /// instead: [`Footprint::new`] would merge them into the same footprint.
 #[inline]
 pub(crate) fn record(obj: Obj, kind: Kind) {
-    if !active() {
+    if !recording() {
         return;
     }
     REC.with(|r| {
-        let mut r = r.borrow_mut();
+        let mut v = r.borrow_mut();
         let a = (obj, kind);
-        let v = &mut r.buf;
         if !v
             .last_mut()
             .is_some_and(|last| *last == a || join_ranges(last, a))
@@ -762,13 +760,6 @@ pub(crate) fn record(obj: Obj, kind: Kind) {
     });
 }
 
-/// Whether this thread records footprints (a quick test that lets a hot path skip computing
-/// what it would record: what a thread that does not record would record goes nowhere).
-#[inline]
-pub(crate) fn active() -> bool {
-    ON.with(Cell::get)
-}
-
 /// Records a new last-writer record of the words `[start, end)` cover. The records are kept
 /// per 4-byte word; the footprint stays at the 8-byte words that cover them (an
 /// over-approximation, as it was when the records were kept per 8-byte word: two writes of
@@ -776,7 +767,7 @@ pub(crate) fn active() -> bool {
 /// dependence keep it).
 #[inline]
 pub(crate) fn record_writers(start: u64, end: u64) {
-    if !active() {
+    if !recording() {
         return;
     }
     let s = start & !7;
@@ -787,7 +778,7 @@ pub(crate) fn record_writers(start: u64, end: u64) {
 /// Records an access to `len` bytes of memory from `address`.
 #[inline]
 pub(crate) fn record_mem(address: u64, len: u64, kind: Kind) {
-    if !active() {
+    if !recording() {
         return;
     }
     record(Obj::Mem(address, address.saturating_add(len.max(1))), kind);

@@ -13,7 +13,7 @@ impl Engine {
         let Some(packet) = self.fifo.pop_front() else {
             return Step::Idle;
         };
-        if crate::footprint::active() {
+        if crate::footprint::recording() {
             self.note(
                 Obj::Fifo(self.queue_id, self.fifo_slot(self.popped)),
                 Kind::Write,
@@ -71,7 +71,7 @@ impl Engine {
     /// read faults, any other packet. Returns how many it executed, and the fault that ended
     /// the batch if a write faulted.
     pub(super) fn me_run_common(&mut self, ctx: &EngineCtx<'_>, max: u32) -> (u32, Option<Step>) {
-        if self.me_op.is_some() || self.tracked || crate::footprint::active() {
+        if self.me_op.is_some() || self.tracked || crate::footprint::recording() {
             return (0, None);
         }
         let mut n = 0;

@@ -817,7 +817,7 @@ impl Engine {
 
     fn push_packet(&mut self, site: Site, op: PacketOp) {
         // The slot is a division: computed only when something records it.
-        if crate::footprint::active() {
+        if crate::footprint::recording() {
             self.note(
                 Obj::Fifo(self.queue_id, self.fifo_slot(self.pushed)),
                 Kind::Write,

@@ -30,7 +30,7 @@ impl Engine {
     /// step per packet, and the packet built in place (moving the decoded command between
     /// steps cost more than decoding it).
     pub(super) fn pfp_fetch_common(&mut self) -> bool {
-        if self.flush_hold || crate::footprint::active() {
+        if self.flush_hold || crate::footprint::recording() {
             return false;
         }
         let Some(cur) = self.cursor.as_mut() else {
