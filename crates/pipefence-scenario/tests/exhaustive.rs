@@ -503,6 +503,75 @@ expect out count=192 equals=10
     assert_eq!(claims, vec![(0, true), (1, true), (1, true)]);
 }
 
+/// A diamond of four queues by fences, where the last does not wait for the copy. One
+/// failure (a group of the last dispatch reads the copy's destination before the copy, the
+/// other group after) was found with two preemptions: a group of the compute queue ran
+/// before the copy, which preempted the copy queue's ME, and the copy ran between the last
+/// dispatch's groups. Removing either preemption changes the outcome (greedy removal stopped
+/// at two, `fewest: false`), and the bounded search with one preemption has more schedules
+/// than the budget. The same steps reordered, every conflicting pair kept in its order, need
+/// one: the copy queue starts only after the first group, preempting the dispatch once
+/// (`explore/shrink.rs`, `reorder`); the bounded search with none is complete, so that is
+/// the fewest (checked against the plain bounded search by `shrunk_of`).
+#[test]
+fn d4_a_shrink_reorders_a_failures_steps_where_removing_a_preemption_changes_it() {
+    let text = r#"buffer a size=512
+buffer b size=512
+buffer c size=512
+buffer out size=512 heap=readback
+buffer out2 size=512 heap=readback
+fence f1
+fence f2
+fence f3
+fence f4
+queue gfx kind=direct
+queue cmp kind=compute
+queue cpy kind=copy
+queue cmp2 kind=compute
+list produce kind=direct {
+    dispatch fill dst=a groups=2 value=5
+}
+list left kind=compute {
+    dispatch add dst=b src=a value=1 groups=2
+}
+list right kind=copy {
+    copy dst=c src=a bytes=512
+}
+list final kind=compute {
+    dispatch add dst=out src=b value=100 groups=2
+    dispatch add dst=out2 src=c value=200 groups=2
+}
+execute gfx produce
+signal gfx f1 1
+wait cmp f1 1
+execute cmp left
+signal cmp f2 1
+wait cpy f1 1
+execute cpy right
+signal cpy f3 1
+wait cmp2 f2 1
+execute cmp2 final
+signal cmp2 f4 1
+cpu-wait f4 1 timeout-ms=5000
+expect out count=128 equals=106
+expect out2 count=128 equals=205
+"#;
+    let sc = pipefence_scenario::parse("diamond.kdl", text).expect("a valid scenario");
+    let mut claims: Vec<(u32, bool, String)> = shrunk_of(&sc, "diamond.kdl", false);
+    claims.sort();
+    let found: Vec<(u32, bool, &str)> = claims
+        .iter()
+        .map(|(n, f, w)| (*n, *f, w.rsplit(", ").next().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (0, true, "element 0 (out2) is 200"),
+            (1, true, "element 64 (out2+256) is 200"),
+        ]
+    );
+}
+
 #[test]
 fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
     let sc = file("host-write-race.kdl");

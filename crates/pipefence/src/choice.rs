@@ -508,6 +508,92 @@ struct ScriptState {
     beside: Option<(u32, Beside)>,
     /// Past the prefix, choose at random ([`Script::sampling`]).
     sampling: Option<Sampling>,
+    /// Past the prefix, follow another run's steps in an order of few preemptions
+    /// ([`Script::guided`]).
+    guiding: Option<Guiding>,
+}
+
+/// The steps of a run for a [`Script::guided`] run to take again, in another order: each
+/// step's actor, the steps before it that it depends on, and the choices made within it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Guide {
+    pub(crate) steps: Vec<GuideStep>,
+    /// The order to take the steps in, by step (empty: continue the actor that ran last
+    /// where it can, else the earliest step ready).
+    pub(crate) rank: Vec<u32>,
+}
+
+/// One step of a [`Guide`].
+#[derive(Debug, Clone)]
+pub(crate) struct GuideStep {
+    /// Who performed it.
+    pub(crate) actor: ActorKey,
+    /// The earlier steps of other actors it must come after (their actions conflict).
+    pub(crate) after: Vec<usize>,
+    /// The choices within it, in order (the alternatives taken).
+    pub(crate) within: Vec<u32>,
+}
+
+/// A [`Script::guided`] run's progress through its guide.
+#[derive(Debug)]
+struct Guiding {
+    guide: std::sync::Arc<Guide>,
+    done: Vec<bool>,
+    /// Per actor, its steps not taken yet, in order.
+    next: Vec<(ActorKey, std::collections::VecDeque<usize>)>,
+    /// The choices within the step proposed last, left to make.
+    within: std::collections::VecDeque<u32>,
+}
+
+impl Guiding {
+    fn new(guide: std::sync::Arc<Guide>) -> Self {
+        let mut next: Vec<(ActorKey, std::collections::VecDeque<usize>)> = Vec::new();
+        for (i, s) in guide.steps.iter().enumerate() {
+            match next.iter_mut().find(|(a, _)| *a == s.actor) {
+                Some((_, q)) => q.push_back(i),
+                None => next.push((s.actor, std::collections::VecDeque::from([i]))),
+            }
+        }
+        Guiding {
+            done: vec![false; guide.steps.len()],
+            guide,
+            next,
+            within: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The next step of `actor` if every step it must come after was taken.
+    fn ready(&self, actor: ActorKey) -> Option<usize> {
+        let (_, q) = self.next.iter().find(|(a, _)| *a == actor)?;
+        let &i = q.front()?;
+        self.guide.steps[i]
+            .after
+            .iter()
+            .all(|&j| self.done[j])
+            .then_some(i)
+    }
+
+    /// `actor` took a step: its next one is done (or, for every group left of a dispatch
+    /// in one step, each of those groups' steps).
+    fn took(&mut self, actor: ActorKey) {
+        let mut mark = |q: &mut std::collections::VecDeque<usize>, all: bool| {
+            while let Some(i) = q.pop_front() {
+                self.done[i] = true;
+                if !all {
+                    break;
+                }
+            }
+        };
+        if let Some((_, q)) = self.next.iter_mut().find(|(a, _)| *a == actor) {
+            mark(q, false);
+        } else if matches!(actor, ActorKey::Groups(..) | ActorKey::Dispatch(..)) {
+            for (a, q) in &mut self.next {
+                if a.same_plain_actor(actor) {
+                    mark(q, true);
+                }
+            }
+        }
+    }
 }
 
 /// What a reducing run does at a point that lists a dispatch's groups one by one and the
@@ -637,6 +723,24 @@ impl Script {
             preempt_at,
             priorities,
         });
+        s
+    }
+
+    /// A script that runs the steps of `guide` (another run's, in the reducing listing) in
+    /// an order of few preemptions: at each scheduling point it takes the step of the
+    /// guide's order ([`Guide::rank`]) that comes first among those listed there whose
+    /// steps they depend on are behind them; without an order, it continues the actor that
+    /// ran last (or another of its alternatives of the same actor of the plain listing)
+    /// when that actor's next step is ready so, else takes the earliest step ready. Each
+    /// step's choices within it are the guide's.
+    /// Where no alternative has such a step, it chooses canonically. Every order of a run's
+    /// steps that keeps each dependent pair's order gives the same outcome, so the run ends
+    /// as the guide's did, with as few preemptions as keeping to that order allows at each
+    /// point (a shrink, `explore/shrink.rs`). Its schedule string replays it as a reducing
+    /// exploration's does.
+    pub(crate) fn guided(guide: std::sync::Arc<Guide>) -> Self {
+        let s = Script::reducing(Vec::new(), None, Vec::new());
+        s.lock().guiding = Some(Guiding::new(guide));
         s
     }
 
@@ -1056,6 +1160,11 @@ impl Script {
         if let Some(idx) = st.sched.take() {
             let k = st.tries[st.sched_try];
             st.points[idx].taken = Some(k);
+            if let Some(actor) = st.points[idx].actors.get(k as usize) {
+                if let Some(g) = st.guiding.as_mut() {
+                    g.took(actor);
+                }
+            }
         }
     }
 
@@ -1165,7 +1274,6 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
         let at = st.tries.len();
         st.misfit.get_or_insert((at, k, n));
     }
-    let plain_sleep = st.plain_sleep;
     // The step of every group left of a dispatch listed beside them, chosen only here.
     let all = match st.beside {
         Some((all, b)) if from_prefix.is_none() && b != Beside::No => {
@@ -1185,6 +1293,24 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
         Some((all, _)) => all,
         None => u32::MAX,
     };
+    let k = match from_prefix {
+        Some(k) if k < st.points[idx].alternatives => k,
+        _ if st.sampling.is_some() => sample(st, idx),
+        _ => match guide(st, idx, all) {
+            Some(k) => k,
+            None => canonical(st, idx, all),
+        },
+    };
+    st.tries.push(k);
+    k
+}
+
+/// The canonical choice at point `idx` past the prefix ([`Script::new`]): the alternative
+/// continuing the last actor when there is one, else the first not found disabled; a
+/// reducing run never takes an actor asleep. `all` is the step of every group left of a
+/// dispatch listed beside them (`u32::MAX`: none), not chosen here.
+fn canonical(st: &mut ScriptState, idx: usize, all: u32) -> u32 {
+    let plain_sleep = st.plain_sleep;
     let p = &st.points[idx];
     let asleep = |a: u32| {
         p.scheduling
@@ -1206,35 +1332,73 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
                 .is_some_and(|k| k.same_plain_actor(ck))
         })
     };
-    let k = match from_prefix {
-        Some(k) if k < p.alternatives => k,
-        _ if st.sampling.is_some() => sample(st, idx),
-        _ => match p.continuing.filter(open).or_else(alike) {
-            Some(c) => c,
-            // Every alternative of the actor that ran last is asleep while it could go on:
-            // taking another would be a preemption the search makes as a branch of its own
-            // (within its bound), so the run stops here asleep.
-            None if plain_sleep && p.continuing.is_some_and(|c| !p.disabled.contains(&c)) => {
-                let c = p.continuing.unwrap_or(0);
-                block(st, idx);
-                c
-            }
-            None => match (0..p.alternatives).find(open) {
-                Some(a) => a,
-                None => {
-                    let k = (0..p.alternatives)
-                        .find(|a| !p.disabled.contains(a))
-                        .unwrap_or(0);
-                    if st.reducing && p.scheduling && p.alternatives > 0 {
-                        block(st, idx);
-                    }
-                    k
+    match p.continuing.filter(open).or_else(alike) {
+        Some(c) => c,
+        // Every alternative of the actor that ran last is asleep while it could go on:
+        // taking another would be a preemption the search makes as a branch of its own
+        // (within its bound), so the run stops here asleep.
+        None if plain_sleep && p.continuing.is_some_and(|c| !p.disabled.contains(&c)) => {
+            let c = p.continuing.unwrap_or(0);
+            block(st, idx);
+            c
+        }
+        None => match (0..p.alternatives).find(open) {
+            Some(a) => a,
+            None => {
+                let k = (0..p.alternatives)
+                    .find(|a| !p.disabled.contains(a))
+                    .unwrap_or(0);
+                if st.reducing && p.scheduling && p.alternatives > 0 {
+                    block(st, idx);
                 }
-            },
+                k
+            }
         },
+    }
+}
+
+/// A [`Script::guided`] run's choice at point `idx` past the prefix (`None`: not guided, or
+/// no alternative has a step of the guide ready; the canonical choice then). `all` as in
+/// [`canonical`].
+fn guide(st: &mut ScriptState, idx: usize, all: u32) -> Option<u32> {
+    let p = &st.points[idx];
+    let g = st.guiding.as_mut()?;
+    if !p.scheduling {
+        // A choice within the step proposed last: the guide's, while it has one that fits.
+        let k = g.within.pop_front()?;
+        return (k < p.alternatives && !p.disabled.contains(&k)).then_some(k);
+    }
+    let open = |a: u32| a != all && !p.disabled.contains(&a);
+    let ready = |a: u32| {
+        if !open(a) {
+            return None;
+        }
+        g.ready(p.actors.get(a as usize)?)
     };
-    st.tries.push(k);
-    k
+    let continuing = p.continuing.and_then(|c| ready(c).map(|s| (c, s)));
+    let alike = || {
+        let ck = p.actors.get(p.continuing? as usize)?;
+        (0..p.alternatives)
+            .filter(|&a| {
+                p.actors
+                    .get(a as usize)
+                    .is_some_and(|k| k.same_plain_actor(ck))
+            })
+            .find_map(|a| ready(a).map(|s| (a, s)))
+    };
+    let rank = |s: usize| g.guide.rank.get(s).map_or(s, |&r| r as usize);
+    let earliest = || {
+        (0..p.alternatives)
+            .filter_map(|a| ready(a).map(|s| (a, s)))
+            .min_by_key(|&(_, s)| rank(s))
+    };
+    let (k, step) = if g.guide.rank.is_empty() {
+        continuing.or_else(alike).or_else(earliest)?
+    } else {
+        earliest()?
+    };
+    g.within = g.guide.steps[step].within.iter().copied().collect();
+    Some(k)
 }
 
 /// The run is sleep-blocked at point `idx`, by the try about to be made there: it stops.

@@ -21,11 +21,19 @@
 //!    canonically after it, which preempts nothing), first preemption first; keep the change
 //!    when the failure stays the same, and start again from the new schedule.
 //!
+//! Between them, **reordering** ([`reorder`]): the steps of a failure's best schedule so far,
+//! run again in an order of fewer preemptions that keeps every two conflicting steps in
+//! their order (the same run up to the order of independent actions, so the same outcome),
+//! for each failure's own schedule first, for those the first two phases did not settle,
+//! and after phase 3. It reaches what removing one preemption at a time cannot (two
+//! preemptions that only together keep the outcome, where one elsewhere would do).
+//!
 //! "The same way" is the caller's: a key of each run's outcome (the scenario layer's failure
 //! signature).
 
 use super::exhaustive::{search_plain, Bound, ExhaustiveOptions, Run, Sleep};
-use crate::choice::{ChoicePoint, Narrated, Script};
+use crate::choice::{ChoicePoint, Guide, GuideStep, Narrated, Script};
+use crate::footprint::Obj;
 use std::sync::Arc;
 
 /// Runs a shrink takes at most by default ([`shrink`]'s `max_runs`).
@@ -100,6 +108,14 @@ pub fn shrink<T, K: PartialEq>(
         .iter()
         .map(|b| b.as_ref().map(|b| b.preemptions))
         .collect();
+    // The failing runs' steps again in an order of fewer preemptions, where they have one.
+    improve_by_reordering(
+        targets,
+        &mut best,
+        (&mut runs, max_runs),
+        &mut body,
+        &mut key,
+    );
     // Every schedule with at most `complete_through` preemptions was explored.
     let mut complete_through: Option<u32> = None;
     let settled = |b: &Option<Best>, through: Option<u32>| match b {
@@ -194,13 +210,28 @@ pub fn shrink<T, K: PartialEq>(
         &mut body,
         &mut key,
     );
-    let fewest: Vec<bool> = best
+    // The steps of what the searches found, reordered (each target not settled).
+    let unsettled: Vec<bool> = best.iter().map(|b| !settled(b, complete_through)).collect();
+    let mut reordering: Vec<Option<Best>> = best
         .iter()
-        .map(|b| b.is_some() && settled(b, complete_through))
+        .zip(&unsettled)
+        .map(|(b, &u)| b.clone().filter(|_| u))
         .collect();
+    improve_by_reordering(
+        targets,
+        &mut reordering,
+        (&mut runs, max_runs),
+        &mut body,
+        &mut key,
+    );
+    for (b, r) in best.iter_mut().zip(reordering) {
+        if r.is_some() {
+            *b = r;
+        }
+    }
     // Phase 3: greedy removal for the rest.
     for i in 0..targets.len() {
-        if fewest[i] {
+        if settled(&best[i], complete_through) {
             continue;
         }
         let Some(mut cur) = best[i].take() else {
@@ -236,8 +267,19 @@ pub fn shrink<T, K: PartialEq>(
             }
             break;
         }
+        // And its steps reordered, once more.
+        if let Some(b) = (runs < max_runs)
+            .then(|| reorder(&targets[i].0, &cur, &mut runs, &mut body, &mut key))
+            .flatten()
+        {
+            cur = b;
+        }
         best[i] = Some(cur);
     }
+    let fewest: Vec<bool> = best
+        .iter()
+        .map(|b| b.is_some() && settled(b, complete_through))
+        .collect();
     let mut out = Vec::with_capacity(targets.len());
     for (i, (_, s)) in targets.iter().enumerate() {
         let replayed = best[i].as_ref().and_then(|b| {
@@ -346,4 +388,259 @@ fn sample<T, K: PartialEq>(
             }
         }
     }
+}
+
+/// [`reorder`] for each target with a best schedule in `best`, within the budget.
+fn improve_by_reordering<T, K: PartialEq>(
+    targets: &[(K, String)],
+    best: &mut [Option<Best>],
+    (runs, max_runs): (&mut u64, u64),
+    body: &mut impl FnMut(&Arc<Script>) -> T,
+    key: &mut impl FnMut(T) -> Option<K>,
+) {
+    for (i, (k, _)) in targets.iter().enumerate() {
+        if *runs >= max_runs {
+            return;
+        }
+        let Some(b) = best[i].as_ref() else { continue };
+        if let Some(r) = reorder(k, b, runs, body, key) {
+            best[i] = Some(r);
+        }
+    }
+}
+
+/// Most steps of a run that [`reorder`] takes on: it compares every pair of them.
+const REORDER_STEPS: usize = 4_000;
+
+/// The steps of `best`'s run in an order of few preemptions ([`Script::guided`]): its replay
+/// records what each step touched, and a run takes them again keeping the order of every
+/// two that conflict, continuing an actor wherever that order lets it. `Some` when that run
+/// fails with `target`'s key and has fewer preemptions than `best`. Two runs; none when
+/// `best` is not listed as a reducing exploration lists (its steps have no actors).
+fn reorder<T, K: PartialEq>(
+    target: &K,
+    best: &Best,
+    runs: &mut u64,
+    body: &mut impl FnMut(&Arc<Script>) -> T,
+    key: &mut impl FnMut(T) -> Option<K>,
+) -> Option<Best> {
+    if !best.reducing || best.preemptions == 0 {
+        return None;
+    }
+    let replay = Arc::new(Script::from_schedule_string(&best.replay).ok()?);
+    *runs += 1;
+    body(&replay);
+    let points = replay.points();
+    let mut guide = guide_of(&points, replay.events())?;
+    // Two orders: the one of the fewest preemptions the steps' dependences and where each
+    // actor was blocked suggest, and (without an order) the greedy one.
+    let mut found: Option<Best> = None;
+    let ordered = fewest_order(&guide, &points).map(|rank| {
+        let mut g = guide.clone();
+        g.rank = rank;
+        g
+    });
+    guide.rank.clear();
+    for g in ordered.into_iter().chain([guide]) {
+        let script = Arc::new(Script::guided(Arc::new(g)));
+        *runs += 1;
+        let v = body(&script);
+        let b = Best::of(&script);
+        let fewer = b.preemptions < found.as_ref().map_or(best.preemptions, |f| f.preemptions);
+        if fewer && key(v).is_some_and(|got| got == *target) {
+            found = Some(b);
+        }
+    }
+    found
+}
+
+/// Most states [`fewest_order`] visits.
+const ORDER_STATES: usize = 50_000;
+
+/// An order of `guide`'s steps (each step's rank) that keeps every dependence and has the
+/// fewest preemptions by an estimate of who can run: a breadth-first search over how far
+/// each actor got and who ran last, where switching away from an actor of the plain listing
+/// costs one when it could go on: its next step is ready, or the run of `points` (the
+/// guide's) never found it blocked that far. `None` past [`ORDER_STATES`] states.
+fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
+    use std::collections::{HashMap, VecDeque};
+    let steps = &guide.steps;
+    let mut actors: Vec<crate::choice::ActorKey> = Vec::new();
+    let mut of = Vec::with_capacity(steps.len());
+    let mut seqs: Vec<Vec<usize>> = Vec::new();
+    for (i, st) in steps.iter().enumerate() {
+        let a = match actors.iter().position(|&x| x == st.actor) {
+            Some(a) => a,
+            None => {
+                actors.push(st.actor);
+                seqs.push(Vec::new());
+                actors.len() - 1
+            }
+        };
+        of.push((a, seqs[a].len()));
+        seqs[a].push(i);
+    }
+    if actors.len() > usize::from(u16::MAX) {
+        return None;
+    }
+    let class: Vec<usize> = actors
+        .iter()
+        .map(|&k| {
+            actors
+                .iter()
+                .position(|&x| x.same_plain_actor(k))
+                .unwrap_or(0)
+        })
+        .collect();
+    // blocked[a][k]: the guide's run had actor `a`, with `k` steps taken, not listed (or
+    // found blocked) at some scheduling point.
+    let mut blocked: Vec<Vec<bool>> = seqs.iter().map(|q| vec![false; q.len() + 1]).collect();
+    let mut done = vec![0usize; actors.len()];
+    for p in points.iter().filter(|p| p.scheduling) {
+        for (a, &k) in actors.iter().enumerate() {
+            if done[a] >= seqs[a].len() {
+                continue;
+            }
+            let listed = p
+                .actors
+                .position(k)
+                .is_some_and(|alt| !p.disabled.contains(&(alt as u32)));
+            if !listed {
+                blocked[a][done[a]] = true;
+            }
+        }
+        if let Some(k) = p.taken.and_then(|t| p.actors.get(t as usize)) {
+            if let Some(a) = actors.iter().position(|&x| x == k) {
+                done[a] += 1;
+            }
+        }
+    }
+    let ready = |d: &[u16], a: usize| {
+        seqs[a].get(usize::from(d[a])).is_some_and(|&s| {
+            steps[s].after.iter().all(|&j| {
+                let (b, pos) = of[j];
+                usize::from(d[b]) > pos
+            })
+        })
+    };
+    let could_go_on = |d: &[u16], c: usize| {
+        (0..actors.len()).any(|b| {
+            class[b] == c
+                && usize::from(d[b]) < seqs[b].len()
+                && (ready(d, b) || !blocked[b][usize::from(d[b])])
+        })
+    };
+    const NONE: u16 = u16::MAX;
+    let start = (vec![0u16; actors.len()], NONE);
+    let mut index: HashMap<(Vec<u16>, u16), usize> = HashMap::new();
+    let mut states: Vec<(Vec<u16>, u16)> = vec![start.clone()];
+    let mut dist: Vec<u32> = vec![0];
+    let mut parent: Vec<Option<(usize, usize)>> = vec![None];
+    index.insert(start, 0);
+    let mut queue = VecDeque::from([0usize]);
+    let mut seen = vec![false];
+    let goal = loop {
+        let u = queue.pop_front()?;
+        if seen[u] {
+            continue;
+        }
+        seen[u] = true;
+        let (d, last) = states[u].clone();
+        if (0..actors.len()).all(|a| usize::from(d[a]) == seqs[a].len()) {
+            break u;
+        }
+        // The actors in the order of their next steps: ties go to the guide's order.
+        let mut next: Vec<usize> = (0..actors.len()).filter(|&a| ready(&d, a)).collect();
+        next.sort_by_key(|&a| seqs[a][usize::from(d[a])]);
+        let last_class = (last != NONE).then(|| class[usize::from(last)]);
+        let last_can = last_class.is_some_and(|c| could_go_on(&d, c));
+        for a in next {
+            let switch = last_can && last_class != Some(class[a]);
+            let cost = dist[u] + u32::from(switch);
+            let mut nd = d.clone();
+            nd[a] += 1;
+            let key = (nd, a as u16);
+            let v = match index.get(&key) {
+                Some(&v) => v,
+                None => {
+                    if states.len() >= ORDER_STATES {
+                        return None;
+                    }
+                    states.push(key.clone());
+                    dist.push(u32::MAX);
+                    parent.push(None);
+                    seen.push(false);
+                    index.insert(key, states.len() - 1);
+                    states.len() - 1
+                }
+            };
+            if cost < dist[v] {
+                dist[v] = cost;
+                parent[v] = Some((u, seqs[a][usize::from(d[a])]));
+                if switch {
+                    queue.push_back(v);
+                } else {
+                    queue.push_front(v);
+                }
+            }
+        }
+    };
+    let mut order = Vec::with_capacity(steps.len());
+    let mut at = goal;
+    while let Some((u, s)) = parent[at] {
+        order.push(s);
+        at = u;
+    }
+    order.reverse();
+    let mut rank = vec![0u32; steps.len()];
+    for (r, s) in order.into_iter().enumerate() {
+        rank[s] = r as u32;
+    }
+    Some(rank)
+}
+
+/// A run's steps for [`Script::guided`]: per scheduling point taken, its actor, the earlier
+/// steps of other actors whose footprints conflict with its own (all it touched and brought
+/// about), and the choices within it. `None` for a run of more than [`REORDER_STEPS`] steps.
+fn guide_of(points: &[ChoicePoint], mut events: Vec<crate::choice::Event>) -> Option<Guide> {
+    if !super::dpor::writes_clock(&events) {
+        // Reads of the clock are no part of the outcome unless a timestamp is written.
+        for e in &mut events {
+            e.footprint.remove_object(Obj::Clock);
+        }
+    }
+    let mut steps: Vec<GuideStep> = Vec::new();
+    let mut footprints = Vec::new();
+    for (d, p) in points.iter().enumerate() {
+        if !p.scheduling {
+            if let (Some(s), Some(t)) = (steps.last_mut(), p.taken) {
+                s.within.push(t);
+            }
+            continue;
+        }
+        let Some(actor) = p.taken.and_then(|t| p.actors.get(t as usize)) else {
+            continue;
+        };
+        if steps.len() >= REORDER_STEPS {
+            return None;
+        }
+        let fp = super::dpor::step_footprint(&events, d);
+        let after = steps
+            .iter()
+            .zip(&footprints)
+            .enumerate()
+            .filter(|(_, (s, f))| s.actor != actor && fp.conflicts(f))
+            .map(|(i, _)| i)
+            .collect();
+        footprints.push(fp);
+        steps.push(GuideStep {
+            actor,
+            after,
+            within: Vec::new(),
+        });
+    }
+    Some(Guide {
+        steps,
+        rank: Vec::new(),
+    })
 }
