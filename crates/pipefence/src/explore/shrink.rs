@@ -496,7 +496,23 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
     // found blocked) at some scheduling point.
     let mut blocked: Vec<Vec<bool>> = seqs.iter().map(|q| vec![false; q.len() + 1]).collect();
     let mut done = vec![0usize; actors.len()];
+    // After: per class, whether the guide's run listed another alternative of it (one with no
+    // step in the run: a strict queue's write-back of another dirty line) at its first
+    // scheduling point after the class's last step.
+    let mut after_last: Vec<Option<bool>> = vec![None; actors.len()];
+    let mut class_left = vec![0usize; actors.len()];
+    for (a, q) in seqs.iter().enumerate() {
+        class_left[class[a]] += q.len();
+    }
     for p in points.iter().filter(|p| p.scheduling) {
+        for c in 0..actors.len() {
+            if class[c] != c || class_left[c] > 0 || after_last[c].is_some() {
+                continue;
+            }
+            after_last[c] = Some(p.actors.iter().enumerate().any(|(alt, k)| {
+                k.same_plain_actor(actors[c]) && !p.disabled.contains(&(alt as u32))
+            }));
+        }
         for (a, &k) in actors.iter().enumerate() {
             if done[a] >= seqs[a].len() {
                 continue;
@@ -512,6 +528,7 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
         if let Some(k) = p.taken.and_then(|t| p.actors.get(t as usize)) {
             if let Some(a) = actors.iter().position(|&x| x == k) {
                 done[a] += 1;
+                class_left[class[a]] -= 1;
             }
         }
     }
@@ -524,10 +541,12 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
         })
     };
     let could_go_on = |d: &[u16], c: usize| {
-        (0..actors.len()).any(|b| {
-            class[b] == c
-                && usize::from(d[b]) < seqs[b].len()
-                && (ready(d, b) || !blocked[b][usize::from(d[b])])
+        let members = || (0..actors.len()).filter(|&b| class[b] == c);
+        if members().all(|b| usize::from(d[b]) == seqs[b].len()) {
+            return after_last[c] == Some(true);
+        }
+        members().any(|b| {
+            usize::from(d[b]) < seqs[b].len() && (ready(d, b) || !blocked[b][usize::from(d[b])])
         })
     };
     const NONE: u16 = u16::MAX;
@@ -553,6 +572,21 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
         let mut next: Vec<usize> = (0..actors.len()).filter(|&a| ready(&d, a)).collect();
         next.sort_by_key(|&a| seqs[a][usize::from(d[a])]);
         let last_class = (last != NONE).then(|| class[usize::from(last)]);
+        // Where the actor that ran last (of the plain listing) has a step ready, it goes on:
+        // taking that step now rather than later keeps every dependence (its own are
+        // behind it) and switches nothing now.
+        if next.iter().any(|&a| Some(class[a]) == last_class) {
+            next.retain(|&a| Some(class[a]) == last_class);
+        }
+        // One actor per class: the one whose step comes first in the guide (the actors of
+        // one actor of the plain listing, a dispatch's groups or a queue's lines, switch
+        // between them freely, so their orders cost the same).
+        let mut classes_seen = Vec::with_capacity(next.len());
+        next.retain(|&a| {
+            let fresh = !classes_seen.contains(&class[a]);
+            classes_seen.push(class[a]);
+            fresh
+        });
         let last_can = last_class.is_some_and(|c| could_go_on(&d, c));
         for a in next {
             let switch = last_can && last_class != Some(class[a]);
