@@ -460,8 +460,9 @@ const ORDER_STATES: usize = 50_000;
 /// An order of `guide`'s steps (each step's rank) that keeps every dependence and has the
 /// fewest preemptions by an estimate of who can run: a breadth-first search over how far
 /// each actor got and who ran last, where switching away from an actor of the plain listing
-/// costs one when it could go on: its next step is ready, or the run of `points` (the
-/// guide's) never found it blocked that far. `None` past [`ORDER_STATES`] states.
+/// costs one when it could go on: its next step is ready, or the step after which the run
+/// of `points` (the guide's) listed it again that far (it was not listed, or found blocked)
+/// is behind it. `None` past [`ORDER_STATES`] states.
 fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
     use std::collections::{HashMap, VecDeque};
     let steps = &guide.steps;
@@ -492,9 +493,12 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
                 .unwrap_or(0)
         })
         .collect();
-    // blocked[a][k]: the guide's run had actor `a`, with `k` steps taken, not listed (or
-    // found blocked) at some scheduling point.
-    let mut blocked: Vec<Vec<bool>> = seqs.iter().map(|q| vec![false; q.len() + 1]).collect();
+    // unblocked[a][k]: the step the guide's run took where it last had actor `a`, with `k`
+    // steps taken, not listed (or found blocked): what let it go on, as far as the run
+    // shows (`None`: it was listed from its `k`th step on).
+    let mut unblocked: Vec<Vec<Option<usize>>> =
+        seqs.iter().map(|q| vec![None; q.len() + 1]).collect();
+    let mut step = 0usize;
     let mut done = vec![0usize; actors.len()];
     // After: per class, whether the guide's run listed another alternative of it (one with no
     // step in the run: a strict queue's write-back of another dirty line) at its first
@@ -505,6 +509,7 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
         class_left[class[a]] += q.len();
     }
     for p in points.iter().filter(|p| p.scheduling) {
+        let taken = p.taken.and_then(|t| p.actors.get(t as usize));
         for c in 0..actors.len() {
             if class[c] != c || class_left[c] > 0 || after_last[c].is_some() {
                 continue;
@@ -522,10 +527,11 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
                 .position(k)
                 .is_some_and(|alt| !p.disabled.contains(&(alt as u32)));
             if !listed {
-                blocked[a][done[a]] = true;
+                unblocked[a][done[a]] = Some(step);
             }
         }
-        if let Some(k) = p.taken.and_then(|t| p.actors.get(t as usize)) {
+        if let Some(k) = taken {
+            step += 1;
             if let Some(a) = actors.iter().position(|&x| x == k) {
                 done[a] += 1;
                 class_left[class[a]] -= 1;
@@ -546,7 +552,11 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
             return after_last[c] == Some(true);
         }
         members().any(|b| {
-            usize::from(d[b]) < seqs[b].len() && (ready(d, b) || !blocked[b][usize::from(d[b])])
+            let k = usize::from(d[b]);
+            k < seqs[b].len()
+                && (ready(d, b)
+                    || unblocked[b][k]
+                        .is_none_or(|s| of.get(s).is_some_and(|&(x, pos)| usize::from(d[x]) > pos)))
         })
     };
     const NONE: u16 = u16::MAX;
