@@ -727,13 +727,13 @@ impl Script {
     }
 
     /// A script that runs the steps of `guide` (another run's, in the reducing listing) in
-    /// an order of few preemptions: at each scheduling point it takes the step of the
-    /// guide's order ([`Guide::rank`]) that comes first among those listed there whose
-    /// steps they depend on are behind them; without an order, it continues the actor that
-    /// ran last (or another of its alternatives of the same actor of the plain listing)
-    /// when that actor's next step is ready so, else takes the earliest step ready. Each
-    /// step's choices within it are the guide's.
-    /// Where no alternative has such a step, it chooses canonically. Every order of a run's
+    /// an order of few preemptions. A step is ready when every step it must come after was
+    /// taken. At each scheduling point it takes, among the alternatives listed there whose
+    /// actor's next step is ready, the one whose step comes first in the guide's order
+    /// ([`Guide::rank`]); without an order, it continues the actor that ran last (or another
+    /// alternative of the same actor of the plain listing) when that step is ready, else
+    /// takes the earliest ready step. Each step's choices within it are the guide's. Where no
+    /// alternative has a ready step, it chooses canonically. Every order of a run's
     /// steps that keeps each dependent pair's order gives the same outcome, so the run ends
     /// as the guide's did, with as few preemptions as keeping to that order allows at each
     /// point (a shrink, `explore/shrink.rs`). Its schedule string replays it as a reducing
@@ -1160,9 +1160,11 @@ impl Script {
         if let Some(idx) = st.sched.take() {
             let k = st.tries[st.sched_try];
             st.points[idx].taken = Some(k);
-            if let Some(actor) = st.points[idx].actors.get(k as usize) {
-                if let Some(g) = st.guiding.as_mut() {
-                    g.took(actor);
+            if st.guiding.is_some() {
+                if let Some(actor) = st.points[idx].actors.get(k as usize) {
+                    if let Some(g) = st.guiding.as_mut() {
+                        g.took(actor);
+                    }
                 }
             }
         }
