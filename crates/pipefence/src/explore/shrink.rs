@@ -414,9 +414,11 @@ const REORDER_STEPS: usize = 4_000;
 
 /// The steps of `best`'s run in an order of few preemptions ([`Script::guided`]): its replay
 /// records what each step touched, and a run takes them again keeping the order of every
-/// two that conflict, continuing an actor wherever that order lets it. `Some` when that run
-/// fails with `target`'s key and has fewer preemptions than `best`. Two runs; none when
-/// `best` is not listed as a reducing exploration lists (its steps have no actors).
+/// two that conflict, in the order [`fewest_order`] gives, and another in the greedy order
+/// (continuing an actor wherever the dependences let it). `Some`: the run of fewer
+/// preemptions than `best` that fails with `target`'s key. Three runs; none when `best` has
+/// no preemption or is not listed as a reducing exploration lists (its steps have no
+/// actors).
 fn reorder<T, K: PartialEq>(
     target: &K,
     best: &Best,
@@ -458,11 +460,14 @@ fn reorder<T, K: PartialEq>(
 const ORDER_STATES: usize = 50_000;
 
 /// An order of `guide`'s steps (each step's rank) that keeps every dependence and has the
-/// fewest preemptions by an estimate of who can run: a breadth-first search over how far
-/// each actor got and who ran last, where switching away from an actor of the plain listing
-/// costs one when it could go on: its next step is ready, or the step after which the run
-/// of `points` (the guide's) listed it again that far (it was not listed, or found blocked)
-/// is behind it. `None` past [`ORDER_STATES`] states.
+/// fewest preemptions by an estimate of who can run: a 0-1 breadth-first search over how
+/// far each actor got and who ran last, where switching away from an actor of the plain
+/// listing costs one when it could go on: its next step is ready, or the step after which
+/// the run of `points` (the guide's) listed it again that far (it was not listed, or found
+/// blocked) is behind it, or, with no step of it left, that run listed it after its last
+/// (a strict queue's write-backs of other dirty lines). The actor that ran last goes on
+/// where it has a step ready, and each branch takes one alternative per actor of the plain
+/// listing (the one whose step comes first). `None` past [`ORDER_STATES`] states.
 fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
     use std::collections::{HashMap, VecDeque};
     let steps = &guide.steps;
