@@ -1377,7 +1377,7 @@ fn guide(st: &mut ScriptState, idx: usize, all: u32) -> Option<u32> {
         }
         g.ready(p.actors.get(a as usize)?)
     };
-    let continuing = p.continuing.and_then(|c| ready(c).map(|s| (c, s)));
+    let continuing = || p.continuing.and_then(|c| ready(c).map(|s| (c, s)));
     let alike = || {
         let ck = p.actors.get(p.continuing? as usize)?;
         (0..p.alternatives)
@@ -1395,7 +1395,7 @@ fn guide(st: &mut ScriptState, idx: usize, all: u32) -> Option<u32> {
             .min_by_key(|&(_, s)| rank(s))
     };
     let (k, step) = if g.guide.rank.is_empty() {
-        continuing.or_else(alike).or_else(earliest)?
+        continuing().or_else(alike).or_else(earliest)?
     } else {
         earliest()?
     };

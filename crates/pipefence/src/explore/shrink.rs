@@ -33,7 +33,6 @@
 
 use super::exhaustive::{search_plain, Bound, ExhaustiveOptions, Run, Sleep};
 use crate::choice::{ChoicePoint, Guide, GuideStep, Narrated, Script};
-use crate::footprint::Obj;
 use std::sync::Arc;
 
 /// Runs a shrink takes at most by default ([`shrink`]'s `max_runs`).
@@ -112,6 +111,7 @@ pub fn shrink<T, K: PartialEq>(
     improve_by_reordering(
         targets,
         &mut best,
+        |_| true,
         (&mut runs, max_runs),
         &mut body,
         &mut key,
@@ -211,24 +211,14 @@ pub fn shrink<T, K: PartialEq>(
         &mut key,
     );
     // The steps of what the searches found, reordered (each target not settled).
-    let unsettled: Vec<bool> = best.iter().map(|b| !settled(b, complete_through)).collect();
-    let mut reordering: Vec<Option<Best>> = best
-        .iter()
-        .zip(&unsettled)
-        .map(|(b, &u)| b.clone().filter(|_| u))
-        .collect();
     improve_by_reordering(
         targets,
-        &mut reordering,
+        &mut best,
+        |b| !settled(b, complete_through),
         (&mut runs, max_runs),
         &mut body,
         &mut key,
     );
-    for (b, r) in best.iter_mut().zip(reordering) {
-        if r.is_some() {
-            *b = r;
-        }
-    }
     // Phase 3: greedy removal for the rest.
     for i in 0..targets.len() {
         if settled(&best[i], complete_through) {
@@ -390,10 +380,12 @@ fn sample<T, K: PartialEq>(
     }
 }
 
-/// [`reorder`] for each target with a best schedule in `best`, within the budget.
+/// [`reorder`] for each target with a best schedule in `best` that `which` accepts, within
+/// the budget.
 fn improve_by_reordering<T, K: PartialEq>(
     targets: &[(K, String)],
     best: &mut [Option<Best>],
+    which: impl Fn(&Option<Best>) -> bool,
     (runs, max_runs): (&mut u64, u64),
     body: &mut impl FnMut(&Arc<Script>) -> T,
     key: &mut impl FnMut(T) -> Option<K>,
@@ -402,7 +394,9 @@ fn improve_by_reordering<T, K: PartialEq>(
         if *runs >= max_runs {
             return;
         }
-        let Some(b) = best[i].as_ref() else { continue };
+        let Some(b) = best[i].as_ref().filter(|_| which(&best[i])) else {
+            continue;
+        };
         if let Some(r) = reorder(k, b, runs, body, key) {
             best[i] = Some(r);
         }
@@ -432,8 +426,12 @@ fn reorder<T, K: PartialEq>(
     let replay = Arc::new(Script::from_schedule_string(&best.replay).ok()?);
     *runs += 1;
     body(&replay);
-    let points = replay.points();
-    let mut guide = guide_of(&points, replay.events())?;
+    // The clock's reads left out unless a timestamp is written, as the reduced search does.
+    let (points, events) = match super::dpor::run_record(&replay, false) {
+        Ok(record) => record,
+        Err(super::dpor::ClockMatters) => super::dpor::run_record(&replay, true).ok()?,
+    };
+    let mut guide = guide_of(&points, &events)?;
     // Two orders: the one of the fewest preemptions the steps' dependences and where each
     // actor was blocked suggest, and (without an order) the greedy one.
     let mut found: Option<Best> = None;
@@ -651,13 +649,7 @@ fn fewest_order(guide: &Guide, points: &[ChoicePoint]) -> Option<Vec<u32>> {
 /// A run's steps for [`Script::guided`]: per scheduling point taken, its actor, the earlier
 /// steps of other actors whose footprints conflict with its own (all it touched and brought
 /// about), and the choices within it. `None` for a run of more than [`REORDER_STEPS`] steps.
-fn guide_of(points: &[ChoicePoint], mut events: Vec<crate::choice::Event>) -> Option<Guide> {
-    if !super::dpor::writes_clock(&events) {
-        // Reads of the clock are no part of the outcome unless a timestamp is written.
-        for e in &mut events {
-            e.footprint.remove_object(Obj::Clock);
-        }
-    }
+fn guide_of(points: &[ChoicePoint], events: &[crate::choice::Event]) -> Option<Guide> {
     let mut steps: Vec<GuideStep> = Vec::new();
     let mut footprints = Vec::new();
     for (d, p) in points.iter().enumerate() {
@@ -673,7 +665,7 @@ fn guide_of(points: &[ChoicePoint], mut events: Vec<crate::choice::Event>) -> Op
         if steps.len() >= REORDER_STEPS {
             return None;
         }
-        let fp = super::dpor::step_footprint(&events, d);
+        let fp = super::dpor::step_footprint(events, d);
         let after = steps
             .iter()
             .zip(&footprints)
