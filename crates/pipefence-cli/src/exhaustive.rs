@@ -423,7 +423,7 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     let name = r.name;
     let ms = r.elapsed_ns as f64 / 1e6;
     // The rate is the search's: shrinking runs schedules of its own.
-    let search_ns = r.elapsed_ns - r.shrink_ns.unwrap_or(0).min(r.elapsed_ns);
+    let search_ns = r.elapsed_ns.saturating_sub(r.shrink_ns.unwrap_or(0));
     let per_s = if search_ns > 0 {
         r.schedules as f64 / (search_ns as f64 / 1e9)
     } else {
