@@ -12,6 +12,7 @@ use crate::footprint::{record, record_mem, Kind, Obj};
 use crate::memory::BufferCore;
 use crate::rng::Rng;
 use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Bytes per cache line (INFERENCE: a common GPU line; the seeds give no size).
@@ -70,7 +71,10 @@ impl DirtyLine {
 
 #[derive(Debug, Default)]
 struct EngineVis {
-    dirty: FxHashMap<u64, DirtyLine>,
+    /// Dirty lines by address, in address order: a reducing exploration lists one early
+    /// write-back per dirty line at every scheduling point ([`Visibility::dirty_lines`]),
+    /// and a large dispatch's thousands of lines would be sorted at each.
+    dirty: BTreeMap<u64, DirtyLine>,
     /// Line address -> the words as loaded (None: not mapped).
     cache: FxHashMap<u64, [Option<u32>; LINE_WORDS]>,
     /// The last stale value returned per word: (old, current).
@@ -203,7 +207,6 @@ impl Visibility {
             }
             !l.is_empty()
         });
-        clean.sort_unstable();
         for line in clean {
             Self::cleaned(&script, q, line);
         }
@@ -219,13 +222,11 @@ impl Visibility {
         let mut clean = Vec::new();
         for (&q, e) in self.engines.iter_mut() {
             // An engine's lines are distinct: their order changes no memory, and is recorded
-            // by address.
-            let from = clean.len();
-            for (line, l) in e.dirty.drain() {
+            // by address (the map's order).
+            for (line, l) in std::mem::take(&mut e.dirty) {
                 l.write_back_all();
                 clean.push((q, line));
             }
-            clean[from..].sort_unstable();
         }
         for (q, line) in clean {
             Self::cleaned(&self.script, q, line);
@@ -244,11 +245,11 @@ impl Visibility {
             self.rng.next_u64()
         };
         let e = self.e(q);
-        let mut lines: Vec<u64> = e.dirty.keys().copied().collect();
+        // In address order (the map's).
+        let lines: Vec<u64> = e.dirty.keys().copied().collect();
         if lines.is_empty() {
             return;
         }
-        lines.sort_unstable();
         let (first, run) = match &script {
             Some(s) => (s.choose(lines.len() as u64) as usize, 1),
             None => ((r % lines.len() as u64) as usize, 1usize << ((r >> 32) % 7)),
@@ -265,13 +266,10 @@ impl Visibility {
     /// Engine `q`'s dirty lines, in address order (a reducing exploration's write-back
     /// alternatives: one per line).
     pub(crate) fn dirty_lines(&self, q: u32) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .engines
+        self.engines
             .get(&q)
             .map(|e| e.dirty.keys().copied().collect())
-            .unwrap_or_default();
-        v.sort_unstable();
-        v
+            .unwrap_or_default()
     }
 
     /// Writes back engine `q`'s dirty line `line` (an early write-back of that line, D5).
