@@ -316,6 +316,26 @@ impl Actors {
         }
     }
 
+    /// Whether the listing keeps runs ([`Actors::entries`] of more than one alternative).
+    pub(crate) fn in_runs(&self) -> bool {
+        matches!(self.0, ActorList::Runs(_))
+    }
+
+    /// The listing's entries in order: the first alternative of each, its actor and how many
+    /// alternatives it stands for (more than one only in a long listing's run of one
+    /// dispatch's groups or one queue's write-backs, [`ActorKey::Group`] and
+    /// [`ActorKey::Writeback`]; the run's actors follow from the first).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (usize, ActorKey, usize)> + '_ {
+        let (keys, runs): (&[ActorKey], &[ActorRun]) = match &self.0 {
+            ActorList::Keys(k) => (k, &[]),
+            ActorList::Runs(r) => (&[], &r.0),
+        };
+        keys.iter().enumerate().map(|(i, &k)| (i, k, 1)).chain(
+            runs.iter()
+                .map(|r| (r.start as usize, r.first, r.len as usize)),
+        )
+    }
+
     /// The actors of the alternatives in order.
     pub fn iter(&self) -> ActorsIter<'_> {
         match &self.0 {

@@ -323,6 +323,42 @@ impl Footprint {
         &self.bits
     }
 
+    /// The addresses its objects of memory and of strict-mode caches take, as one inclusive
+    /// range `(lo, hi)` over them all (`lo > hi`: none): a memory range's bytes (an empty
+    /// range its start), a line's object its address (such objects overlap only their own
+    /// kind with the same address), and every address for a cache as a whole, the dirty
+    /// words as a whole and [`Obj::All`]. Two footprints whose ranges do not meet conflict
+    /// only through their other objects, which take the bits [`BEYOND_MEMORY`] and no other
+    /// ([`object_bits`]): an over-approximation that tells apart the disjoint memory of a
+    /// large dispatch's groups, which the bits cannot.
+    pub fn address_span(&self) -> (u64, u64) {
+        let mut span = (u64::MAX, 0);
+        for &(o, _) in &self.accesses {
+            let (lo, hi) = match o {
+                Obj::Mem(s, e) | Obj::Writers(s, e) => (s, e.saturating_sub(1).max(s)),
+                Obj::Line(_, l) | Obj::View(_, l) | Obj::Loaded(_, l) => (l, l),
+                Obj::Cache(_) | Obj::Dirty(_) | Obj::All => return (0, u64::MAX),
+                _ => continue,
+            };
+            span = (span.0.min(lo), span.1.max(hi));
+        }
+        span
+    }
+
+    /// Whether an access of kind `k` to memory meets the bytes `[start, end)` (as
+    /// [`Obj::overlaps`] has it): a binary search, as [`Footprint::new`] keeps each kind's
+    /// memory ranges sorted, apart and first among its objects.
+    pub fn meets_memory(&self, k: Kind, start: u64, end: u64) -> bool {
+        let from = self
+            .accesses
+            .partition_point(|&(o, kind)| (kind, o) < (k, Obj::Mem(0, 0)));
+        let block = &self.accesses[from..];
+        // The ranges of kind `k` that start before `end`: the last of them ends last.
+        let n =
+            block.partition_point(|&(o, kind)| kind == k && matches!(o, Obj::Mem(s, _) if s < end));
+        n > 0 && matches!(block[n - 1], (Obj::Mem(_, e), _) if start < e)
+    }
+
     /// Whether two actions with these footprints are dependent (they may not commute).
     pub fn conflicts(&self, other: &Footprint) -> bool {
         for (&(o1, k1), &b1) in self.accesses.iter().zip(&self.bits) {
@@ -638,6 +674,19 @@ fn join_ranges(last: &mut Access, a: Access) -> bool {
 /// The bits of [`object_bits`] that memory takes.
 const MEM_BITS: u64 = 24;
 
+/// The bits of [`object_bits`] that objects other than memory and strict-mode caches take
+/// (and [`Obj::All`], which takes every bit): those objects take no other bit, memory and the
+/// caches none of these ([`Footprint::address_span`]).
+const BEYOND_MEMORY: u64 = !((1 << (MEM_BITS + CACHE_QUEUES * CACHE_BITS_PER_QUEUE)) - 1);
+
+/// Whether footprints with these [`Footprint::kind_bits`] and [`Footprint::address_span`]s
+/// may conflict (`false`: they cannot): their spans meet, or their bits beyond memory may.
+pub(crate) fn spans_may_conflict(a: ([u64; 3], (u64, u64)), b: ([u64; 3], (u64, u64))) -> bool {
+    let ((ka, (lo_a, hi_a)), (kb, (lo_b, hi_b))) = (a, b);
+    (lo_a <= hi_b && lo_b <= hi_a)
+        || kinds_may_conflict(ka.map(|m| m & BEYOND_MEMORY), kb.map(|m| m & BEYOND_MEMORY))
+}
+
 /// The queues whose cache lines, dispatches and busy state have bits of their own in
 /// [`object_bits`] (a queue past them shares those of its number modulo this).
 const CACHE_QUEUES: u64 = 4;
@@ -815,7 +864,7 @@ mod tests {
     fn any_access() -> impl proptest::strategy::Strategy<Value = Access> {
         use proptest::prelude::*;
         let obj = prop_oneof![
-            (0u64..4, 1u64..3).prop_map(|(s, n)| Obj::Mem(s * 8, s * 8 + n * 8)),
+            (0u64..4, 0u64..3).prop_map(|(s, n)| Obj::Mem(s * 8, s * 8 + n * 8)),
             (0u64..2).prop_map(Obj::Fence),
             (0u32..2).prop_map(Obj::Busy),
             (0u32..2, 0u64..3).prop_map(|(q, n)| Obj::Sub(q, n)),
@@ -829,6 +878,8 @@ mod tests {
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::View(q, l * 64)),
             (0u32..2, 0u64..2).prop_map(|(q, l)| Obj::Loaded(q, l * 64)),
             (0u32..2).prop_map(Obj::Cache),
+            (0u32..2).prop_map(Obj::Dirty),
+            (0u64..4, 0u64..3).prop_map(|(s, n)| Obj::Writers(s * 8, s * 8 + n * 8)),
             (0u64..2, 0u64..3).prop_map(|(f, lo)| Obj::FenceHeld(f, lo, lo + 1)),
             (0u64..2, 0u64..3).prop_map(|(f, lo)| Obj::FenceCross(f, lo, lo + 1)),
             Just(Obj::Device),
@@ -856,6 +907,38 @@ mod tests {
             let (a, b) = (fp(&a), fp(&b));
             proptest::prop_assert_eq!(a.races(&b), races_by_pairs(&a, &b));
             proptest::prop_assert_eq!(b.races(&a), races_by_pairs(&b, &a));
+        }
+
+        /// `meets_memory` (a binary search) finds what a scan of the accesses finds.
+        #[test]
+        fn meets_memory_agrees_with_a_scan(
+            a in proptest::collection::vec(any_access(), 0..9),
+            start in 0u64..40,
+            len in 0u64..20,
+        ) {
+            let a = fp(&a);
+            let mem = Obj::Mem(start, start + len);
+            for k in [Kind::Read, Kind::Update, Kind::Write, Kind::Await] {
+                let scan = a.accesses().iter().any(|&(o, kind)| {
+                    kind == k && matches!(o, Obj::Mem(..)) && o.overlaps(mem)
+                });
+                proptest::prop_assert_eq!(a.meets_memory(k, start, start + len), scan, "{:?}", k);
+            }
+        }
+
+        /// Footprints that conflict have address spans that meet or bits beyond memory that
+        /// may conflict (the third quick test of the exploration's history).
+        #[test]
+        fn footprints_that_conflict_pass_the_span_test(
+            a in proptest::collection::vec(any_access(), 0..7),
+            b in proptest::collection::vec(any_access(), 0..7),
+        ) {
+            let (a, b) = (fp(&a), fp(&b));
+            let (sa, sb) = ((a.kind_bits(), a.address_span()), (b.kind_bits(), b.address_span()));
+            if a.conflicts(&b) {
+                proptest::prop_assert!(spans_may_conflict(sa, sb));
+                proptest::prop_assert!(spans_may_conflict(sb, sa));
+            }
         }
     }
 
@@ -1031,6 +1114,14 @@ mod tests {
         ]);
         let mut overlapping = 0;
         for &a in &objs {
+            // Memory and the strict-mode caches take the bits below `BEYOND_MEMORY`, every
+            // other object (but `All`) bits of it.
+            let memory = fp(&[(a, Kind::Read)]).address_span() != (u64::MAX, 0);
+            let beyond = object_bits(a) & BEYOND_MEMORY;
+            assert!(
+                a == Obj::All || (beyond == 0) == memory && (beyond == object_bits(a)) != memory,
+                "{a:?}"
+            );
             for &b in &objs {
                 if objects_overlap(a, b) {
                     overlapping += 1;

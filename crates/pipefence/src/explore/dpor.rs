@@ -553,6 +553,13 @@ impl Masks {
 /// the square of the events, the cost of the second test's bits as the events.
 const AGAIN_FROM: usize = 64;
 
+/// The number of events from which a run's events keep their [`Footprint::address_span`]
+/// and the previous event of their actor ([`History::spans`], [`History::prev`]): worth
+/// their upkeep in long runs only (a large dispatch's groups in strict mode, each a step of
+/// its own, where the bits tell few of them apart and scanning back for each is the square
+/// of the events).
+const SPANS_FROM: usize = 512;
+
 /// The happens-before of a run's events, kept along the search: the events before the point
 /// where a run diverges are the previous run's, so only the new ones are computed.
 #[derive(Debug, Default, Clone)]
@@ -563,6 +570,14 @@ pub(super) struct History {
     /// ([`History::may_conflict`]); empty (no second test) while the run has fewer than
     /// [`AGAIN_FROM`] events.
     again: Vec<[u64; 3]>,
+    /// Per event: its footprint's [`Footprint::address_span`], the third quick test
+    /// ([`History::may_conflict`]); empty while the run has fewer than [`SPANS_FROM`]
+    /// events.
+    spans: Vec<(u64, u64)>,
+    /// Per event: the previous event of its actor (`u32::MAX`: none), kept as `spans` is
+    /// ([`History::prev_same`] scans back otherwise: a long run's groups each have an actor
+    /// of their own, and scanning back to the start for each is the square of the events).
+    prev: Vec<u32>,
     /// Per event: the events that happen before it.
     preds: Vec<Bits>,
     /// Per event: the events that happen before it without the dependences of a task's read
@@ -591,11 +606,28 @@ impl History {
     }
 
     /// Whether the actions of events `i` and `j` may conflict (`false`: they cannot): their
-    /// [`mask`]s meet in conflicting kinds, and so do their [`Footprint::kind_bits_again`].
+    /// [`mask`]s meet in conflicting kinds, and so do their [`Footprint::kind_bits_again`];
+    /// and their [`Footprint::address_span`]s meet or their masks beyond memory do.
+    #[inline]
     fn may_conflict(&self, i: usize, j: usize) -> bool {
         self.masks[i].may_conflict(self.masks[j])
-            && (self.again.is_empty()
-                || crate::footprint::kinds_may_conflict(self.again[i], self.again[j]))
+            && (self.again.is_empty() || self.may_conflict_again(i, j))
+    }
+
+    /// The second and third tests of [`History::may_conflict`] (a long run's).
+    #[inline]
+    fn may_conflict_again(&self, i: usize, j: usize) -> bool {
+        crate::footprint::kinds_may_conflict(self.again[i], self.again[j])
+            && (self.spans.is_empty() || self.spans_may_conflict(i, j))
+    }
+
+    /// The third test of [`History::may_conflict`] (a run of [`SPANS_FROM`] events or more).
+    #[inline(never)]
+    fn spans_may_conflict(&self, i: usize, j: usize) -> bool {
+        crate::footprint::spans_may_conflict(
+            (self.masks[i].0, self.spans[i]),
+            (self.masks[j].0, self.spans[j]),
+        )
     }
 
     /// Whether `i`'s action and the later `j`'s race ([`Footprint::races`]).
@@ -617,6 +649,8 @@ impl History {
         self.events.truncate(keep);
         self.masks.truncate(keep);
         self.again.truncate(keep);
+        self.spans.truncate(keep);
+        self.prev.truncate(keep);
         self.preds.truncate(keep);
         for r in self.relaxed.drain(keep..) {
             self.relaxed_count -= usize::from(r.is_some());
@@ -643,6 +677,25 @@ impl History {
             );
         } else {
             self.again.clear();
+        }
+        if self.events.len() >= SPANS_FROM {
+            let from = self.spans.len();
+            self.spans.extend(
+                self.events[from..]
+                    .iter()
+                    .map(|e| e.footprint.address_span()),
+            );
+            let from = self.prev.len();
+            let mut last: rustc_hash::FxHashMap<ActorKey, u32> = Default::default();
+            for (i, e) in self.events.iter().enumerate() {
+                let before = last.insert(e.actor, i as u32);
+                if i >= from {
+                    self.prev.push(before.unwrap_or(u32::MAX));
+                }
+            }
+        } else {
+            self.spans.clear();
+            self.prev.clear();
         }
         for j in keep..self.events.len() {
             self.masks.push(mask(&self.events[j].footprint));
@@ -718,9 +771,12 @@ impl History {
 
     /// The previous event of `j`'s actor.
     fn prev_same(&self, j: usize) -> Option<usize> {
-        (0..j)
-            .rev()
-            .find(|&i| self.events[i].actor == self.events[j].actor)
+        match self.prev.get(j) {
+            Some(&p) => (p != u32::MAX).then_some(p as usize),
+            None => (0..j)
+                .rev()
+                .find(|&i| self.events[i].actor == self.events[j].actor),
+        }
     }
 }
 
@@ -1484,6 +1540,34 @@ fn add_disabled(h: &History, frozen: usize, ended: bool, path: &mut [Node], sink
         };
         let ran = path[k].actor_of(taken);
         let removed = removal.contains(&k);
+        if !removed && path[k].point.actors.in_runs() {
+            // Only a removal needs a group's or a write-back's alternative: a long listing's
+            // runs of them (a large dispatch lists thousands at every point) are passed over
+            // whole, and each other alternative is looked at as below.
+            let singles: Vec<u32> = path[k]
+                .point
+                .actors
+                .entries()
+                .filter(|&(_, _, len)| len == 1)
+                .map(|(alt, _, _)| alt as u32)
+                .filter(|&alt| alt < path[k].point.alternatives)
+                .collect();
+            for alt in singles {
+                let Some(p) = path[k].actor_of(alt) else {
+                    continue;
+                };
+                let needed = matches!(p, ActorKey::Me(_) | ActorKey::Pfp(_) | ActorKey::Host(_));
+                if !needed || Some(p) == ran || later.contains(&p) || ran_after(p, k) {
+                    continue;
+                }
+                ops.push(Op::Disabled {
+                    at: k,
+                    alt,
+                    actor: p,
+                });
+            }
+            continue;
+        }
         for alt in 0..path[k].point.alternatives {
             let Some(p) = path[k].actor_of(alt) else {
                 continue;
@@ -2322,25 +2406,31 @@ fn line_memory(line: u64) -> Obj {
 /// reads it: it returns the queue's own dirty words, or the same values from memory once
 /// they were written back, so it sees nothing of when that was).
 fn sees(f: &Footprint, q: u32, line: u64) -> bool {
-    let mem = line_memory(line);
-    // Most footprints touch nothing of the line: that first, before the searches below.
-    if !f
-        .accesses()
-        .iter()
-        .any(|&(o, _)| matches!(o, Obj::All) || o.overlaps(mem))
-    {
+    let (start, end) = (line, line + crate::hazard::strict::LINE);
+    let kinds = f.kind_bits();
+    // Most footprints touch nothing of the line: their bits tell, before the searches below.
+    if (kinds[0] | kinds[1] | kinds[2]) & crate::footprint::object_bits(Obj::Mem(start, end)) == 0 {
         return false;
     }
-    let through_cache =
-        f.has((Obj::Line(q, line), Kind::Write)) || f.has((Obj::Dirty(q), Kind::Write));
+    // Everything: any kind's bits all set, then the search.
+    let all = crate::footprint::object_bits(Obj::All);
+    if kinds.contains(&all)
+        && [Kind::Read, Kind::Update, Kind::Write, Kind::Await]
+            .into_iter()
+            .any(|k| f.has((Obj::All, k)))
+    {
+        return true;
+    }
+    // The line's memory, by kind (a binary search each: a long dispatch step's footprint
+    // holds thousands of ranges): a read other than a task's through its view, a write other
+    // than through the cache.
     let through_view =
-        f.has((Obj::View(q, line), Kind::Read)) && !f.has((Obj::Line(q, line), Kind::Read));
-    f.accesses().iter().any(|&(o, k)| {
-        matches!(o, Obj::All)
-            || o.overlaps(mem)
-                && !(k == Kind::Write && through_cache)
-                && !(k == Kind::Read && through_view)
-    })
+        || f.has((Obj::View(q, line), Kind::Read)) && !f.has((Obj::Line(q, line), Kind::Read));
+    (f.meets_memory(Kind::Read, start, end) && !through_view())
+        || f.meets_memory(Kind::Await, start, end)
+        || f.meets_memory(Kind::Update, start, end)
+        || (f.meets_memory(Kind::Write, start, end)
+            && !(f.has((Obj::Line(q, line), Kind::Write)) || f.has((Obj::Dirty(q), Kind::Write))))
 }
 
 /// Whether `t` only writes `w`'s line through the queue's cache or changes the queue's own
@@ -2384,13 +2474,33 @@ fn window_of(h: &History, w: usize) -> (bool, Option<usize>) {
             Obj::Pending(p, d, c) if p == q => Some((d, c)),
             _ => None,
         });
-    let release_bits = crate::footprint::object_bits(Obj::Dirty(q));
+    // The writes that can matter besides: of the line itself (a write through the cache, for
+    // `rewritten`) and of the queue's dirty words as a whole (a release, which records its
+    // `Release` with that write; their bits hold the line's).
+    let line_bits = crate::footprint::object_bits(Obj::Line(q, line));
+    // The same with the second bits ([`History::again`], kept from [`AGAIN_FROM`] events).
+    let bits_again = crate::footprint::object_bits_again(line_memory(line));
+    let line_again = crate::footprint::object_bits_again(Obj::Line(q, line));
+    let untouched = |m: [u64; 3], bits: u64, written: u64| {
+        (m[0] | m[1] | m[2]) & bits == 0 && m[2] & written == 0
+    };
+    // The line's addresses ([`History::spans`]): the span of an event that touches the line's
+    // memory, writes the line or the dirty words as a whole, or touches everything, meets
+    // them.
+    let line_end = line.saturating_add(crate::hazard::strict::LINE - 1);
     // Whether the queue wrote the line again since `w`.
     let mut rewritten = false;
     for k in w + 1..h.events.len() {
         let e = &h.events[k];
-        let m = h.masks[k].0;
-        if (m[0] | m[1] | m[2]) & bits == 0 && e.actor != actor && m[2] & release_bits == 0 {
+        if e.actor != actor
+            && (untouched(h.masks[k].0, bits, line_bits)
+                || h.again
+                    .get(k)
+                    .is_some_and(|&a| untouched(a, bits_again, line_again))
+                || h.spans
+                    .get(k)
+                    .is_some_and(|&(lo, hi)| hi < line || line_end < lo))
+        {
             continue;
         }
         if e.actor == actor {
@@ -2798,6 +2908,53 @@ impl Reversal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sees` as a scan of every access (what it was before its binary searches).
+    fn sees_by_scan(f: &Footprint, q: u32, line: u64) -> bool {
+        let mem = line_memory(line);
+        let through_cache =
+            f.has((Obj::Line(q, line), Kind::Write)) || f.has((Obj::Dirty(q), Kind::Write));
+        let through_view =
+            f.has((Obj::View(q, line), Kind::Read)) && !f.has((Obj::Line(q, line), Kind::Read));
+        f.accesses().iter().any(|&(o, k)| {
+            matches!(o, Obj::All)
+                || o.overlaps(mem)
+                    && !(k == Kind::Write && through_cache)
+                    && !(k == Kind::Read && through_view)
+        })
+    }
+
+    proptest::proptest! {
+        /// Whether an action sees a line's memory: the binary searches find what a scan finds.
+        #[test]
+        fn sees_agrees_with_a_scan_of_the_accesses(
+            raw in proptest::collection::vec((0u8..10, 0u64..6, 0u64..4, 0u8..4), 0..8),
+        ) {
+            use proptest::prop_assert_eq;
+            let kinds = [Kind::Read, Kind::Update, Kind::Write, Kind::Await];
+            let accesses: Vec<(Obj, Kind)> = raw
+                .iter()
+                .map(|&(what, at, len, k)| {
+                    let a = 0x1000 + at * 40;
+                    let o = match what {
+                        0..=3 => Obj::Mem(a, a + len * 24),
+                        4 => Obj::Line(0, 0x1000 + at % 3 * 64),
+                        5 => Obj::View(0, 0x1000 + at % 3 * 64),
+                        6 => Obj::Dirty((at % 2) as u32),
+                        7 => Obj::Line(1, 0x1000),
+                        8 => Obj::All,
+                        _ => Obj::Fence(at),
+                    };
+                    (o, kinds[k as usize])
+                })
+                .collect();
+            let f = Footprint::new(accesses);
+            for line in [0x1000, 0x1040, 0x1080, 0x10c0] {
+                prop_assert_eq!(sees(&f, 0, line), sees_by_scan(&f, 0, line), "{:x}", line);
+                prop_assert_eq!(sees(&f, 1, line), sees_by_scan(&f, 1, line), "{:x}", line);
+            }
+        }
+    }
 
     fn node(scheduling: bool) -> Node {
         Node::new(ChoicePoint {
