@@ -595,6 +595,67 @@ pub(super) struct History {
     /// write-back asks for it): it reads the events after it up to the one that decides it,
     /// or to the end of the run, so [`History::update`] keeps it only where that event stays.
     windows: Vec<std::sync::OnceLock<(bool, Option<usize>)>>,
+    /// The events by the strict-mode lines their [`History::spans`] meet, for the windows of
+    /// early write-backs, made once the first window asks for it after an update.
+    by_line: std::sync::OnceLock<LineIndex>,
+}
+
+/// The events of a run of [`SPANS_FROM`] events or more by the lines their address spans
+/// meet: an early write-back's window looks only at these ([`window_of`]: an event whose
+/// span misses the line does not touch it).
+#[derive(Debug, Default, Clone)]
+struct LineIndex {
+    /// Per line address: the events, in order, whose spans meet the line and at most
+    /// [`LINES_INDEXED`] lines in all.
+    lines: rustc_hash::FxHashMap<u64, Vec<u32>>,
+    /// The events, in order, whose spans meet more lines than that (or every address).
+    wide: Vec<u32>,
+}
+
+/// The most lines an event's span meets for [`LineIndex`] to list it under each of them.
+const LINES_INDEXED: u64 = 64;
+
+impl LineIndex {
+    fn new(spans: &[(u64, u64)]) -> Self {
+        let line = crate::hazard::strict::LINE;
+        let mut index = LineIndex::default();
+        for (k, &(lo, hi)) in spans.iter().enumerate() {
+            if lo > hi {
+                continue;
+            }
+            let (first, last) = (lo / line, hi / line);
+            if last - first >= LINES_INDEXED {
+                index.wide.push(k as u32);
+                continue;
+            }
+            for l in first..=last {
+                index.lines.entry(l * line).or_default().push(k as u32);
+            }
+        }
+        index
+    }
+
+    /// The events after `w` whose spans may meet line `line`, in order.
+    fn after(&self, w: usize, line: u64) -> impl Iterator<Item = usize> + '_ {
+        fn of(v: &[u32], w: usize) -> std::iter::Peekable<std::slice::Iter<'_, u32>> {
+            v[v.partition_point(|&k| k as usize <= w)..]
+                .iter()
+                .peekable()
+        }
+        let (mut a, mut b) = (
+            of(self.lines.get(&line).map_or(&[][..], Vec::as_slice), w),
+            of(&self.wide, w),
+        );
+        std::iter::from_fn(move || {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&x), Some(&y)) if x <= y => a.next(),
+                (Some(_), None) => a.next(),
+                (_, Some(_)) => b.next(),
+                (None, None) => None,
+            };
+            next.map(|&k| k as usize)
+        })
+    }
 }
 
 impl History {
@@ -718,6 +779,7 @@ impl History {
         }
         // A kept event's window stays when the event that decided it was kept too (it read
         // only the events up to that one); any other is worked out again.
+        self.by_line = std::sync::OnceLock::new();
         self.windows.truncate(keep);
         for c in &mut self.windows {
             if !matches!(c.get(), Some((_, Some(k))) if *k < keep) {
@@ -2490,7 +2552,20 @@ fn window_of(h: &History, w: usize) -> (bool, Option<usize>) {
     let line_end = line.saturating_add(crate::hazard::strict::LINE - 1);
     // Whether the queue wrote the line again since `w`.
     let mut rewritten = false;
-    for k in w + 1..h.events.len() {
+    // The events after `w`: in a long run only those whose spans may meet the line (the
+    // line's own write-backs among them: they write the line), the rest being passed over
+    // below anyway.
+    let indexed = (!h.spans.is_empty()).then(|| {
+        h.by_line
+            .get_or_init(|| LineIndex::new(&h.spans))
+            .after(w, line)
+    });
+    let every = indexed.is_none().then(|| w + 1..h.events.len());
+    for k in indexed
+        .into_iter()
+        .flatten()
+        .chain(every.into_iter().flatten())
+    {
         let e = &h.events[k];
         if e.actor != actor
             && (untouched(h.masks[k].0, bits, line_bits)
