@@ -1841,6 +1841,16 @@ mod tests {
             assert_eq!(a.position(k), Some(i));
         }
         assert_eq!(a.get(keys.len()), None);
+        // Its entries cover every alternative once, in order, each run with the first actor
+        // of its alternatives; runs only of groups and write-backs.
+        let mut next = 0;
+        for (start, first, n) in a.entries() {
+            assert_eq!((start, Some(first)), (next, a.get(start)));
+            assert!(n == 1 || matches!(first, ActorKey::Group(..) | ActorKey::Writeback(..)));
+            next = start + n;
+        }
+        assert_eq!(next, keys.len());
+        assert!(a.in_runs() && a.entries().any(|(_, _, n)| n > 1));
         for k in [
             ActorKey::Group(1, 3, 17),
             ActorKey::Group(1, 3, 400),
@@ -1855,6 +1865,8 @@ mod tests {
         // A short listing, or one without long runs, stays a plain list.
         let few = Actors::from(keys[..100].to_vec());
         assert!(matches!(few.0, ActorList::Keys(_)));
+        assert!(!few.in_runs());
+        assert!(few.entries().enumerate().all(|(i, e)| e == (i, keys[i], 1)));
         let mixed: Vec<ActorKey> = (0..600).map(|i| ActorKey::Host(i % 3)).collect();
         assert!(matches!(Actors::from(mixed.clone()).0, ActorList::Keys(_)));
         assert_eq!(
