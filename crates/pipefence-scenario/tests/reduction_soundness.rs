@@ -583,6 +583,13 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scen
                 Ok(None) => {}
                 Err(e) => panic!("{file}: {e}"),
             }
+            // And the one with partial-order reduction reports only outcomes of schedules
+            // within its bound, with their own preemptions.
+            match check_bounded_finder(&text, mode) {
+                Ok(Some(_)) => bounded_compared += 1,
+                Ok(None) => {}
+                Err(e) => panic!("{file} (with partial-order reduction): {e}"),
+            }
         }
     }
     eprintln!(
@@ -592,7 +599,7 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scen
     // Most of these have several outcomes (a count that catches a scenario left with one).
     assert!(outcomes >= 40, "{outcomes} outcomes in all");
     assert!(
-        bounded_compared >= 15,
+        bounded_compared >= 30,
         "the bounded searches were compared for {bounded_compared} files and modes"
     );
 }
@@ -674,13 +681,26 @@ struct Fewest {
     schedules: u64,
     asleep: u64,
     fewest: std::collections::BTreeMap<String, u32>,
+    /// The most preemptions of a schedule explored.
+    most: u32,
+}
+
+/// Which bounded search [`bounded`] runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Search {
+    /// Every schedule within the bound.
+    Plain,
+    /// With sleep sets across one actor's actions (a shrink's until the reduced one).
+    Sleeping,
+    /// Bounded partial-order reduction.
+    Reduced,
 }
 
 fn bounded(
     sc: &pipefence_scenario::plan::Scenario,
     strict: bool,
     k: u32,
-    sleeping: bool,
+    search: Search,
 ) -> Fewest {
     use pipefence::explore::{Bound, ChoicePoint, ExhaustiveOptions};
     use pipefence_scenario::run::{run, RunOptions};
@@ -690,26 +710,29 @@ fn bounded(
         reduction: false,
     };
     let mut fewest = std::collections::BTreeMap::new();
+    let mut most = 0;
     let body = |script: &std::sync::Arc<pipefence::explore::Script>| {
         run(sc, &RunOptions::scripted(strict, script.clone()))
     };
     let visit = |mut o: pipefence_scenario::run::Outcome, script: &pipefence::explore::Script| {
         let n = ChoicePoint::preemptions(&script.points());
+        most = most.max(n);
         let sig = pipefence_scenario::check::signature(&mut o);
         let e = fewest.entry(sig).or_insert(n);
         *e = (*e).min(n);
         true
     };
-    let e = if sleeping {
-        pipefence::explore::enumerate_bounded_sleeping(&opts, body, visit)
-    } else {
-        pipefence::explore::enumerate(&opts, body, visit)
+    let e = match search {
+        Search::Sleeping => pipefence::explore::enumerate_bounded_sleeping(&opts, body, visit),
+        Search::Reduced => pipefence::explore::enumerate_bounded_reduced(&opts, body, visit),
+        Search::Plain => pipefence::explore::enumerate(&opts, body, visit),
     };
     Fewest {
         whole: e.complete || e.bound == Some(Bound::PreemptionBound(k)),
         schedules: e.schedules,
         asleep: e.sleep_blocked,
         fewest,
+        most,
     }
 }
 
@@ -724,11 +747,11 @@ fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String>
         .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
     let mut sums = None;
     for k in BOUNDS {
-        let plain = bounded(&sc, strict, k, false);
+        let plain = bounded(&sc, strict, k, Search::Plain);
         if !plain.whole {
             break;
         }
-        let sleeping = bounded(&sc, strict, k, true);
+        let sleeping = bounded(&sc, strict, k, Search::Sleeping);
         let context = || {
             format!(
                 "strict {strict}, bound {k}; plain: {} schedules; with sleep sets: whole {}, \
@@ -757,6 +780,59 @@ fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String>
         let s = sums.get_or_insert((0, 0));
         s.0 += plain.schedules;
         s.1 += sleeping.schedules;
+    }
+    Ok(sums)
+}
+
+/// The property of a shrink's bounded search with partial-order reduction
+/// (`pipefence::explore::enumerate_bounded_reduced`, which finds schedules of few preemptions
+/// but is not shown to reach every outcome within its bound) for one scenario and each bound
+/// of [`BOUNDS`] whose plain bounded search explores every schedule within the bound in
+/// [`plain_cap`] schedules: every schedule it explores has at most the bound's preemptions,
+/// and every outcome it reaches is one of the plain search's, with no fewer preemptions than
+/// the plain search's fewest (a count it reports is a schedule's own). Returns the outcomes
+/// of both searches summed over the bounds compared.
+fn check_bounded_finder(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String> {
+    let sc = pipefence_scenario::parse("generated.kdl", text)
+        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
+    let mut sums = None;
+    for k in BOUNDS {
+        let plain = bounded(&sc, strict, k, Search::Plain);
+        if !plain.whole {
+            break;
+        }
+        let reduced = bounded(&sc, strict, k, Search::Reduced);
+        let context = || {
+            format!(
+                "strict {strict}, bound {k}; plain: {} schedules; reduced: {} schedules, the \
+                 most preemptions {}\n--- plain ---\n{:?}\n--- reduced ---\n{:?}\n--- \
+                 scenario ---\n{text}",
+                plain.schedules, reduced.schedules, reduced.most, plain.fewest, reduced.fewest
+            )
+        };
+        if reduced.most > k {
+            return Err(format!("a schedule past the bound; {}", context()));
+        }
+        for (outcome, n) in &reduced.fewest {
+            match plain.fewest.get(outcome) {
+                None => {
+                    return Err(format!(
+                        "an outcome the plain search does not reach; {}",
+                        context()
+                    ))
+                }
+                Some(p) if n < p => {
+                    return Err(format!(
+                        "fewer preemptions than the plain search's fewest; {}",
+                        context()
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        let s = sums.get_or_insert((0, 0));
+        s.0 += plain.fewest.len() as u64;
+        s.1 += reduced.fewest.len() as u64;
     }
     Ok(sums)
 }
@@ -794,5 +870,46 @@ fn d4_bounded_search_with_sleep_sets_keeps_each_outcomes_fewest_preemptions() {
     assert!(
         compared * 4 >= cases,
         "only {compared} of {cases} cases were small enough to compare"
+    );
+}
+
+/// A shrink's bounded search with partial-order reduction
+/// (`pipefence::explore::enumerate_bounded_reduced`) on generated scenarios, at bounds 0 and
+/// 1: its schedules stay within the bound, and each outcome it reports is one the plain
+/// bounded search reaches, with no fewer preemptions ([`check_bounded_finder`]).
+#[test]
+fn d4_bounded_reduced_search_finds_only_outcomes_within_its_bound() {
+    let config = runner_config(0x5eed_00d6);
+    let cases = config.cases;
+    let stats = std::cell::RefCell::new((0u32, 0u64, 0u64));
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&case(), |c| {
+        let text = render(&c);
+        if let Some((plain, reduced)) =
+            check_bounded_finder(&text, c.strict).map_err(TestCaseError::fail)?
+        {
+            let mut s = stats.borrow_mut();
+            s.0 += 1;
+            s.1 += plain;
+            s.2 += reduced;
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let (compared, plain, reduced) = *stats.borrow();
+    eprintln!(
+        "{compared} of {cases} cases compared at bound 0 or more ({plain} outcomes of the plain \
+         searches, {reduced} found with partial-order reduction)"
+    );
+    assert!(
+        compared * 4 >= cases,
+        "only {compared} of {cases} cases were small enough to compare"
+    );
+    // It finds most of them (a search that found nothing would pass the rest).
+    assert!(
+        reduced * 10 >= plain * 9,
+        "found {reduced} of the plain searches' {plain} outcomes"
     );
 }

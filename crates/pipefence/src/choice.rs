@@ -501,6 +501,10 @@ struct ScriptState {
     /// A preemption-bounded search's sleep sets ([`Script::bounded`]): an actor stays asleep
     /// only across actions of the same actor of the plain listing.
     plain_sleep: bool,
+    /// A preemption-bounded reducing search's run ([`Script::keeping_preemptions`]): where
+    /// the actor that ran last is asleep while it could go on, the run stops asleep rather
+    /// than preempt it.
+    keep_preemptions: bool,
     /// Every enabled alternative was asleep: the run explores nothing new.
     sleep_blocked: bool,
     /// The index of the first point where that happened.
@@ -720,6 +724,21 @@ impl Script {
         s
     }
 
+    /// A script for a preemption-bounded search with partial-order reduction
+    /// (`explore/dpor.rs`): as [`Script::reducing`], but where every alternative of the actor
+    /// that ran last (of the plain listing) is asleep while it could go on, the run stops
+    /// asleep instead of taking another actor: past its prefix a run makes no preemption, so
+    /// a branch has the preemptions its prefix has.
+    pub(crate) fn keeping_preemptions(
+        prefix: Vec<u32>,
+        at: Option<usize>,
+        sleep: Vec<(ActorKey, Footprint)>,
+    ) -> Self {
+        let s = Script::reducing(prefix, at, sleep);
+        s.lock().keep_preemptions = true;
+        s
+    }
+
     /// A script that chooses at random (from `seed`) past `prefix`, preempting at most at the
     /// scheduling points numbered in `preempt_at` (from 0, in the order the run opens them):
     /// there it takes another alternative than the one continuing the last actor, at random;
@@ -839,6 +858,12 @@ impl Script {
         let points = std::mem::take(&mut st.points);
         st.points_moved = points.len();
         (points, std::mem::take(&mut st.events))
+    }
+
+    /// Gives back the points [`Script::take_record`] took (a preemption-bounded search's
+    /// visitor counts a run's preemptions on them).
+    pub(crate) fn give_back_points(&self, points: Vec<ChoicePoint>) {
+        self.lock().points = points;
     }
 
     /// `f` of the events recorded so far, without copying them.
@@ -1245,6 +1270,7 @@ fn beside_choice(
     // (Where the prefix names this point's try, it decides.)
     if !st.reducing
         || st.plain_sleep
+        || st.keep_preemptions
         || st.sampling.is_some()
         || p.sleep.is_empty()
         || st.prefix.len() > p.first_try
@@ -1332,7 +1358,7 @@ fn propose(st: &mut ScriptState, idx: usize) -> u32 {
 /// reducing run never takes an actor asleep. `all` is the step of every group left of a
 /// dispatch listed beside them (`u32::MAX`: none), not chosen here.
 fn canonical(st: &mut ScriptState, idx: usize, all: u32) -> u32 {
-    let plain_sleep = st.plain_sleep;
+    let plain_sleep = st.plain_sleep || st.keep_preemptions;
     let p = &st.points[idx];
     let asleep = |a: u32| {
         p.scheduling

@@ -93,8 +93,8 @@ mod shrink;
 mod speculate;
 pub use crate::choice::{ActorKey, Actors, Narrated, Where};
 pub use exhaustive::{
-    enumerate, enumerate_bounded_sleeping, Bound, Enumeration, ExhaustiveOptions,
-    DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
+    enumerate, enumerate_bounded_reduced, enumerate_bounded_sleeping, Bound, Enumeration,
+    ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
 };
 pub use parallel::{enumerate_parallel, Parallel, Seen, MAX_JOBS, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};

@@ -107,6 +107,23 @@ struct Node {
     /// rest of its reversing sequence after the alternative's step ([`Reversal`]). The
     /// branch's first run plants each where it leaves it ([`plant`]).
     wakeup: HashMap<u32, Sequences>,
+    /// What a preemption-bounded search keeps of it (`None` in any other search: a node of
+    /// the reduced search stays as small as it was).
+    bounded: Option<Box<BoundedNode>>,
+}
+
+/// What a preemption-bounded search ([`search`] with `opts.preemption_bound`) keeps of a node.
+#[derive(Debug, Default)]
+struct BoundedNode {
+    /// Preemptions of the path before this point.
+    before: u32,
+    /// Explored actors that sleep only in the siblings of the same actor of the plain
+    /// listing ([`sleeps_within_bound`]).
+    slept_alike: Vec<(ActorKey, Footprint)>,
+    /// Alternatives added where an actor started its run of actions ([`conservative`]):
+    /// explored even when their actor sleeps here, and their actor put to sleep in no
+    /// sibling.
+    forced: Alts,
 }
 
 impl Node {
@@ -122,7 +139,26 @@ impl Node {
             done,
             slept: Vec::new(),
             wakeup: HashMap::new(),
+            bounded: None,
         }
+    }
+
+    /// Preemptions of the path before this point (a preemption-bounded search's; 0 in
+    /// another).
+    fn before(&self) -> u32 {
+        self.bounded.as_ref().map_or(0, |b| b.before)
+    }
+
+    /// Preemptions of the path up to and including this point's taken alternative.
+    fn through(&self) -> u32 {
+        self.before() + u32::from(self.point.taken.is_some_and(|t| self.point.preempts(t)))
+    }
+
+    /// Whether a preemption-bounded search forced alternative `alt` here ([`conservative`]).
+    fn forced(&self, alt: u32) -> bool {
+        self.bounded
+            .as_ref()
+            .is_some_and(|b| b.forced.contains(&alt))
     }
 
     fn actor_of(&self, alt: u32) -> Option<ActorKey> {
@@ -197,20 +233,34 @@ impl Node {
     /// `tries` ([`branch_spec`]).
     fn branch(&self, tries: &[u32], alt: u32) -> Spec {
         let wakeup = self.wakeup.get(&alt);
-        branch_spec(
-            tries,
-            &self.point,
-            &self.point.sleep,
-            &self.slept,
-            alt,
-            wakeup,
-        )
+        let alike;
+        let alike_slept = self.bounded.as_ref().map(|b| &b.slept_alike);
+        let slept = if alike_slept.is_none_or(|a| a.is_empty()) {
+            &self.slept
+        } else {
+            let a = self.actor_of(alt);
+            alike = self
+                .slept
+                .iter()
+                .chain(
+                    alike_slept
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| a.is_some_and(|a| a.same_plain_actor(*k))),
+                )
+                .cloned()
+                .collect::<Vec<_>>();
+            &alike
+        };
+        branch_spec(tries, &self.point, &self.point.sleep, slept, alt, wakeup)
     }
 
     /// Whether alternative `alt` is still to explore here: not explored, and not of an actor
     /// asleep here.
     fn pending(&self, alt: u32) -> bool {
-        let asleep = self.point.scheduling && self.actor_of(alt).is_some_and(|a| self.asleep(a));
+        let asleep = self.point.scheduling
+            && self.actor_of(alt).is_some_and(|a| self.asleep(a))
+            && !self.forced(alt);
         !self.done.contains(&alt) && !asleep
     }
 }
@@ -410,11 +460,30 @@ struct Sink {
     lists: HashSet<Arc<[ActorKey]>>,
     /// How much the kept changes hold (one per change and per initial of a race).
     weight: std::rc::Rc<std::cell::Cell<usize>>,
+    /// A preemption-bounded search: each alternative added at a point is added at the start
+    /// of the actor's run of actions there too ([`conservative`]).
+    conservative: bool,
 }
 
 impl Sink {
     fn put(&mut self, op: Op, path: &mut [Node]) {
         if self.boundary.is_none_or(|b| op.at() > b) {
+            if self.conservative {
+                let at = op.at();
+                let actors: Vec<ActorKey> = match &op {
+                    Op::Enter { .. } => Vec::new(),
+                    Op::Race { initials, .. } => initials.to_vec(),
+                    Op::Disabled { actor, .. } | Op::Split { actor, .. } => vec![*actor],
+                    Op::Plant { sequence, .. } => {
+                        sequence.first().map(|&(a, _)| a).into_iter().collect()
+                    }
+                };
+                op.apply(path);
+                if !actors.is_empty() {
+                    conservative(path, at, &actors);
+                }
+                return;
+            }
             op.apply(path);
             return;
         }
@@ -454,6 +523,73 @@ impl Sink {
         self.weight.set(self.weight.get() + w);
         self.kept.push(op);
     }
+}
+
+/// Bounded partial-order reduction (Coons, Musuvathi, McKinley, OOPSLA 2013): an alternative
+/// added at point `at` for actors `actors` is added at the point where the run's actor of
+/// `at` started its run of actions too (the last switch between actors of the plain listing
+/// at or before `at`). Taking another actor at `at` preempts the actor that runs there, and
+/// the bound may leave it; taking it where that actor started costs no more than what the
+/// run took there (every alternative there but the actor that ran before costs as much), so
+/// the bound leaves none there. The alternative there: an actor of `actors` that can run
+/// there, else every alternative. (For classic DPOR this keeps every state the bound lets a
+/// schedule reach; this search's rules are not classic DPOR's, and it is not shown to:
+/// [`super::exhaustive::enumerate_bounded_reduced`].)
+fn conservative(path: &mut [Node], at: usize, actors: &[ActorKey]) {
+    let c = block_start(path, at);
+    if c == at {
+        return;
+    }
+    let node = &mut path[c];
+    if !node.point.scheduling {
+        return;
+    }
+    let actors: Vec<ActorKey> = actors.iter().map(|&a| node.stand_in(a)).collect();
+    let explored = |node: &Node, alt: u32| {
+        node.done.contains(&alt) && !node.point.disabled.contains(&alt) || node.forced(alt)
+    };
+    if (0..node.point.alternatives)
+        .any(|alt| explored(node, alt) && node.actor_of(alt).is_some_and(|a| actors.contains(&a)))
+    {
+        return;
+    }
+    let alts: Vec<u32> = match actors.iter().find_map(|&a| node.enabled(a)) {
+        Some(alt) => vec![alt],
+        None => (0..node.point.alternatives)
+            .filter(|&alt| !node.point.beside_step(alt) && !node.point.disabled.contains(&alt))
+            .collect(),
+    };
+    for alt in alts {
+        if !node.done.contains(&alt) {
+            node.backtrack.insert(alt);
+            node.bounded.get_or_insert_default().forced.insert(alt);
+        }
+    }
+}
+
+/// The scheduling point where the actor taken at point `p` (of the plain listing) started
+/// the run of its actions that `p` is in: `p`, or an earlier point with only that actor's
+/// actions between.
+fn block_start(path: &[Node], p: usize) -> usize {
+    let Some(t) = path
+        .get(p)
+        .filter(|n| n.point.scheduling)
+        .and_then(Node::taken_actor)
+    else {
+        return p;
+    };
+    let mut c = p;
+    for k in (0..p).rev() {
+        let n = &path[k];
+        if !n.point.scheduling {
+            continue;
+        }
+        match n.taken_actor() {
+            Some(a) if a.same_plain_actor(t) => c = k,
+            _ => break,
+        }
+    }
+    c
 }
 
 /// A set of event indices (inline up to 128 events: a run's happens-before sets allocate
@@ -908,6 +1044,8 @@ pub(super) struct Spec {
     sleep: Vec<(ActorKey, Footprint)>,
     /// Sequences of steps the run is to plant where it leaves them ([`plant`]).
     also: Vec<Steps>,
+    /// A preemption-bounded search's run ([`Script::keeping_preemptions`]).
+    keep_preemptions: bool,
 }
 
 impl Spec {
@@ -918,13 +1056,18 @@ impl Spec {
             at: None,
             sleep: Vec::new(),
             also: Vec::new(),
+            keep_preemptions: false,
         }
     }
 
     /// The script to run, keeping the events from point `known` on
     /// ([`Script::keep_events_from`]; 0: every event).
     pub(super) fn script(&self, known: usize) -> Script {
-        let s = Script::reducing(self.prefix.clone(), self.at, self.sleep.clone());
+        let s = if self.keep_preemptions {
+            Script::keeping_preemptions(self.prefix.clone(), self.at, self.sleep.clone())
+        } else {
+            Script::reducing(self.prefix.clone(), self.at, self.sleep.clone())
+        };
         if known > 0 {
             s.keep_events_from(known);
         }
@@ -1038,6 +1181,7 @@ pub(super) fn branch_spec(
         at: Some(start),
         sleep,
         also: wakeup.map_or_else(Vec::new, |g| g.list.clone()),
+        keep_preemptions: false,
     }
 }
 
@@ -1122,6 +1266,8 @@ struct State {
     hist: History,
     /// The branch a subtree explored ahead was handed over at.
     resume: Option<(usize, u32)>,
+    /// A preemption-bounded search left an alternative past its bound.
+    cut: bool,
 }
 
 /// The reduced search from `root` on (or from the start): source-DPOR over the choice
@@ -1135,7 +1281,10 @@ pub(super) fn search_reduced<T>(
     visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Result<Enumeration, ClockMatters> {
     let mut st = State::default();
-    let mut sink = Sink::default();
+    let mut sink = Sink {
+        conservative: opts.preemption_bound.is_some(),
+        ..Sink::default()
+    };
     search(
         opts,
         root,
@@ -1375,7 +1524,8 @@ fn search<T>(
             }
             (None, None, Some((d, alt))) => {
                 let n = &st.path[d];
-                let spec = n.branch(&st.tries, alt);
+                let mut spec = n.branch(&st.tries, alt);
+                spec.keep_preemptions = opts.preemption_bound.is_some();
                 let first_try = n.point.first_try;
                 if let Some(sub) = runs.explored(&spec, d) {
                     let n = match take_subtree(opts, sub, d, st, sink, &mut result, &mut visit) {
@@ -1405,6 +1555,9 @@ fn search<T>(
             }
         };
         let (points, events) = take_record(&script, clock_matters)?;
+        if opts.preemption_bound.is_some() {
+            script.give_back_points(points.clone());
+        }
         let from = match next {
             None => 0,
             Some((d, alt)) => {
@@ -1436,6 +1589,12 @@ fn search<T>(
             let have = st.path.len();
             let n_points = points.len();
             st.path.extend(points.into_iter().skip(have).map(Node::new));
+            if opts.preemption_bound.is_some() {
+                for d in have..st.path.len() {
+                    let before = d.checked_sub(1).map_or(0, |c| st.path[c].through());
+                    st.path[d].bounded.get_or_insert_default().before = before;
+                }
+            }
             st.tries = script.tries();
             result.max_depth = result.max_depth.max(n_points);
             let first_new = if have < from {
@@ -1521,18 +1680,44 @@ fn choose<T>(
     result: &mut Enumeration,
 ) -> Option<(usize, u32)> {
     let mut next = None;
-    for d in (lo..st.path.len()).rev() {
-        if let Some(alt) = st.path[d].next() {
+    'nodes: for d in (lo..st.path.len()).rev() {
+        while let Some(alt) = st.path[d].next() {
+            // A preemption-bounded search leaves the alternatives past its bound (each once:
+            // the node's preemptions before it stay as long as it is on the path).
+            if let Some(k) = opts.preemption_bound {
+                let n = &mut st.path[d];
+                if n.before() + u32::from(n.point.preempts(alt)) > k {
+                    n.done.insert(alt);
+                    st.cut = true;
+                    continue;
+                }
+            }
             next = Some((d, alt));
-            break;
+            break 'nodes;
         }
     }
     let Some((d, alt)) = next else {
-        result.complete = true;
+        match opts.preemption_bound.filter(|_| st.cut) {
+            Some(k) => result.bound = Some(Bound::PreemptionBound(k)),
+            None => result.complete = true,
+        }
         return None;
     };
-    let n = &mut st.path[d];
-    note_slept(&mut n.slept, &n.point, d, &st.hist.events);
+    match opts
+        .preemption_bound
+        .map(|_| sleeps_within_bound(&st.path, d))
+    {
+        None | Some(Sleeps::InEvery) => {
+            let n = &mut st.path[d];
+            note_slept(&mut n.slept, &n.point, d, &st.hist.events);
+        }
+        Some(Sleeps::InAlike) => {
+            let n = &mut st.path[d];
+            let b = n.bounded.get_or_insert_default();
+            note_slept(&mut b.slept_alike, &n.point, d, &st.hist.events);
+        }
+        Some(Sleeps::Never) => {}
+    }
     if runs.wants_ahead() {
         let mut specs = vec![(d, st.path[d].branch(&st.tries, alt))];
         specs.extend(ahead_specs(&st.path, &st.tries, &st.hist.events, lo, d));
@@ -1542,6 +1727,62 @@ fn choose<T>(
         return None;
     }
     next
+}
+
+/// Where, in a preemption-bounded search, the actor that took point `d`'s alternative in
+/// the run on the path sleeps in the siblings explored after it. Sleep sets prune a schedule
+/// that runs the actor's action later when the one that runs it at `d` (before the sibling)
+/// is the same up to the order of independent actions; with a bound, that one should have no
+/// more preemptions. It has none more in every sibling when taking the actor at `d` costs no
+/// more than any sibling left (it preempts nothing there, or the actor that could go on there
+/// was explored already) and its action leaves it unable to go on (the next scheduling point
+/// lists nothing of it, of the plain listing): the sibling's actions follow with no
+/// preemption, and the later point where the other schedule ran the action loses a switch.
+/// Otherwise only in the siblings of the same actor of the plain listing ([`Sleeps`]). An
+/// alternative forced there ([`conservative`]) puts nothing to sleep.
+fn sleeps_within_bound(path: &[Node], d: usize) -> Sleeps {
+    let n = &path[d];
+    let Some(t) = n.point.taken else {
+        return Sleeps::Never;
+    };
+    if n.forced(t) {
+        return Sleeps::Never;
+    }
+    let Some(actor) = n.actor_of(t) else {
+        return Sleeps::Never;
+    };
+    let cheapest = !n.point.preempts(t)
+        || n.point
+            .continuing
+            .is_some_and(|c| n.done.contains(&c) && !n.point.disabled.contains(&c));
+    let ends = path[d + 1..]
+        .iter()
+        .find(|p| p.point.scheduling)
+        .is_none_or(|next| {
+            !(0..next.point.alternatives).any(|alt| {
+                !next.point.disabled.contains(&alt)
+                    && next
+                        .actor_of(alt)
+                        .is_some_and(|k| k.same_plain_actor(actor))
+            })
+        });
+    if cheapest && ends {
+        Sleeps::InEvery
+    } else {
+        Sleeps::InAlike
+    }
+}
+
+/// Where an explored actor sleeps in a preemption-bounded search ([`sleeps_within_bound`]).
+enum Sleeps {
+    /// In every sibling explored after it.
+    InEvery,
+    /// In the siblings of the same actor of the plain listing only (the groups of one
+    /// dispatch, the write-backs of one queue's lines): taking it first there costs what the
+    /// sibling costs, and the sibling's actor goes on after it with no preemption.
+    InAlike,
+    /// In none.
+    Never,
 }
 
 /// Makes sure some schedule runs, before the action that disabled it, each actor that could

@@ -366,6 +366,32 @@ pub fn enumerate_bounded_sleeping<T>(
     })
 }
 
+/// A preemption-bounded search with partial-order reduction, which finds schedules of few
+/// preemptions (a shrink's, `explore/shrink.rs`): the reduced search of [`enumerate`] where
+/// an alternative past `opts.preemption_bound` is left, where each alternative a race (or
+/// another of the search's rules) adds is also added where the actor that ran there started
+/// its run of actions (bounded partial-order reduction, Coons, Musuvathi and McKinley, OOPSLA
+/// 2013), where a run never preempts past its branch (it stops asleep instead), and where an
+/// explored actor sleeps in a sibling only where taking it first costs no more preemptions
+/// (`explore/dpor.rs`, `sleeps_within_bound`). Every schedule it hands `visit` has at most
+/// the bound's preemptions. It is not shown to reach every outcome within the bound: the
+/// reduced search's rules count on its sleep sets steering its runs, and a diamond of four
+/// queues whose last one does not wait for the copy has an outcome with one preemption it
+/// does not reach at bound 1. So `complete` says only that no branch was left; what it finds
+/// is a schedule's own count, never a proof of the fewest ([`enumerate_bounded_sleeping`]
+/// is the bounded search that is). Without a bound it is the reduced search. `visit` as in
+/// [`enumerate`].
+pub fn enumerate_bounded_reduced<T>(
+    opts: &ExhaustiveOptions,
+    body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(T, &Script) -> bool,
+) -> Enumeration {
+    super::dpor::enumerate_reduced(opts, body, |r| match r {
+        Run::Schedule(v, s) => visit(v, s),
+        _ => true,
+    })
+}
+
 /// Whether the plain search keeps sleep sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sleep {

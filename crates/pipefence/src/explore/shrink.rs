@@ -28,6 +28,12 @@
 //! and after phase 3. It reaches what removing one preemption at a time cannot (two
 //! preemptions that only together keep the outcome, where one elsewhere would do).
 //!
+//! Between phases 1 and 2, the **bounded search with partial-order reduction**
+//! ([`find_reduced`]): the reduced search bounded to few preemptions, which explores far fewer
+//! schedules per bound where several actors can each run next, for the failures phase 1 did
+//! not settle. It is not shown to reach every outcome within its bound, so what it finds is
+//! settled only as phase 1's bounds settle it.
+//!
 //! "The same way" is the caller's: a key of each run's outcome (the scenario layer's failure
 //! signature).
 
@@ -198,6 +204,18 @@ pub fn shrink<T, K: PartialEq>(
             break;
         }
     }
+    // Bounded partial-order reduction for the failures the bounded searches did not settle,
+    // within half of what is left of the budget: it finds schedules of few preemptions
+    // where many actors can each run next, but does not prove a count the fewest.
+    let until = runs + (max_runs.saturating_sub(runs)) / 2;
+    find_reduced(
+        targets,
+        &mut best,
+        complete_through,
+        (&mut runs, until),
+        &mut body,
+        &mut key,
+    );
     // Phase 2: random schedules with fewer preemptions for the failures the bounded
     // searches did not settle, within half of what is left of the budget.
     let until = runs + (max_runs.saturating_sub(runs)) / 2;
@@ -316,6 +334,68 @@ pub fn shrink<T, K: PartialEq>(
 /// preemptions are put at scheduling points drawn among as many as the longest such best
 /// opened. `draw` numbers the schedules drawn (each seeded by it): the result is the same
 /// for the same program.
+/// The search bounded to few preemptions with partial-order reduction
+/// ([`super::exhaustive::enumerate_bounded_reduced`]), at each bound from the lowest not
+/// explored to its end (`complete_through`) up, for the targets whose best schedule has more
+/// preemptions than the bound, until `until` runs: a schedule it finds that fails the same
+/// way with fewer preemptions than the best so far is the new best. It explores far fewer
+/// schedules per bound than the searches of phase 1 where several actors can each run next,
+/// but it is not shown to reach every outcome within its bound, so what it finds is settled
+/// only as phase 1's bounds settle it.
+fn find_reduced<T, K: PartialEq>(
+    targets: &[(K, String)],
+    best: &mut [Option<Best>],
+    complete_through: Option<u32>,
+    (runs, until): (&mut u64, u64),
+    body: &mut impl FnMut(&Arc<Script>) -> T,
+    key: &mut impl FnMut(T) -> Option<K>,
+) {
+    for bound in complete_through.map_or(0, |t| t + 1).. {
+        let pending: Vec<usize> = (0..targets.len())
+            .filter(|&i| best[i].as_ref().is_some_and(|b| b.preemptions > bound))
+            .collect();
+        if pending.is_empty() || *runs >= until {
+            return;
+        }
+        let opts = ExhaustiveOptions {
+            max_schedules: until - *runs,
+            preemption_bound: Some(bound),
+            reduction: true,
+        };
+        let mut found = vec![false; targets.len()];
+        let e = super::dpor::enumerate_reduced(&opts, &mut *body, |r| {
+            let Run::Schedule(v, script) = r else {
+                if matches!(r, Run::Diverged) {
+                    return true;
+                }
+                *runs += 1;
+                return *runs < until;
+            };
+            *runs += 1;
+            if let Some(got) = key(v) {
+                for &i in &pending {
+                    if !found[i] && targets[i].0 == got {
+                        let b = Best::of(script);
+                        debug_assert!(b.preemptions <= bound, "a run past its bound");
+                        if best[i]
+                            .as_ref()
+                            .is_some_and(|o| b.preemptions < o.preemptions)
+                        {
+                            best[i] = Some(b);
+                        }
+                        found[i] = true;
+                    }
+                }
+            }
+            *runs < until && pending.iter().any(|&i| !found[i])
+        });
+        if e.complete {
+            // No schedule has more preemptions than this bound allows.
+            return;
+        }
+    }
+}
+
 fn sample<T, K: PartialEq>(
     targets: &[(K, String)],
     best: &mut [Option<Best>],
