@@ -446,7 +446,7 @@ impl ChoicePoint {
 
     /// Whether no search's branch starts with alternative `alt` here: it is the step of every
     /// group left of a dispatch beside them listed one by one ([`ActorKey::Groups`]), which
-    /// only a reducing run takes ([`Script::begin_beside`]), or, where the run took that
+    /// only a reducing run takes (`Script::begin_beside`), or, where the run took that
     /// step, one of those groups (every schedule from here that starts with one of them is
     /// that step's trace: the run took it where every other actor listed was asleep).
     pub fn beside_step(&self, alt: u32) -> bool {
@@ -528,7 +528,7 @@ struct ScriptState {
     /// Scheduling points opened so far.
     sched_count: usize,
     /// The alternative of [`ActorKey::Groups`] at the open scheduling point, if it lists one
-    /// ([`Script::begin_beside`]), and whether the run takes it there ([`Beside`]).
+    /// (`Script::begin_beside`), and whether the run takes it there ([`Beside`]).
     beside: Option<(u32, Beside)>,
     /// Past the prefix, choose at random ([`Script::sampling`]).
     sampling: Option<Sampling>,
@@ -1259,7 +1259,7 @@ fn keep_plain_sleepers(st: &mut ScriptState) {
 }
 
 /// What a run does at point `idx` past its prefix, where alternative `alt` is the step of
-/// every group left of a dispatch listed one by one there too ([`Script::begin_beside`]).
+/// every group left of a dispatch listed one by one there too (`Script::begin_beside`).
 fn beside_choice(
     st: &ScriptState,
     idx: usize,

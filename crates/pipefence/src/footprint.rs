@@ -3,9 +3,9 @@
 //! relation").
 //!
 //! While a reducing exploration runs an action, the memory, fence, queue and clock code record
-//! their accesses here ([`record`]); the scheduler takes them ([`take_raw`]) and makes the
+//! their accesses here (`record`); the scheduler takes them (`take_raw`) and makes the
 //! action's footprint of them ([`Footprint::new`]). Two actions are dependent when their
-//! footprints [`conflict`]: they touch a common object and at least one of the two accesses
+//! footprints conflict ([`Footprint::conflicts`]): they touch a common object and at least one of the two accesses
 //! neither reads nor commutes with the other. The
 //! recorder is per OS thread (the deterministic driver runs one action at a time, each on the
 //! thread that performs it) and costs one relaxed load per access when no exploration records.
@@ -255,7 +255,7 @@ impl Footprint {
         self.kinds
     }
 
-    /// [`Footprint::kind_bits`] with [`object_bits_again`]'s bits: of two footprints that may
+    /// [`Footprint::kind_bits`] with `object_bits_again`'s bits: of two footprints that may
     /// conflict, both these and those meet ([`kinds_may_conflict`]). Worked out each time.
     pub fn kind_bits_again(&self) -> [u64; 3] {
         let mut kinds = [0; 3];
@@ -328,8 +328,8 @@ impl Footprint {
     /// range its start), a line's object its address (such objects overlap only their own
     /// kind with the same address), and every address for a cache as a whole, the dirty
     /// words as a whole and [`Obj::All`]. Two footprints whose ranges do not meet conflict
-    /// only through their other objects, which take the bits [`BEYOND_MEMORY`] and no other
-    /// ([`object_bits`]): an over-approximation that tells apart the disjoint memory of a
+    /// only through their other objects, which take the bits `BEYOND_MEMORY` and no other
+    /// (`object_bits`): an over-approximation that tells apart the disjoint memory of a
     /// large dispatch's groups, which the bits cannot.
     pub fn address_span(&self) -> (u64, u64) {
         let mut span = (u64::MAX, 0);
@@ -747,7 +747,7 @@ pub(crate) fn start() {
 }
 
 /// Whether this thread records footprints now (between a reducing run's actions it does;
-/// after a run it must not: [`stop`]): also the quick test that lets a hot path skip
+/// after a run it must not: `stop`): also the quick test that lets a hot path skip
 /// computing what it would record (what a thread that does not record would record goes
 /// nowhere).
 #[inline]

@@ -285,7 +285,7 @@ pub(super) fn replayed(points: &[ChoicePoint], d: usize, first_try: usize) -> bo
 }
 
 /// What an exploration panics with when the program did not repeat the same choices for the
-/// same prefix ([`assert_replayed`]): a caller that reports it as the program's fault (the C
+/// same prefix (`assert_replayed`): a caller that reports it as the program's fault (the C
 /// API's `E_FAIL`) recognises it by this text.
 pub const NOT_REPEATED: &str = "exhaustive exploration: the program did not repeat the same \
      choices for the same prefix (it must depend on nothing but the schedule)";

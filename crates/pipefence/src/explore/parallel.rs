@@ -117,7 +117,7 @@ enum Attempt {
 /// The reduced search and the plain one count schedules as [`super::enumerate`] does, but
 /// may explore a few more runs: the top of the tree is not reduced. A preemption bound with
 /// `opts.reduction` (and no shard) runs the bounded search with sleep sets across one actor's
-/// independent actions ([`Mode::Sleepy`]; `reduced` in the result), or, where its runs mostly
+/// independent actions (`Mode::Sleepy`; `reduced` in the result), or, where its runs mostly
 /// stop asleep, the plain bounded search after a [`Seen::Restart`].
 pub fn enumerate_parallel<T: Send>(
     opts: &ExhaustiveOptions,
