@@ -736,6 +736,27 @@ fn bounded(
     }
 }
 
+/// The bounded searches of a generated scenario: for each bound of [`BOUNDS`] up to the first
+/// whose plain search does not explore every schedule within it in [`plain_cap`] schedules,
+/// the bound, the plain search's result and `search`'s.
+fn bounded_beside_plain(
+    text: &str,
+    strict: bool,
+    search: Search,
+) -> Result<Vec<(u32, Fewest, Fewest)>, String> {
+    let sc = pipefence_scenario::parse("generated.kdl", text)
+        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
+    let mut out = Vec::new();
+    for k in BOUNDS {
+        let plain = bounded(&sc, strict, k, Search::Plain);
+        if !plain.whole {
+            break;
+        }
+        out.push((k, plain, bounded(&sc, strict, k, search)));
+    }
+    Ok(out)
+}
+
 /// The property of a shrink's bounded search with sleep sets
 /// (`pipefence::explore::enumerate_bounded_sleeping`) for one scenario and each bound of
 /// [`BOUNDS`]: if the plain search bounded so explores every schedule within the bound in
@@ -743,15 +764,8 @@ fn bounded(
 /// reaches the same outcomes, each with the same fewest preemptions. Returns the schedules of
 /// both searches summed over the bounds compared.
 fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String> {
-    let sc = pipefence_scenario::parse("generated.kdl", text)
-        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
     let mut sums = None;
-    for k in BOUNDS {
-        let plain = bounded(&sc, strict, k, Search::Plain);
-        if !plain.whole {
-            break;
-        }
-        let sleeping = bounded(&sc, strict, k, Search::Sleeping);
+    for (k, plain, sleeping) in bounded_beside_plain(text, strict, Search::Sleeping)? {
         let context = || {
             format!(
                 "strict {strict}, bound {k}; plain: {} schedules; with sleep sets: whole {}, \
@@ -793,15 +807,8 @@ fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String>
 /// the plain search's fewest (a count it reports is a schedule's own). Returns the outcomes
 /// of both searches summed over the bounds compared.
 fn check_bounded_finder(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String> {
-    let sc = pipefence_scenario::parse("generated.kdl", text)
-        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
     let mut sums = None;
-    for k in BOUNDS {
-        let plain = bounded(&sc, strict, k, Search::Plain);
-        if !plain.whole {
-            break;
-        }
-        let reduced = bounded(&sc, strict, k, Search::Reduced);
+    for (k, plain, reduced) in bounded_beside_plain(text, strict, Search::Reduced)? {
         let context = || {
             format!(
                 "strict {strict}, bound {k}; plain: {} schedules; reduced: {} schedules, the \
@@ -843,34 +850,45 @@ fn check_bounded_finder(text: &str, strict: bool) -> Result<Option<(u64, u64)>, 
 /// fewest preemptions, so a shrink's `fewest: true` stays true of the plain listing.
 #[test]
 fn d4_bounded_search_with_sleep_sets_keeps_each_outcomes_fewest_preemptions() {
-    let config = runner_config(0x5eed_00d5);
+    let (compared, cases, plain, sleeping) = bounded_property(0x5eed_00d5, check_bounded);
+    eprintln!(
+        "{compared} of {cases} cases compared at bound 0 or more ({plain} plain schedules, \
+         {sleeping} with sleep sets)"
+    );
+}
+
+/// A bounded search's property for one generated scenario and whether it runs in strict mode:
+/// two sums over the bounds compared (`None`: none was small enough).
+type BoundedCheck = fn(&str, bool) -> Result<Option<(u64, u64)>, String>;
+
+/// Runs `check` (a bounded search's property, [`check_bounded`] or [`check_bounded_finder`])
+/// on the generated cases from `seed` ([`runner_config`]), panicking with the first failure;
+/// returns the cases compared, the cases, and the two sums `check` returned, added over the
+/// cases compared. A good share of the cases is small enough to compare.
+fn bounded_property(seed: u64, check: BoundedCheck) -> (u32, u32, u64, u64) {
+    let config = runner_config(seed);
     let cases = config.cases;
     let stats = std::cell::RefCell::new((0u32, 0u64, 0u64));
     let mut runner = TestRunner::new(config);
     let result = runner.run(&case(), |c| {
         let text = render(&c);
-        if let Some((plain, sleeping)) =
-            check_bounded(&text, c.strict).map_err(TestCaseError::fail)?
-        {
+        if let Some((a, b)) = check(&text, c.strict).map_err(TestCaseError::fail)? {
             let mut s = stats.borrow_mut();
             s.0 += 1;
-            s.1 += plain;
-            s.2 += sleeping;
+            s.1 += a;
+            s.2 += b;
         }
         Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
-    let (compared, plain, sleeping) = *stats.borrow();
-    eprintln!(
-        "{compared} of {cases} cases compared at bound 0 or more ({plain} plain schedules, \
-         {sleeping} with sleep sets)"
-    );
+    let (compared, a, b) = *stats.borrow();
     assert!(
         compared * 4 >= cases,
         "only {compared} of {cases} cases were small enough to compare"
     );
+    (compared, cases, a, b)
 }
 
 /// A shrink's bounded search with partial-order reduction
@@ -879,33 +897,10 @@ fn d4_bounded_search_with_sleep_sets_keeps_each_outcomes_fewest_preemptions() {
 /// bounded search reaches, with no fewer preemptions ([`check_bounded_finder`]).
 #[test]
 fn d4_bounded_reduced_search_finds_only_outcomes_within_its_bound() {
-    let config = runner_config(0x5eed_00d6);
-    let cases = config.cases;
-    let stats = std::cell::RefCell::new((0u32, 0u64, 0u64));
-    let mut runner = TestRunner::new(config);
-    let result = runner.run(&case(), |c| {
-        let text = render(&c);
-        if let Some((plain, reduced)) =
-            check_bounded_finder(&text, c.strict).map_err(TestCaseError::fail)?
-        {
-            let mut s = stats.borrow_mut();
-            s.0 += 1;
-            s.1 += plain;
-            s.2 += reduced;
-        }
-        Ok(())
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-    let (compared, plain, reduced) = *stats.borrow();
+    let (compared, cases, plain, reduced) = bounded_property(0x5eed_00d6, check_bounded_finder);
     eprintln!(
         "{compared} of {cases} cases compared at bound 0 or more ({plain} outcomes of the plain \
          searches, {reduced} found with partial-order reduction)"
-    );
-    assert!(
-        compared * 4 >= cases,
-        "only {compared} of {cases} cases were small enough to compare"
     );
     // It finds most of them (a search that found nothing would pass the rest).
     assert!(

@@ -175,19 +175,14 @@ pub fn shrink<T, K: PartialEq>(
             };
             runs += 1;
             if let Some(got) = key(v) {
-                for &i in &pending {
-                    if !found[i] && targets[i].0 == got {
-                        let b = Best::of(script);
-                        debug_assert!(b.preemptions <= bound, "a run past its bound");
-                        if best[i]
-                            .as_ref()
-                            .is_some_and(|o| b.preemptions < o.preemptions)
-                        {
-                            best[i] = Some(b);
-                        }
-                        found[i] = true;
-                    }
-                }
+                note_found(
+                    targets,
+                    &pending,
+                    (&mut found, &mut best),
+                    &got,
+                    script,
+                    bound,
+                );
             }
             pending.iter().any(|&i| !found[i])
         });
@@ -373,25 +368,39 @@ fn find_reduced<T, K: PartialEq>(
             };
             *runs += 1;
             if let Some(got) = key(v) {
-                for &i in &pending {
-                    if !found[i] && targets[i].0 == got {
-                        let b = Best::of(script);
-                        debug_assert!(b.preemptions <= bound, "a run past its bound");
-                        if best[i]
-                            .as_ref()
-                            .is_some_and(|o| b.preemptions < o.preemptions)
-                        {
-                            best[i] = Some(b);
-                        }
-                        found[i] = true;
-                    }
-                }
+                note_found(targets, &pending, (&mut found, best), &got, script, bound);
             }
             *runs < until && pending.iter().any(|&i| !found[i])
         });
         if e.complete {
             // No schedule has more preemptions than this bound allows.
             return;
+        }
+    }
+}
+
+/// A bounded search's run (schedule `script`, within `bound`) that failed with key `got`:
+/// each target of `pending` that fails so is found, and the run is its best schedule when it
+/// has fewer preemptions than the best so far.
+fn note_found<K: PartialEq>(
+    targets: &[(K, String)],
+    pending: &[usize],
+    (found, best): (&mut [bool], &mut [Option<Best>]),
+    got: &K,
+    script: &Script,
+    bound: u32,
+) {
+    for &i in pending {
+        if !found[i] && targets[i].0 == *got {
+            let b = Best::of(script);
+            debug_assert!(b.preemptions <= bound, "a run past its bound");
+            if best[i]
+                .as_ref()
+                .is_some_and(|o| b.preemptions < o.preemptions)
+            {
+                best[i] = Some(b);
+            }
+            found[i] = true;
         }
     }
 }
