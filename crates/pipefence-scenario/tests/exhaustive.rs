@@ -308,6 +308,47 @@ fn failing_within_sleeping(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<Str
     (seen, whole)
 }
 
+/// The bounded search with sleep sets (`pipefence::explore::enumerate_bounded_sleeping`) of
+/// `examples/async-compute.kdl --strict` at bound 1 makes mostly runs stopped asleep (the
+/// orders of its early write-backs): runs stopped asleep or as repeats count against
+/// `max_schedules` too, four per schedule, so it ends there (it ran for minutes past 20,000
+/// schedules' worth of runs before).
+#[test]
+fn d4_a_bounded_search_whose_runs_stop_asleep_ends_at_its_max_schedules() {
+    let path = format!(
+        "{}/../../examples/async-compute.kdl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let src = std::fs::read_to_string(&path).expect("the example");
+    let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
+    let opts = ExhaustiveOptions {
+        max_schedules: 50,
+        preemption_bound: Some(1),
+        reduction: false,
+    };
+    let mut runs = 0u64;
+    let e = pipefence::explore::enumerate_bounded_sleeping(
+        &opts,
+        |script| {
+            runs += 1;
+            run(&sc, &RunOptions::scripted(true, script.clone()))
+        },
+        |_, _| true,
+    );
+    assert_eq!(
+        e.bound,
+        Some(pipefence::explore::Bound::MaxSchedules(50)),
+        "{e:?}"
+    );
+    assert!(!e.complete);
+    assert!(
+        e.sleep_blocked > e.schedules,
+        "mostly runs stopped asleep: {e:?}"
+    );
+    assert!(runs <= 200, "{runs} runs for 50 schedules");
+    assert_eq!(runs, e.schedules + e.repeated_runs + e.sleep_blocked);
+}
+
 /// Every failure of a reduced exhaustive check is shrunk: the shrunk schedule replays the same
 /// failure, and when it says it has the fewest preemptions, the bounded search with one fewer
 /// finds no schedule failing that way.

@@ -354,7 +354,7 @@ pub fn enumerate<T>(
 /// is reached, with the fewest preemptions of any schedule that gives it, in fewer schedules
 /// than [`enumerate`] with the same bound explores (`docs/exploration.md`, "Shrinking").
 /// `visit` as in [`enumerate`]; [`Enumeration::sleep_blocked`] counts the runs stopped
-/// asleep.
+/// asleep, which count against `opts.max_schedules` too (four per schedule).
 pub fn enumerate_bounded_sleeping<T>(
     opts: &ExhaustiveOptions,
     body: impl FnMut(&Arc<Script>) -> T,
@@ -593,7 +593,11 @@ pub(super) fn search_plain<T>(
             }
             return result;
         }
-        if result.schedules >= opts.max_schedules {
+        // Runs stopped as repeats or asleep count against the bound too (four of them per
+        // schedule allowed, as the reduced search counts them): a search whose runs mostly
+        // stop asleep still ends.
+        let runs = result.schedules + result.repeated_runs + result.sleep_blocked;
+        if result.schedules >= opts.max_schedules || runs >= opts.max_schedules.saturating_mul(4) {
             result.bound = Some(Bound::MaxSchedules(opts.max_schedules));
             return result;
         }
