@@ -468,8 +468,9 @@ struct Sink {
 impl Sink {
     fn put(&mut self, op: Op, path: &mut [Node]) {
         if self.boundary.is_none_or(|b| op.at() > b) {
-            if self.conservative {
-                let at = op.at();
+            // A preemption-bounded search adds the op's actors where the run's actor there
+            // started its run of actions too.
+            let also = self.conservative.then(|| {
                 let actors: Vec<ActorKey> = match &op {
                     Op::Enter { .. } => Vec::new(),
                     Op::Race { initials, .. } => initials.to_vec(),
@@ -478,13 +479,12 @@ impl Sink {
                         sequence.first().map(|&(a, _)| a).into_iter().collect()
                     }
                 };
-                op.apply(path);
-                if !actors.is_empty() {
-                    conservative(path, at, &actors);
-                }
-                return;
-            }
+                (op.at(), actors)
+            });
             op.apply(path);
+            if let Some((at, actors)) = also.filter(|(_, a)| !a.is_empty()) {
+                conservative(path, at, &actors);
+            }
             return;
         }
         let mut op = op;

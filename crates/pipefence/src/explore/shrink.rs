@@ -321,14 +321,6 @@ pub fn shrink<T, K: PartialEq>(
     out
 }
 
-/// Runs random schedules ([`Script::sampling`]) with fewer preemptions than the best found so
-/// far for each target not settled (`complete_through`: every schedule with at most that many
-/// preemptions was explored), until `runs` reaches `until`, keeping a schedule that fails as
-/// a target does with fewer preemptions than its best. The bounds drawn go round from the
-/// lowest not explored to below the most preemptions of a pending target's best; the
-/// preemptions are put at scheduling points drawn among as many as the longest such best
-/// opened. `draw` numbers the schedules drawn (each seeded by it): the result is the same
-/// for the same program.
 /// The search bounded to few preemptions with partial-order reduction
 /// ([`super::exhaustive::enumerate_bounded_reduced`]), at each bound from the lowest not
 /// explored to its end (`complete_through`) up, for the targets whose best schedule has more
@@ -405,6 +397,14 @@ fn note_found<K: PartialEq>(
     }
 }
 
+/// Runs random schedules ([`Script::sampling`]) with fewer preemptions than the best found so
+/// far for each target not settled (`complete_through`: every schedule with at most that many
+/// preemptions was explored), until `runs` reaches `until`, keeping a schedule that fails as
+/// a target does with fewer preemptions than its best. The bounds drawn go round from the
+/// lowest not explored to below the most preemptions of a pending target's best; the
+/// preemptions are put at scheduling points drawn among as many as the longest such best
+/// opened. `draw` numbers the schedules drawn (each seeded by it): the result is the same
+/// for the same program.
 fn sample<T, K: PartialEq>(
     targets: &[(K, String)],
     best: &mut [Option<Best>],
