@@ -777,6 +777,62 @@ fn d4_a_decisive_early_write_back_names_its_line_in_scenario_terms() {
     }
 }
 
+/// A copy queue has no PFP: its ME parses each command itself, so a decisive step of its ME
+/// names the copy it was at, by keyword and line, like any other queue's (it said only
+/// "`dma`'s ME ran" when the FIFO it does not use was empty). A queue writes three words and a
+/// copy queue copies them out, nothing ordering the two: each failing outcome needs the copy
+/// queue to run between the writes.
+#[test]
+fn d4_a_decisive_step_of_a_copy_queue_names_its_copy_and_line() {
+    let src = r#"buffer src size=64 heap=shared
+buffer out size=64 heap=readback
+fence fa
+fence fb
+queue qa kind=direct
+queue dma kind=copy
+list writes kind=direct {
+    write-immediate src value=1
+    write-immediate "src+4" value=1
+    write-immediate "src+8" value=1
+}
+list reads kind=copy {
+    copy dst=out src=src bytes=4
+    copy dst="out+4" src="src+4" bytes=4
+    copy dst="out+8" src="src+8" bytes=4
+}
+execute qa writes
+signal qa fa 1
+execute dma reads
+signal dma fb 1
+cpu-wait fa 1 timeout-ms=5000
+cpu-wait fb 1 timeout-ms=5000
+expect out count=3 equals=1
+"#;
+    let sc = pipefence_scenario::parse("copies.kdl", src).expect("a valid scenario");
+    let mut o = opts(false, 10_000);
+    o.bounds.reduction = true;
+    o.shrink = Some(2000);
+    let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
+    assert!(!r.failures.is_empty());
+    let steps: Vec<_> = r
+        .failures
+        .iter()
+        .filter_map(|f| f.shrunk.as_ref())
+        .flat_map(|s| s.steps.iter())
+        .flat_map(|step| [&step.ran, &step.preempted])
+        .filter(|a| a.actor == "`dma`'s ME")
+        .collect();
+    assert!(
+        !steps.is_empty(),
+        "the copy queue takes part in a decisive step"
+    );
+    for a in steps {
+        assert_eq!(a.command.as_deref(), Some("copy"), "{a:?}");
+        assert!(matches!(a.line, Some(13..=15)), "{a:?}");
+        assert!(a.text.contains("ran `copy` (line 1"), "{}", a.text);
+    }
+}
+
 /// Every example and race scenario file.
 fn every_file() -> Vec<(String, Scenario)> {
     let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
