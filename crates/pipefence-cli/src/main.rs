@@ -280,6 +280,14 @@ fn usage_error(msg: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // A reader that closes the pipe early (`pipefence check ... --json | head`) ends the
+    // process as it ends `cat` or `grep`, by SIGPIPE, not as a failed print (a panic: Rust
+    // ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: restoring a signal's default disposition at startup, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // Ctrl-C: the first stops the run or check (its summary is printed, exit 130); a second
     // exits at once.

@@ -1186,3 +1186,47 @@ fn check_prints_each_distinct_problem_once_with_its_count() {
         );
     }
 }
+
+/// A reader that closes the pipe before the report is written (`pipefence check ... --json |
+/// head -c 10`) ends the process by SIGPIPE, as it ends `cat`: no panic about a failed print
+/// (E3). The pipe is closed before the child writes anything, so every write of it fails.
+#[cfg(unix)]
+#[test]
+fn e3_a_closed_stdout_ends_the_process_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    for args in [
+        &[
+            "check",
+            "tests/scenarios/write-write.kdl",
+            "--exhaustive",
+            "--json",
+        ][..],
+        &[
+            "check",
+            "tests/scenarios/write-write.kdl",
+            "--schedules",
+            "20",
+        ][..],
+        &["run", "examples/ring-buffer.kdl", "--json"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pipefence"))
+            .args(args)
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start pipefence");
+        drop(child.stdout.take());
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        let status = child.wait().expect("pipefence ends");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            status.signal() == Some(13) || status.code().is_some_and(|c| c < 100),
+            "{args:?}: {status:?} {err}"
+        );
+    }
+}
