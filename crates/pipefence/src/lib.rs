@@ -93,6 +93,6 @@ pub use hazard::{
     set_source_line, AccessKind, Hazard, HazardAccess, HazardAgent, HazardKind, MemoryModel,
     Missing, Vocabulary,
 };
-pub use memory::Heap;
+pub use memory::{Heap, MAX_BUFFER_SIZE};
 pub use sync::{Event, MultipleFenceWaitFlags};
 pub use types::{Access, Site, Stage, ValueCondition};

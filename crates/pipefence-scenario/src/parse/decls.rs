@@ -109,6 +109,18 @@ impl Parser<'_> {
                 );
                 return None;
             }
+            if v > pipefence::MAX_BUFFER_SIZE {
+                let pos = self.entry_pos(e);
+                self.error(
+                    pos,
+                    format!(
+                        "`size` {} is above the largest buffer the device creates ({} bytes, 64 GiB)",
+                        shown(e),
+                        pipefence::MAX_BUFFER_SIZE
+                    ),
+                );
+                return None;
+            }
             Some(v)
         });
         let heap = match r.prop("heap") {

@@ -304,6 +304,28 @@ t.kdl:4:23: unknown buffer `flags`
     );
 }
 
+/// A buffer larger than the device creates (64 GiB) is refused where its size is written,
+/// not created as a 4-byte stand-in after a host error at run time (which then faulted "252
+/// bytes past the end" of it). The largest size is accepted.
+#[test]
+fn buffer_larger_than_the_device_creates() {
+    check(
+        r#"
+buffer big size=0x1000000004
+buffer huge size=0xFFFFFFFFFFFFFFFC
+buffer ok size=0x1000000000
+"#,
+        r#"
+t.kdl:1:12: `size` 0x1000000004 is above the largest buffer the device creates (68719476736 bytes, 64 GiB)
+1 | buffer big size=0x1000000004
+  |            ^
+t.kdl:2:13: `size` 0xFFFFFFFFFFFFFFFC is above the largest buffer the device creates (68719476736 bytes, 64 GiB)
+2 | buffer huge size=0xFFFFFFFFFFFFFFFC
+  |             ^
+"#,
+    );
+}
+
 /// Addresses plus their access width, a copy's range, an `expect`'s `count` elements, a kernel's start.
 #[test]
 fn address_outside_buffer() {
