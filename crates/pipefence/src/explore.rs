@@ -92,6 +92,8 @@ mod parallel;
 mod shrink;
 mod speculate;
 pub use crate::choice::{ActorKey, Actors, Narrated, Where};
+#[doc(hidden)]
+pub use dpor::set_long_run_index;
 pub use exhaustive::{
     enumerate, enumerate_bounded_reduced, enumerate_bounded_sleeping, Bound, Enumeration,
     ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,

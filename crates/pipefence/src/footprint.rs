@@ -241,6 +241,18 @@ impl Footprint {
         self.kinds[2] & object_bits(Obj::Device) != 0 && self.has((Obj::Device, Kind::Write))
     }
 
+    /// Whether it has an access of the device or of everything ([`Obj::Device`],
+    /// [`Obj::All`]) other than a read: their bit first (a long dispatch step's footprint
+    /// holds thousands of accesses), then the search.
+    pub fn changes_device(&self) -> bool {
+        let bit = object_bits(Obj::Device);
+        (self.kinds[1] | self.kinds[2] | self.awaits) & bit != 0
+            && self
+                .accesses
+                .iter()
+                .any(|&(o, k)| k != Kind::Read && matches!(o, Obj::Device | Obj::All))
+    }
+
     /// Whether this footprint has access `a` (the accesses are sorted by kind, then object:
     /// a binary search).
     pub fn has(&self, a: Access) -> bool {
@@ -677,7 +689,8 @@ const MEM_BITS: u64 = 24;
 /// The bits of [`object_bits`] that objects other than memory and strict-mode caches take
 /// (and [`Obj::All`], which takes every bit): those objects take no other bit, memory and the
 /// caches none of these ([`Footprint::address_span`]).
-const BEYOND_MEMORY: u64 = !((1 << (MEM_BITS + CACHE_QUEUES * CACHE_BITS_PER_QUEUE)) - 1);
+pub(crate) const BEYOND_MEMORY: u64 =
+    !((1 << (MEM_BITS + CACHE_QUEUES * CACHE_BITS_PER_QUEUE)) - 1);
 
 /// Whether footprints with these [`Footprint::kind_bits`] and [`Footprint::address_span`]s
 /// may conflict (`false`: they cannot): their spans meet, or their bits beyond memory may.

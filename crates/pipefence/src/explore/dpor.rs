@@ -794,6 +794,107 @@ impl LineIndex {
     }
 }
 
+/// Whether a long run's events are looked up by [`Near`] (the default) or every event before
+/// a new one is looked at, for tests and benchmarks: the analysis is the same either way,
+/// only its speed changes.
+static NEAR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Sets whether the analysis of a run of 512 events or more finds each event's dependences
+/// among the events near it (by address and by the objects beyond memory that they touch,
+/// the default) or looks at every event before it, for tests and benchmarks: the search
+/// explores the same schedules with the same results either way.
+#[doc(hidden)]
+pub fn set_long_run_index(on: bool) {
+    NEAR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A long run's events by what could make a later event conflict with them, for
+/// [`History::update`]: two events may conflict ([`History::may_conflict`]) only where their
+/// address spans meet or their bits beyond memory do ([`crate::footprint::spans_may_conflict`]),
+/// so an event's dependences are among the events listed under the lines its span meets, the
+/// events whose spans are too wide to list by line, and those listed under its bits beyond
+/// memory in a kind that conflicts with its own. A large dispatch's groups (strict mode, each
+/// a step of its own) then look at the few events near them instead of every event before
+/// them.
+struct Near {
+    /// The events by the lines their spans meet, as [`LineIndex`] lists them.
+    lines: rustc_hash::FxHashMap<u64, Vec<u32>>,
+    /// The events whose spans meet more than [`LINES_INDEXED`] lines.
+    wide: Vec<u32>,
+    /// Per bit of [`crate::footprint::BEYOND_MEMORY`] (by its number) and kind (reads,
+    /// updates, writes, as [`Masks`] has them): the events with that bit in that kind.
+    beyond: Vec<[Vec<u32>; 3]>,
+}
+
+impl Near {
+    fn new() -> Self {
+        Near {
+            lines: Default::default(),
+            wide: Vec::new(),
+            beyond: (0..64).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// Lists event `k` (after every event listed so far).
+    fn add(&mut self, k: usize, masks: Masks, (lo, hi): (u64, u64)) {
+        let k = k as u32;
+        for (x, m) in masks.0.iter().enumerate() {
+            let mut m = m & crate::footprint::BEYOND_MEMORY;
+            while m != 0 {
+                self.beyond[m.trailing_zeros() as usize][x].push(k);
+                m &= m - 1;
+            }
+        }
+        if lo > hi {
+            return;
+        }
+        let line = crate::hazard::strict::LINE;
+        let (first, last) = (lo / line, hi / line);
+        if last - first >= LINES_INDEXED {
+            self.wide.push(k);
+            return;
+        }
+        for l in first..=last {
+            self.lines.entry(l * line).or_default().push(k);
+        }
+    }
+
+    /// Into `out`, the events listed that may conflict with an event of these masks and span
+    /// (a superset of those [`History::may_conflict`] lets through), the last first, each
+    /// once; `false` (and `out` left as it is) when the span meets too many lines to look
+    /// them up.
+    fn candidates(&self, masks: Masks, (lo, hi): (u64, u64), out: &mut Vec<u32>) -> bool {
+        let line = crate::hazard::strict::LINE;
+        if lo <= hi && hi / line - lo / line >= LINES_INDEXED {
+            return false;
+        }
+        out.clear();
+        let [r, u, w] = masks.0.map(|m| m & crate::footprint::BEYOND_MEMORY);
+        // Each kind's bits against the kinds that conflict with it: a read against updates
+        // and writes, an update against reads and writes, a write against all three.
+        for (mut m, against) in [(r, &[1, 2][..]), (u, &[0, 2][..]), (w, &[0, 1, 2][..])] {
+            while m != 0 {
+                let lists = &self.beyond[m.trailing_zeros() as usize];
+                m &= m - 1;
+                for &x in against {
+                    out.extend_from_slice(&lists[x]);
+                }
+            }
+        }
+        if lo <= hi {
+            out.extend_from_slice(&self.wide);
+            for l in lo / line..=hi / line {
+                if let Some(v) = self.lines.get(&(l * line)) {
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+        out.sort_unstable_by(|a, b| b.cmp(a));
+        out.dedup();
+        true
+    }
+}
+
 impl History {
     fn dependent(&self, i: usize, j: usize) -> bool {
         self.may_conflict(i, j)
@@ -894,17 +995,34 @@ impl History {
             self.spans.clear();
             self.prev.clear();
         }
+        // A long run's events by what could make them conflict: each new event looks only at
+        // those that may conflict with it.
+        let near_on = NEAR.load(std::sync::atomic::Ordering::Relaxed);
+        let mut near = (near_on && !self.spans.is_empty()).then(|| {
+            let mut near = Near::new();
+            for k in 0..keep {
+                near.add(k, self.masks[k], self.spans[k]);
+            }
+            near
+        });
+        let mut found = Vec::new();
         for j in keep..self.events.len() {
             self.masks.push(mask(&self.events[j].footprint));
-            let p = self.before(j, |i| self.dependent(i, j));
+            let cands = near
+                .as_ref()
+                .is_some_and(|n| n.candidates(self.masks[j], self.spans[j], &mut found))
+                .then_some(&found[..]);
+            let p = self.before(j, |i| self.dependent(i, j), cands);
             // Only once some dependence is a load pair (strict mode's caches).
             let r = if self.relaxed_count > 0
                 || (touches_cache(&self.events[j].footprint)
-                    && (0..j).any(|i| p.contains(i) && load_pair(self, i, j).is_some()))
+                    && p.ones(0, j).any(|i| load_pair(self, i, j).is_some()))
             {
-                let r = self.relaxed_before(j, |i| {
-                    self.dependent(i, j) && load_pair(self, i, j).is_none()
-                });
+                let r = self.relaxed_before(
+                    j,
+                    |i| self.dependent(i, j) && load_pair(self, i, j).is_none(),
+                    cands,
+                );
                 (!r.same(&p)).then_some(r)
             } else {
                 None
@@ -912,6 +1030,9 @@ impl History {
             self.relaxed_count += usize::from(r.is_some());
             self.relaxed.push(r);
             self.preds.push(p);
+            if let Some(n) = &mut near {
+                n.add(j, self.masks[j], self.spans[j]);
+            }
         }
         // A kept event's window stays when the event that decided it was kept too (it read
         // only the events up to that one); any other is worked out again.
@@ -933,19 +1054,102 @@ impl History {
     }
 
     /// [`History::before`] through the relaxed happens-before of the events before `j`.
-    fn relaxed_before(&self, j: usize, direct: impl Fn(usize) -> bool) -> Bits {
-        self.before_in(j, direct, |i| self.rel(i))
+    fn relaxed_before(
+        &self,
+        j: usize,
+        direct: impl Fn(usize) -> bool,
+        cands: Option<&[u32]>,
+    ) -> Bits {
+        self.before_in(j, direct, |i| self.rel(i), cands)
     }
 
     /// The events before `j` through its actor's previous event and the earlier events
     /// `direct` accepts (each with its own happens-before): happens-before itself when
-    /// `direct` is dependence. Needs the happens-before of every event before `j`.
-    fn before(&self, j: usize, direct: impl Fn(usize) -> bool) -> Bits {
-        self.before_in(j, direct, |i| &self.preds[i])
+    /// `direct` is dependence. Needs the happens-before of every event before `j`. `cands`:
+    /// the events before `j` that `direct` may accept, the last first (every event `i` with
+    /// [`History::may_conflict`]`(i, j)`; `direct` accepts only such events), or `None` to look
+    /// at every event before `j`.
+    fn before(&self, j: usize, direct: impl Fn(usize) -> bool, cands: Option<&[u32]>) -> Bits {
+        self.before_in(j, direct, |i| &self.preds[i], cands)
     }
 
     /// [`History::before`] with each earlier event's own set from `of`.
     fn before_in<'a>(
+        &'a self,
+        j: usize,
+        direct: impl Fn(usize) -> bool,
+        of: impl Fn(usize) -> &'a Bits,
+        cands: Option<&[u32]>,
+    ) -> Bits {
+        let Some(cands) = cands else {
+            return self.before_scan(j, direct, of);
+        };
+        let p = self.before_near(j, &direct, &of, cands);
+        debug_assert!(
+            p.same(&self.before_scan(j, &direct, &of)),
+            "the events near event {j} miss one it depends on"
+        );
+        p
+    }
+
+    /// [`History::before_in`] looking only at `cands` and at the earlier events of `j`'s actor
+    /// (through [`History::prev`]): the same set as [`History::before_scan`], as an event
+    /// not among `cands` is accepted only as its actor's, and an event of `j`'s actor already
+    /// in the set has the earlier ones in it too (each event's set holds its actor's earlier
+    /// events, and a set taken in whole holds the sets of its events).
+    fn before_near<'a>(
+        &'a self,
+        j: usize,
+        direct: impl Fn(usize) -> bool,
+        of: impl Fn(usize) -> &'a Bits,
+        cands: &[u32],
+    ) -> Bits {
+        let mut p = Bits::default();
+        let mut same_actor_seen = false;
+        // The next earlier event of j's actor not looked at yet, while none was taken.
+        let mut chain = self.prev_same(j);
+        let mut cands = cands.iter().map(|&i| i as usize).peekable();
+        loop {
+            let i = match (chain, cands.peek().copied()) {
+                (None, None) => break,
+                (Some(s), Some(c)) if c > s => {
+                    cands.next();
+                    c
+                }
+                (Some(s), c) => {
+                    if c == Some(s) {
+                        cands.next();
+                    }
+                    chain = self.prev_same(s);
+                    s
+                }
+                (None, Some(c)) => {
+                    cands.next();
+                    c
+                }
+            };
+            if p.contains(i) {
+                if self.events[i].actor == self.events[j].actor {
+                    // Its actor's earlier events are in the set with it.
+                    chain = None;
+                }
+                continue;
+            }
+            let same = self.events[i].actor == self.events[j].actor;
+            if (same && !same_actor_seen) || direct(i) {
+                same_actor_seen |= same;
+                p.union(of(i));
+                p.insert(i);
+            }
+            if same_actor_seen {
+                chain = None;
+            }
+        }
+        p
+    }
+
+    /// [`History::before_in`] looking at every event before `j`.
+    fn before_scan<'a>(
         &'a self,
         j: usize,
         direct: impl Fn(usize) -> bool,
@@ -2047,10 +2251,31 @@ fn shared_line_writebacks(
         if p < frozen || !node.point.scheduling {
             continue;
         }
+        // Per line, whether more than one queue writes it back in the step and the last of
+        // its write-backs, for a step of many (the end of a run with a large dispatch's lines
+        // dirty writes back thousands: comparing each with every other was the square).
+        let lines: Option<rustc_hash::FxHashMap<u64, (u32, bool, usize)>> =
+            (wbs.len() > 16).then(|| {
+                let mut lines = rustc_hash::FxHashMap::default();
+                for (x, &(q, line)) in wbs.iter().enumerate() {
+                    let e = lines.entry(line).or_insert((q, false, x));
+                    e.1 |= e.0 != q;
+                    e.2 = x;
+                }
+                lines
+            });
         let mut starts = Vec::new();
         for (x, &(q, line)) in wbs.iter().enumerate() {
-            let later = wbs[x + 1..].iter().any(|&(_, l)| l == line);
-            let shared = wbs.iter().any(|&(o, l)| l == line && o != q);
+            let (later, shared) = match &lines {
+                Some(lines) => {
+                    let &(_, shared, last) = &lines[&line];
+                    (last != x, shared)
+                }
+                None => (
+                    wbs[x + 1..].iter().any(|&(_, l)| l == line),
+                    wbs.iter().any(|&(o, l)| l == line && o != q),
+                ),
+            };
             let aj = ActorKey::Writeback(q, line);
             if later || !shared || !node.point.actors.contains(&aj) || node.asleep(aj) {
                 continue;
@@ -2743,12 +2968,7 @@ fn through_cache(h: &History, w: usize, t: usize) -> bool {
         return false;
     };
     let ft = &h.events[t].footprint;
-    !ft.is_removal()
-        && !sees(ft, q, line)
-        && !ft
-            .accesses()
-            .iter()
-            .any(|&(o, k)| k != Kind::Read && matches!(o, Obj::Device | Obj::All))
+    !ft.is_removal() && !sees(ft, q, line) && !ft.changes_device()
 }
 
 /// Whether nobody sees write-back `w`'s line between it and the line's next whole
@@ -3001,9 +3221,11 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     let group_needs;
     let needs = match &narrow {
         Some((_, fp)) => {
-            group_needs = h.relaxed_before(j, |k| {
-                h.preds[j].contains(k) && h.events[k].footprint.conflicts(fp)
-            });
+            group_needs = h.relaxed_before(
+                j,
+                |k| h.preds[j].contains(k) && h.events[k].footprint.conflicts(fp),
+                None,
+            );
             &group_needs
         }
         None => needs.get(),
@@ -3155,12 +3377,16 @@ fn stands_for(x: ActorKey, a: ActorKey) -> bool {
 /// ([`History::rel`]), so a read and an invalidation earlier in the chain hold j back no more
 /// (`d4_regression_strict_a_race_behind_an_unread_invalidation_is_not_hidden_by_it`).
 fn needs_of(h: &History, j: usize) -> Bits {
-    h.relaxed_before(j, |k| {
-        h.preds[j].contains(k)
-            && h.dependent(k, j)
-            && !unread_load(h, k, j)
-            && !unobserved_writeback(h, k, j)
-    })
+    h.relaxed_before(
+        j,
+        |k| {
+            h.preds[j].contains(k)
+                && h.dependent(k, j)
+                && !unread_load(h, k, j)
+                && !unobserved_writeback(h, k, j)
+        },
+        None,
+    )
 }
 
 /// [`needs_of`] for one later event `j`, computed once, when first asked for, for all the
