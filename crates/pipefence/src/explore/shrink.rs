@@ -397,6 +397,10 @@ fn note_found<K: PartialEq>(
     }
 }
 
+/// How many draws in a row that repeat a schedule drawn before end [`sample`]: the schedules
+/// it can draw were most likely all drawn.
+const SAMPLE_REPEATS: u32 = 64;
+
 /// Runs random schedules ([`Script::sampling`]) with fewer preemptions than the best found so
 /// far for each target not settled (`complete_through`: every schedule with at most that many
 /// preemptions was explored), until `runs` reaches `until`, keeping a schedule that fails as
@@ -404,7 +408,8 @@ fn note_found<K: PartialEq>(
 /// lowest not explored to below the most preemptions of a pending target's best; the
 /// preemptions are put at scheduling points drawn among as many as the longest such best
 /// opened. `draw` numbers the schedules drawn (each seeded by it): the result is the same
-/// for the same program.
+/// for the same program. It stops early after [`SAMPLE_REPEATS`] draws in a row of
+/// schedules it drew before.
 fn sample<T, K: PartialEq>(
     targets: &[(K, String)],
     best: &mut [Option<Best>],
@@ -415,6 +420,11 @@ fn sample<T, K: PartialEq>(
     key: &mut impl FnMut(T) -> Option<K>,
 ) {
     let lowest = complete_through.map_or(0, |t| t + 1);
+    // The schedules drawn so far, and how many draws in a row repeated one: where the
+    // schedules with so few preemptions are few (a small scenario), they are soon all drawn,
+    // and drawing on to the budget would only run them again.
+    let mut drawn: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut repeats = 0u32;
     while *runs < until {
         let pending: Vec<usize> = (0..targets.len())
             .filter(|&i| best[i].as_ref().is_some_and(|b| b.preemptions > lowest))
@@ -451,6 +461,16 @@ fn sample<T, K: PartialEq>(
         *draw += 1;
         *runs += 1;
         let v = body(&script);
+        if drawn.insert(script.schedule_string()) {
+            repeats = 0;
+        } else {
+            // The same schedule fails the same way, or not, as before.
+            repeats += 1;
+            if repeats >= SAMPLE_REPEATS {
+                return;
+            }
+            continue;
+        }
         let Some(got) = key(v) else { continue };
         // Worked out once, for the first target that fails this way.
         let mut found: Option<Best> = None;
