@@ -1128,18 +1128,11 @@ impl History {
                     c
                 }
             };
-            if p.contains(i) {
-                if self.events[i].actor == self.events[j].actor {
-                    // Its actor's earlier events are in the set with it.
-                    chain = None;
-                }
-                continue;
-            }
-            let same = self.events[i].actor == self.events[j].actor;
-            if (same && !same_actor_seen) || direct(i) {
-                same_actor_seen |= same;
-                p.union(of(i));
-                p.insert(i);
+            if !self.take_into(&mut p, &mut same_actor_seen, (i, j), &direct, &of)
+                && self.events[i].actor == self.events[j].actor
+            {
+                // In the set already: its actor's earlier events are in it with it.
+                chain = None;
             }
             if same_actor_seen {
                 chain = None;
@@ -1158,17 +1151,34 @@ impl History {
         let mut p = Bits::default();
         let mut same_actor_seen = false;
         for i in (0..j).rev() {
-            if p.contains(i) {
-                continue;
-            }
-            let same = self.events[i].actor == self.events[j].actor;
-            if (same && !same_actor_seen) || direct(i) {
-                same_actor_seen |= same;
-                p.union(of(i));
-                p.insert(i);
-            }
+            self.take_into(&mut p, &mut same_actor_seen, (i, j), &direct, &of);
         }
         p
+    }
+
+    /// Looks at earlier event `i` for [`History::before_in`]'s set `p` of the events before
+    /// `j`: takes it, with its own set from `of`, when it is the latest event of `j`'s actor
+    /// not in `p` (`same_actor_seen` says whether one was taken) or `direct` accepts it.
+    /// `false` when `i` was in `p` already.
+    #[inline(always)]
+    fn take_into<'a>(
+        &'a self,
+        p: &mut Bits,
+        same_actor_seen: &mut bool,
+        (i, j): (usize, usize),
+        direct: &impl Fn(usize) -> bool,
+        of: &impl Fn(usize) -> &'a Bits,
+    ) -> bool {
+        if p.contains(i) {
+            return false;
+        }
+        let same = self.events[i].actor == self.events[j].actor;
+        if (same && !*same_actor_seen) || direct(i) {
+            *same_actor_seen |= same;
+            p.union(of(i));
+            p.insert(i);
+        }
+        true
     }
 
     /// The previous event of `j`'s actor.
