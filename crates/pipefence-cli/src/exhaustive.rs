@@ -207,6 +207,7 @@ pub(crate) fn command(
                     preemption_bound: opts.bounds.preemption_bound,
                     reduction: opts.bounds.reduction,
                     shrink: opts.shrink,
+                    fail_fast: opts.fail_fast,
                 };
                 serde_json::to_string_pretty(&ShardedExhaustiveReport::new(
                     &report, shard, &id, options,

@@ -712,7 +712,8 @@ pub(crate) struct Parallel {
 fn touch_shard_status(parallel: Parallel) -> Result<(), ExitCode> {
     if let Some((_, ShardSource::Bazel)) = parallel.shard {
         // Bazel asks a test that shards to touch this file, or it fails the test.
-        if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE") {
+        // Set but empty: as unset (there is no file to touch).
+        if let Some(path) = std::env::var_os("TEST_SHARD_STATUS_FILE").filter(|p| !p.is_empty()) {
             if let Err(e) = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -922,6 +923,8 @@ fn check_header(r: &CheckView) -> String {
             "{} of {schedules} schedules (--fail-fast: stopped at the first failing one)",
             r.schedules
         )
+    } else if r.schedules == 1 {
+        "1 schedule".to_string()
     } else {
         format!("{} schedules", r.schedules)
     };

@@ -112,8 +112,17 @@ pub(crate) fn resolve(
              elsewhere give --shard INDEX/TOTAL",
             total_flag.unwrap_or_default()
         )),
-        // PIPEFENCE_TOTAL_SHARDS alone: nothing asks for a shard.
-        (None, _) => Ok(None),
+        // PIPEFENCE_TOTAL_SHARDS alone: nothing asks for a shard (a default for the pods of an
+        // indexed job); said, as a job whose pods get no index runs the whole check in each.
+        (None, Some((what, _))) => {
+            eprintln!(
+                "pipefence: {} is set but JOB_COMPLETION_INDEX is not: running the whole check \
+                 (not a shard)",
+                what.trim_end_matches(':')
+            );
+            Ok(None)
+        }
+        (None, None) => Ok(None),
     }
 }
 

@@ -344,6 +344,22 @@ fn bazel_shard_variables_choose_the_shard_and_touch_the_status_file() {
     );
     assert_eq!(timeless(&stdout(&flag_wins)), timeless(&stdout(&by_flag)));
     assert!(!status.exists());
+    // Set but empty: as unset (nothing to touch), not an error.
+    let empty = pipefence_env(
+        &args,
+        &[
+            ("TEST_SHARD_INDEX", "1"),
+            ("TEST_TOTAL_SHARDS", "3"),
+            ("TEST_SHARD_STATUS_FILE", ""),
+        ],
+    );
+    assert_eq!(
+        empty.status.code(),
+        by_flag.status.code(),
+        "{}",
+        stderr(&empty)
+    );
+    assert_eq!(timeless(&stdout(&empty)), timeless(&stdout(&by_flag)));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -366,6 +382,18 @@ fn kubernetes_job_completion_index_needs_a_total_from_the_flag_or_the_environmen
         assert_eq!(out.status.code(), by_flag.status.code(), "{}", stderr(out));
         assert_eq!(timeless(&stdout(out)), timeless(&stdout(&by_flag)));
     }
+    // The total alone (no index: not a pod of an indexed job) runs the whole check, and says so.
+    let whole = pipefence(&args);
+    let total_alone = pipefence_env(&args, &[("PIPEFENCE_TOTAL_SHARDS", "4")]);
+    assert_eq!(total_alone.status.code(), whole.status.code());
+    assert_eq!(timeless(&stdout(&total_alone)), timeless(&stdout(&whole)));
+    assert!(
+        stderr(&total_alone).contains(
+            "PIPEFENCE_TOTAL_SHARDS=4 is set but JOB_COMPLETION_INDEX is not: running the whole check"
+        ),
+        "{}",
+        stderr(&total_alone)
+    );
     let alone = pipefence_env(&args, &[("JOB_COMPLETION_INDEX", "2")]);
     assert_eq!(alone.status.code(), Some(2));
     let e = stderr(&alone);
@@ -750,6 +778,47 @@ fn merge_of_exhaustive_shards_sums_counts_and_keeps_the_lowest_shards_replay() {
         "{}",
         stderr(&out)
     );
+    // Nor do shards run with and without --fail-fast (each stops at its own first failure
+    // with it), nor shards of different files, whose refusal names both.
+    let shard_of = |file: &str, extra: &[&str], index: u64| {
+        let stem = std::path::Path::new(file)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy();
+        let f = dir.join(format!("{stem}{}-{index}.json", extra.join("")));
+        let shard = format!("{index}/2");
+        let mut args = vec!["check", file, "--exhaustive", "--json", "--shard", &shard];
+        args.extend(extra);
+        std::fs::write(&f, pipefence(&args).stdout).unwrap();
+        f
+    };
+    let race = "tests/scenarios/host-write-race.kdl";
+    let out = merge(
+        &[shard_of(race, &[], 0), shard_of(race, &["--fail-fast"], 1)],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("different options (fail_fast: false and true)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = merge(
+        &[
+            shard_of(race, &[], 0),
+            shard_of("tests/scenarios/write-write.kdl", &[], 1),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    for says in [
+        "different scenario files",
+        "host-write-race.kdl",
+        "write-write.kdl",
+        "fnv1a64:",
+    ] {
+        assert!(stderr(&out).contains(says), "`{says}`: {}", stderr(&out));
+    }
     // An exhaustive shard and a sampled one do not merge.
     let sampled = run_shards(&dir, &["check", FAILING, "--schedules", "4"], 2);
     let out = merge(&[fa.clone(), sampled[1].clone()], &[]);

@@ -167,6 +167,8 @@ pub struct ExhaustiveShardOptions {
     pub reduction: bool,
     /// The shrink budget (`None` with `--no-shrink`).
     pub shrink: Option<u64>,
+    /// `--fail-fast` (each shard stops at its own first failure).
+    pub fail_fast: bool,
 }
 
 /// What an exhaustive shard's report carries for `merge` (its `merge` field).
@@ -909,9 +911,17 @@ fn merge_exhaustive(
     for (i, r) in &shards[1..] {
         if r.merge.scenario.as_ref().map(|s| &s.hash) != r0.merge.scenario.as_ref().map(|s| &s.hash)
         {
+            let id = |s: &Option<ScenarioId>| {
+                s.as_ref().map_or("no scenario recorded".to_string(), |s| {
+                    format!("{}, {}", s.name, s.hash)
+                })
+            };
             return Err(format!(
-                "{} and {} are shards of checks of different scenario files",
-                inputs[*first].name, inputs[*i].name
+                "{} and {} are shards of checks of different scenario files ({}; {})",
+                inputs[*first].name,
+                inputs[*i].name,
+                id(&r0.merge.scenario),
+                id(&r.merge.scenario)
             ));
         }
         if r.merge.options != r0.merge.options {
