@@ -270,7 +270,13 @@ pub fn check_every_schedule(
         );
     }
     if opts.require_complete && !e.complete {
-        let bound = e.bound.map_or("a bound".to_string(), |b| b.to_string());
+        // In the API's terms (the Display of a bound is the command line's flag).
+        let bound = match e.bound {
+            Some(Bound::MaxSchedules(n)) => format!("`bounds.max_schedules` ({n})"),
+            Some(Bound::PreemptionBound(k)) => format!("`bounds.preemption_bound` ({k})"),
+            Some(Bound::Stopped) => "a stop".to_string(),
+            None => "a bound".to_string(),
+        };
         panic!(
             "not a proof: the exploration was bounded by {bound} after {} schedules (all \
              passed); raise `bounds.max_schedules`, drop `bounds.preemption_bound`, or set \

@@ -94,7 +94,7 @@ fn every_schedule_panics_when_a_bound_stops_a_search_asked_to_prove() {
     }));
     let message = panic_message(caught.expect_err("a bounded search is no proof"));
     assert!(
-        message.contains("not a proof") && message.contains("--max-schedules 2"),
+        message.contains("not a proof") && message.contains("`bounds.max_schedules` (2)"),
         "{message}"
     );
     // Accepted when the caller says so.
