@@ -1025,15 +1025,17 @@ pub(crate) fn problem_diagnostics(
                         .as_deref()
                         .and_then(|c| v.what.strip_prefix(c))
                         .unwrap_or(&v.what);
+                    // A merged count a shard may have left among its other results.
+                    let at_least = if v.at_least { "at least " } else { "" };
                     match hint {
                         Some(_) => {
                             format!(
-                                "{what} in {} (seed {})",
+                                "{what} in {at_least}{} (seed {})",
                                 plural(v.count, "schedule"),
                                 v.seed
                             )
                         }
-                        None => format!("{what} in {}", plural(v.count, "schedule")),
+                        None => format!("{what} in {at_least}{}", plural(v.count, "schedule")),
                     }
                 })
                 .collect();

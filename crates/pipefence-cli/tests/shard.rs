@@ -181,6 +181,60 @@ fn merged_problems_and_their_diagnostics_are_the_unsharded_checks() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A shard keeps at most 8 results of a failed expectation and counts the rest among its other
+/// results, so a result another shard lists has a merged count that may be short of the
+/// unsharded one: the merge marks those counts `at_least` (`in at least N schedules`); every
+/// count it does not mark is the unsharded check's.
+#[test]
+fn merged_counts_of_results_a_shard_left_out_are_marked_lower_bounds() {
+    let dir = scratch("variants");
+    let args = [
+        "check",
+        "examples/missing-writeback.kdl",
+        "--strict",
+        "--schedules",
+        "1000",
+        "--seed",
+        "17",
+    ];
+    let whole = json(&pipefence(&[&args[..], &["--json"]].concat()));
+    let files = run_shards(&dir, &args, 2);
+    let merged = json(&merge(&files, &["--json"]));
+    let results = |v: &Value| -> Vec<(String, u64, bool)> {
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["variants"].as_array().unwrap().iter())
+            .map(|r| {
+                (
+                    r["what"].as_str().unwrap().to_string(),
+                    r["count"].as_u64().unwrap(),
+                    r["at_least"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    };
+    let unsharded = results(&whole);
+    assert!(unsharded.iter().all(|r| !r.2), "only a merge marks counts");
+    let mut marked = 0;
+    for (what, count, at_least) in results(&merged) {
+        let Some(&(_, exact, _)) = unsharded.iter().find(|r| r.0 == what) else {
+            continue;
+        };
+        if at_least {
+            marked += 1;
+            assert!(count <= exact, "{what}: {count} > {exact}");
+        } else {
+            assert_eq!(count, exact, "{what}");
+        }
+    }
+    assert!(marked > 0, "{merged}");
+    let text = stdout(&merge(&files, &[]));
+    assert!(text.contains(" in at least "), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn merge_without_the_scenario_file_says_so_and_prints_problems_by_their_words() {
     let dir = scratch("moved");

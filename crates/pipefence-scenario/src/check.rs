@@ -132,6 +132,11 @@ pub struct Variant {
     pub count: u64,
     /// The first of them.
     pub seed: u64,
+    /// Only in a merged report: `count` is a lower bound (a shard that had this problem kept
+    /// [`MAX_VARIANTS`] other results and counted this one's schedules, if it had any, among
+    /// its other results).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub at_least: bool,
 }
 
 /// The report behind a [`Problem`], from its first schedule.
@@ -173,6 +178,7 @@ fn problems_of(o: &Outcome) -> Vec<(String, Problem)> {
                 ProblemDetail::Expectation(e.clone()),
             );
             p.variants.push(Variant {
+                at_least: false,
                 what: e.detail.clone(),
                 count: 0,
                 seed: 0,
@@ -286,6 +292,7 @@ fn count_problems_n(
                 v.count += n;
             } else if p.variants.len() < MAX_VARIANTS {
                 p.variants.push(Variant {
+                    at_least: false,
                     what,
                     count: n,
                     seed: seed.unwrap_or(0),

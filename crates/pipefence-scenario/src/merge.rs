@@ -780,6 +780,10 @@ struct ProblemMerge {
     /// first seen).
     problems: Vec<((u64, u8, usize), Problem)>,
     by_key: HashMap<String, usize>,
+    /// Per problem (its index in `problems`), the results of each shard that kept
+    /// [`MAX_VARIANTS`] of them and had others, counted only among its other results: a
+    /// result kept that such a shard did not list has a count that is a lower bound.
+    capped: HashMap<usize, Vec<Vec<String>>>,
 }
 
 impl ProblemMerge {
@@ -793,6 +797,20 @@ impl ProblemMerge {
             ));
         }
         for (at, (key, p)) in r.merge.problems.iter().zip(&r.problems).enumerate() {
+            // A shard left results out only when it kept as many as it may and they do not
+            // account for all its schedules of the problem.
+            let listed = p
+                .variants
+                .iter()
+                .map(|v| v.count)
+                .fold(0u64, u64::saturating_add);
+            if p.variants.len() >= MAX_VARIANTS && listed < p.count {
+                let i = self.by_key.get(key).copied().unwrap_or(self.problems.len());
+                self.capped
+                    .entry(i)
+                    .or_default()
+                    .push(p.variants.iter().map(|v| v.what.clone()).collect());
+            }
             if let Some(&i) = self.by_key.get(key) {
                 let kept = &mut self.problems[i].1;
                 kept.count = kept.count.saturating_add(p.count);
@@ -803,6 +821,7 @@ impl ProblemMerge {
                         k.count = k.count.saturating_add(v.count);
                     } else if kept.variants.len() < MAX_VARIANTS {
                         kept.variants.push(Variant {
+                            at_least: false,
                             what: v.what.clone(),
                             count: v.count,
                             seed: v.seed,
@@ -837,6 +856,7 @@ impl ProblemMerge {
                         .iter()
                         .take(MAX_VARIANTS)
                         .map(|v| Variant {
+                            at_least: false,
                             what: v.what.clone(),
                             count: v.count,
                             seed: v.seed,
@@ -852,6 +872,13 @@ impl ProblemMerge {
 
     /// The first [`MAX_PROBLEMS`] problems in the order first seen, with their keys.
     fn first_seen(mut self) -> Vec<(String, Problem)> {
+        for (i, shards) in &self.capped {
+            if let Some((_, p)) = self.problems.get_mut(*i) {
+                for v in &mut p.variants {
+                    v.at_least = shards.iter().any(|listed| !listed.contains(&v.what));
+                }
+            }
+        }
         // Stable: shards are in seed order, so equal first seeds are of one shard.
         self.problems.sort_by_key(|(order, _)| *order);
         self.problems.truncate(MAX_PROBLEMS);
