@@ -732,7 +732,8 @@ pub(super) struct History {
     /// or to the end of the run, so [`History::update`] keeps it only where that event stays.
     windows: Vec<std::sync::OnceLock<(bool, Option<usize>)>>,
     /// The events by the strict-mode lines their [`History::spans`] meet, for the windows of
-    /// early write-backs, made once the first window asks for it after an update.
+    /// early write-backs: the update's own index ([`Near`]), or made once the first window
+    /// asks for it after an update that made none.
     by_line: std::sync::OnceLock<LineIndex>,
 }
 
@@ -753,22 +754,27 @@ const LINES_INDEXED: u64 = 64;
 
 impl LineIndex {
     fn new(spans: &[(u64, u64)]) -> Self {
-        let line = crate::hazard::strict::LINE;
         let mut index = LineIndex::default();
-        for (k, &(lo, hi)) in spans.iter().enumerate() {
-            if lo > hi {
-                continue;
-            }
-            let (first, last) = (lo / line, hi / line);
-            if last - first >= LINES_INDEXED {
-                index.wide.push(k as u32);
-                continue;
-            }
-            for l in first..=last {
-                index.lines.entry(l * line).or_default().push(k as u32);
-            }
+        for (k, &span) in spans.iter().enumerate() {
+            index.add(k, span);
         }
         index
+    }
+
+    /// Lists event `k` (after every event listed so far) by its span `(lo, hi)`.
+    fn add(&mut self, k: usize, (lo, hi): (u64, u64)) {
+        if lo > hi {
+            return;
+        }
+        let line = crate::hazard::strict::LINE;
+        let (first, last) = (lo / line, hi / line);
+        if last - first >= LINES_INDEXED {
+            self.wide.push(k as u32);
+            return;
+        }
+        for l in first..=last {
+            self.lines.entry(l * line).or_default().push(k as u32);
+        }
     }
 
     /// The events after `w` whose spans may meet line `line`, in order.
@@ -817,10 +823,9 @@ pub fn set_long_run_index(on: bool) {
 /// a step of its own) then look at the few events near them instead of every event before
 /// them.
 struct Near {
-    /// The events by the lines their spans meet, as [`LineIndex`] lists them.
-    lines: rustc_hash::FxHashMap<u64, Vec<u32>>,
-    /// The events whose spans meet more than [`LINES_INDEXED`] lines.
-    wide: Vec<u32>,
+    /// The events by the lines their spans meet (after the update, the windows of early
+    /// write-backs look them up: [`History::by_line`]).
+    lines: LineIndex,
     /// Per bit of [`crate::footprint::BEYOND_MEMORY`] (by its number) and kind (reads,
     /// updates, writes, as [`Masks`] has them): the events with that bit in that kind.
     beyond: Vec<[Vec<u32>; 3]>,
@@ -829,34 +834,21 @@ struct Near {
 impl Near {
     fn new() -> Self {
         Near {
-            lines: Default::default(),
-            wide: Vec::new(),
+            lines: LineIndex::default(),
             beyond: (0..64).map(|_| Default::default()).collect(),
         }
     }
 
     /// Lists event `k` (after every event listed so far).
-    fn add(&mut self, k: usize, masks: Masks, (lo, hi): (u64, u64)) {
-        let k = k as u32;
+    fn add(&mut self, k: usize, masks: Masks, span: (u64, u64)) {
         for (x, m) in masks.0.iter().enumerate() {
             let mut m = m & crate::footprint::BEYOND_MEMORY;
             while m != 0 {
-                self.beyond[m.trailing_zeros() as usize][x].push(k);
+                self.beyond[m.trailing_zeros() as usize][x].push(k as u32);
                 m &= m - 1;
             }
         }
-        if lo > hi {
-            return;
-        }
-        let line = crate::hazard::strict::LINE;
-        let (first, last) = (lo / line, hi / line);
-        if last - first >= LINES_INDEXED {
-            self.wide.push(k);
-            return;
-        }
-        for l in first..=last {
-            self.lines.entry(l * line).or_default().push(k);
-        }
+        self.lines.add(k, span);
     }
 
     /// Into `out`, the events listed that may conflict with an event of these masks and span
@@ -882,9 +874,9 @@ impl Near {
             }
         }
         if lo <= hi {
-            out.extend_from_slice(&self.wide);
+            out.extend_from_slice(&self.lines.wide);
             for l in lo / line..=hi / line {
-                if let Some(v) = self.lines.get(&(l * line)) {
+                if let Some(v) = self.lines.lines.get(&(l * line)) {
                     out.extend_from_slice(v);
                 }
             }
@@ -1034,9 +1026,10 @@ impl History {
                 n.add(j, self.masks[j], self.spans[j]);
             }
         }
+        // The index of lines just made serves the windows (else it is made when one asks).
+        self.by_line = near.map_or_else(std::sync::OnceLock::new, |n| n.lines.into());
         // A kept event's window stays when the event that decided it was kept too (it read
         // only the events up to that one); any other is worked out again.
-        self.by_line = std::sync::OnceLock::new();
         self.windows.truncate(keep);
         for c in &mut self.windows {
             if !matches!(c.get(), Some((_, Some(k))) if *k < keep) {
@@ -2261,31 +2254,19 @@ fn shared_line_writebacks(
         if p < frozen || !node.point.scheduling {
             continue;
         }
-        // Per line, whether more than one queue writes it back in the step and the last of
-        // its write-backs, for a step of many (the end of a run with a large dispatch's lines
+        // Per line: a queue that writes it back in the step, whether another one does too,
+        // and the last of its write-backs (the end of a run with a large dispatch's lines
         // dirty writes back thousands: comparing each with every other was the square).
-        let lines: Option<rustc_hash::FxHashMap<u64, (u32, bool, usize)>> =
-            (wbs.len() > 16).then(|| {
-                let mut lines = rustc_hash::FxHashMap::default();
-                for (x, &(q, line)) in wbs.iter().enumerate() {
-                    let e = lines.entry(line).or_insert((q, false, x));
-                    e.1 |= e.0 != q;
-                    e.2 = x;
-                }
-                lines
-            });
+        let mut lines: rustc_hash::FxHashMap<u64, (u32, bool, usize)> = Default::default();
+        for (x, &(q, line)) in wbs.iter().enumerate() {
+            let e = lines.entry(line).or_insert((q, false, x));
+            e.1 |= e.0 != q;
+            e.2 = x;
+        }
         let mut starts = Vec::new();
         for (x, &(q, line)) in wbs.iter().enumerate() {
-            let (later, shared) = match &lines {
-                Some(lines) => {
-                    let &(_, shared, last) = &lines[&line];
-                    (last != x, shared)
-                }
-                None => (
-                    wbs[x + 1..].iter().any(|&(_, l)| l == line),
-                    wbs.iter().any(|&(o, l)| l == line && o != q),
-                ),
-            };
+            let (_, shared, last) = lines[&line];
+            let later = last != x;
             let aj = ActorKey::Writeback(q, line);
             if later || !shared || !node.point.actors.contains(&aj) || node.asleep(aj) {
                 continue;
