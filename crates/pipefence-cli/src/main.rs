@@ -923,10 +923,8 @@ fn check_header(r: &CheckView) -> String {
             "{} of {schedules} schedules (--fail-fast: stopped at the first failing one)",
             r.schedules
         )
-    } else if r.schedules == 1 {
-        "1 schedule".to_string()
     } else {
-        format!("{} schedules", r.schedules)
+        plural(r.schedules, "schedule")
     };
     format!(
         "{}: {ran} (seeds {}..{}), {}, {} failing, in {:.1} ms\n",

@@ -780,10 +780,10 @@ struct ProblemMerge {
     /// first seen).
     problems: Vec<((u64, u8, usize), Problem)>,
     by_key: HashMap<String, usize>,
-    /// Per problem (its index in `problems`), the results of each shard that kept
-    /// [`MAX_VARIANTS`] of them and had others, counted only among its other results: a
-    /// result kept that such a shard did not list has a count that is a lower bound.
-    capped: HashMap<usize, Vec<Vec<String>>>,
+    /// Per problem (by its key), the results of each shard that kept [`MAX_VARIANTS`] of them
+    /// and had others, counted only among its other results: a result kept that such a shard
+    /// did not list has a count that is a lower bound.
+    capped: HashMap<String, Vec<Vec<String>>>,
 }
 
 impl ProblemMerge {
@@ -805,9 +805,8 @@ impl ProblemMerge {
                 .map(|v| v.count)
                 .fold(0u64, u64::saturating_add);
             if p.variants.len() >= MAX_VARIANTS && listed < p.count {
-                let i = self.by_key.get(key).copied().unwrap_or(self.problems.len());
                 self.capped
-                    .entry(i)
+                    .entry(key.clone())
                     .or_default()
                     .push(p.variants.iter().map(|v| v.what.clone()).collect());
             }
@@ -872,8 +871,8 @@ impl ProblemMerge {
 
     /// The first [`MAX_PROBLEMS`] problems in the order first seen, with their keys.
     fn first_seen(mut self) -> Vec<(String, Problem)> {
-        for (i, shards) in &self.capped {
-            if let Some((_, p)) = self.problems.get_mut(*i) {
+        for (_, p) in &mut self.problems {
+            if let Some(shards) = self.capped.get(&p.key) {
                 for v in &mut p.variants {
                     v.at_least = shards.iter().any(|listed| !listed.contains(&v.what));
                 }

@@ -114,9 +114,11 @@ impl Parser<'_> {
                 self.error(
                     pos,
                     format!(
-                        "`size` {} is above the largest buffer the device creates ({} bytes, 64 GiB)",
+                        "`size` {} is above the largest buffer the device creates ({} bytes, {} \
+                         GiB)",
                         shown(e),
-                        pipefence::MAX_BUFFER_SIZE
+                        pipefence::MAX_BUFFER_SIZE,
+                        pipefence::MAX_BUFFER_SIZE >> 30
                     ),
                 );
                 return None;

@@ -315,8 +315,8 @@ fn scan_list(list: &ClosedList, word: usize, first: u32, submission: u64, out: &
 impl Engine {
     /// Where a stage's next step is in the program (a narrated exploration's decisive steps):
     /// the ME's packet (the one it executes or is blocked in, else the FIFO's front; on a
-    /// queue without a PFP, the item it parses next, as a PFP's), the PFP's next item (the wait it is blocked in, the command at its cursor, else the next
-    /// submission's first).
+    /// queue without a PFP, the item it parses next, as a PFP's), the PFP's next item (the
+    /// wait it is blocked in, the command at its cursor, else the next submission's first).
     pub(crate) fn next_site(&self, stage: Stage) -> Option<Site> {
         match stage {
             Stage::Me => match &self.me_op {
