@@ -234,11 +234,18 @@ fn x3_the_fixed_race_passes_every_explored_schedule_and_says_it_is_bounded() {
     assert_eq!(r.exit_code(), 0);
 }
 
+/// A scenario of `tests/scenarios/`.
 fn file(name: &str) -> Scenario {
-    let path = format!(
-        "{}/../../tests/scenarios/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    in_dir("tests/scenarios", name)
+}
+
+/// A scenario of `examples/`.
+fn example(name: &str) -> Scenario {
+    in_dir("examples", name)
+}
+
+fn in_dir(dir: &str, name: &str) -> Scenario {
+    let path = format!("{}/../../{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("a scenario file");
     pipefence_scenario::parse(&path, &src).expect("a valid scenario")
 }
@@ -315,12 +322,7 @@ fn failing_within_sleeping(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<Str
 /// schedules' worth of runs before).
 #[test]
 fn d4_a_bounded_search_whose_runs_stop_asleep_ends_at_its_max_schedules() {
-    let path = format!(
-        "{}/../../examples/async-compute.kdl",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let src = std::fs::read_to_string(&path).expect("the example");
-    let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
+    let sc = example("async-compute.kdl");
     let opts = ExhaustiveOptions {
         max_schedules: 50,
         preemption_bound: Some(1),
@@ -751,12 +753,7 @@ fn d4_a_shrunk_counterexample_names_its_decisive_steps_in_scenario_terms() {
 /// scenario writes addresses, not by the device's address.
 #[test]
 fn d4_a_decisive_early_write_back_names_its_line_in_scenario_terms() {
-    let root = format!(
-        "{}/../../examples/missing-writeback.kdl",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let src = std::fs::read_to_string(&root).expect("the example");
-    let sc = pipefence_scenario::parse(&root, &src).expect("valid");
+    let sc = example("missing-writeback.kdl");
     let mut o = opts(true, 300);
     o.bounds.reduction = true;
     o.shrink = Some(1000);
@@ -808,7 +805,7 @@ cpu-wait fa 1 timeout-ms=5000
 cpu-wait fb 1 timeout-ms=5000
 expect out count=3 equals=1
 "#;
-    let sc = pipefence_scenario::parse("copies.kdl", src).expect("a valid scenario");
+    let sc = scenario(src);
     let mut o = opts(false, 10_000);
     o.bounds.reduction = true;
     o.shrink = Some(2000);
