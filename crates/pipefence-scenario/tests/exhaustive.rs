@@ -236,16 +236,17 @@ fn x3_the_fixed_race_passes_every_explored_schedule_and_says_it_is_bounded() {
 
 /// A scenario of `tests/scenarios/`.
 fn file(name: &str) -> Scenario {
-    in_dir("tests/scenarios", name)
+    repository_file(&format!("tests/scenarios/{name}"))
 }
 
 /// A scenario of `examples/`.
 fn example(name: &str) -> Scenario {
-    in_dir("examples", name)
+    repository_file(&format!("examples/{name}"))
 }
 
-fn in_dir(dir: &str, name: &str) -> Scenario {
-    let path = format!("{}/../../{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+/// A scenario file of the repository, by its path from the repository's root.
+fn repository_file(name: &str) -> Scenario {
+    let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("a scenario file");
     pipefence_scenario::parse(&path, &src).expect("a valid scenario")
 }
@@ -1005,11 +1006,8 @@ fn x6_threads_explore_ahead_the_same_schedules_in_the_same_order() {
 /// every device, threaded ones too, paid for it: half the threaded command throughput).
 #[test]
 fn x1_an_exhaustive_check_leaves_no_recorder_on() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     for name in ["async-compute.kdl", "cpu-gpu-handshake.kdl"] {
-        let path = dir.join(name);
-        let src = std::fs::read_to_string(&path).expect("the example");
-        let sc = pipefence_scenario::parse(name, &src).expect("a valid scenario");
+        let sc = example(name);
         for jobs in [1, 2] {
             let mut o = opts(false, 100);
             o.parallel.jobs = jobs;
@@ -1026,9 +1024,7 @@ fn x1_an_exhaustive_check_leaves_no_recorder_on() {
 
 /// The reduced search of a scenario of the repository, up to `max` schedules.
 fn reduced_search(name: &str, strict: bool, max: u64) -> ExhaustiveReport {
-    let path = format!("{}/../../{name}", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(&path).expect("the scenario file");
-    let sc = pipefence_scenario::parse(&path, &src).expect("a valid scenario");
+    let sc = repository_file(name);
     let mut o = opts(strict, max);
     o.bounds.reduction = true;
     check_exhaustive_each(&sc, &o, |_| {}, |_, _| {})
