@@ -91,12 +91,13 @@ mod dpor;
 mod parallel;
 mod shrink;
 mod speculate;
+mod visited;
 pub use crate::choice::{ActorKey, Actors, Narrated, Where};
 #[doc(hidden)]
 pub use dpor::set_long_run_index;
 pub use exhaustive::{
-    enumerate, enumerate_bounded_reduced, enumerate_bounded_sleeping, Bound, Enumeration,
-    ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
+    enumerate, enumerate_bounded_reduced, enumerate_bounded_sleeping, enumerate_bounded_states,
+    Bound, Enumeration, ExhaustiveOptions, DEFAULT_MAX_SCHEDULES, NOT_REPEATED,
 };
 pub use parallel::{enumerate_parallel, Parallel, Seen, MAX_JOBS, TARGET_UNITS};
 pub use shrink::{shrink, Shrunk, DEFAULT_SHRINK_RUNS};

@@ -366,6 +366,35 @@ pub fn enumerate_bounded_sleeping<T>(
     })
 }
 
+/// [`enumerate_bounded_sleeping`] keeping the states it explored (a shrink's phase 1,
+/// `explore/shrink.rs`): a run that reaches a state it explored before, with the same actor
+/// able to go on, where that visit had spent no more preemptions and had no actor asleep
+/// that is not asleep now, explores nothing new from there (every schedule from there is one from the first visit, or one a
+/// sleeping actor's exploration covers), so it is not handed to `visit` but counted in
+/// [`Enumeration::repeated_runs`], and no branch starts past that state. A state is known by
+/// its trace (`explore/visited.rs`): the steps taken and the order of each conflicting pair.
+/// It visits the schedules of [`enumerate_bounded_sleeping`] in the same order but for those
+/// it skips, each of which repeats an outcome visited before with as many preemptions: the
+/// first schedule of each outcome is the same, found in fewer runs.
+pub fn enumerate_bounded_states<T>(
+    opts: &ExhaustiveOptions,
+    body: impl FnMut(&Arc<Script>) -> T,
+    mut visit: impl FnMut(T, &Script) -> bool,
+) -> Enumeration {
+    let mut visited = super::visited::Visited::default();
+    search_plain_in(
+        opts,
+        None,
+        Sleep::Plain,
+        Some(&mut visited),
+        body,
+        |r| match r {
+            Run::Schedule(v, s) => visit(v, s),
+            _ => true,
+        },
+    )
+}
+
 /// A preemption-bounded search with partial-order reduction, which finds schedules of few
 /// preemptions (a shrink's, `explore/shrink.rs`): the reduced search of [`enumerate`] where
 /// an alternative past `opts.preemption_bound` is left, where each alternative a race (or
@@ -443,6 +472,20 @@ pub(super) fn search_plain<T>(
     opts: &ExhaustiveOptions,
     root: Option<Root<T>>,
     sleep: Sleep,
+    body: impl FnMut(&Arc<Script>) -> T,
+    visit: impl FnMut(Run<'_, T>) -> bool,
+) -> Enumeration {
+    search_plain_in(opts, root, sleep, None, body, visit)
+}
+
+/// [`search_plain`], and with sleep sets and `visited`, a run that reaches a state explored
+/// before (`explore/visited.rs`) goes no further in the search: it is handed on as a repeat,
+/// and no branch starts past that state.
+pub(super) fn search_plain_in<T>(
+    opts: &ExhaustiveOptions,
+    root: Option<Root<T>>,
+    sleep: Sleep,
+    mut visited: Option<&mut super::visited::Visited>,
     mut body: impl FnMut(&Arc<Script>) -> T,
     mut visit: impl FnMut(Run<'_, T>) -> bool,
 ) -> Enumeration {
@@ -534,7 +577,20 @@ pub(super) fn search_plain<T>(
                 run_events.retain(|e| e.point < b);
             }
             run_points = points;
-            let run = if blocked {
+            // A state explored before: nothing past it is new.
+            let seen = visited
+                .as_deref_mut()
+                .filter(|_| sleepy)
+                .and_then(|v| v.first_seen(&run_points, &run_events, from, |d| path[d].before));
+            if let Some(h) = seen {
+                for n in &mut path[h..] {
+                    n.tried.extend(0..n.point.alternatives);
+                }
+            }
+            let run = if seen.is_some() {
+                result.repeated_runs += 1;
+                Run::Repeated
+            } else if blocked {
                 result.sleep_blocked += 1;
                 Run::SleepBlocked(run_points.len())
             } else {

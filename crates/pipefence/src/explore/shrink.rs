@@ -6,10 +6,11 @@
 //! 1. **Iterated preemption bound.** The search bounded to 0 preemptions, then 1, 2, ...
 //!    (each bound explores every schedule with at most that many, CHESS-style, up to the order
 //!    of independent actions of one actor of the plain listing, which keeps a schedule's
-//!    preemptions: [`super::exhaustive::enumerate_bounded_sleeping`]). The first schedule of a
-//!    bound that fails the same way has the fewest preemptions possible once every smaller
-//!    bound was explored to its end. A bound whose search the budget cuts (its runs stopped
-//!    asleep count) ends this phase.
+//!    preemptions, going no further from a state explored before:
+//!    [`super::exhaustive::enumerate_bounded_states`]). The first schedule of a bound that
+//!    fails the same way has the fewest preemptions possible once every smaller bound was
+//!    explored to its end. A bound whose search the budget cuts (its runs stopped asleep or as
+//!    repeats count) ends this phase.
 //! 2. **Sampling**, for the failures the first phase did not settle: random schedules with
 //!    fewer preemptions than the best found so far (each choice random, a preemption only at
 //!    a few scheduling points drawn at random, [`Script::sampling`]), for a bound whose
@@ -37,7 +38,7 @@
 //! "The same way" is the caller's: a key of each run's outcome (the scenario layer's failure
 //! signature).
 
-use super::exhaustive::{search_plain, Bound, ExhaustiveOptions, Run, Sleep};
+use super::exhaustive::{search_plain_in, Bound, ExhaustiveOptions, Run, Sleep};
 use crate::choice::{ChoicePoint, Guide, GuideStep, Narrated, Script};
 use std::sync::Arc;
 
@@ -162,30 +163,40 @@ pub fn shrink<T, K: PartialEq>(
         };
         let mut found = vec![false; targets.len()];
         // Sleep sets across one actor's independent actions: the orders of a dispatch's
-        // groups that nothing else sees are explored once (each keeps the preemptions).
-        let e = search_plain(&opts, None, Sleep::Plain, &mut body, |r| {
-            let Run::Schedule(v, script) = r else {
-                // A run stopped asleep or as a repeat costs a run too; one that did not follow
-                // its prefix goes on to the search's check, as `enumerate` lets it.
-                if matches!(r, Run::Diverged) {
-                    return true;
-                }
+        // groups that nothing else sees are explored once (each keeps the preemptions). And a
+        // run that reaches a state explored before goes no further (`explore/visited.rs`):
+        // the orders of several queues' turns mostly reach the same few states.
+        let mut visited = super::visited::Visited::default();
+        let e = search_plain_in(
+            &opts,
+            None,
+            Sleep::Plain,
+            Some(&mut visited),
+            &mut body,
+            |r| {
+                let Run::Schedule(v, script) = r else {
+                    // A run stopped asleep or as a repeat costs a run too; one that did not follow
+                    // its prefix goes on to the search's check, as `enumerate` lets it.
+                    if matches!(r, Run::Diverged) {
+                        return true;
+                    }
+                    runs += 1;
+                    return runs < phase1_runs;
+                };
                 runs += 1;
-                return runs < phase1_runs;
-            };
-            runs += 1;
-            if let Some(got) = key(v) {
-                note_found(
-                    targets,
-                    &pending,
-                    (&mut found, &mut best),
-                    &got,
-                    script,
-                    bound,
-                );
-            }
-            pending.iter().any(|&i| !found[i])
-        });
+                if let Some(got) = key(v) {
+                    note_found(
+                        targets,
+                        &pending,
+                        (&mut found, &mut best),
+                        &got,
+                        script,
+                        bound,
+                    );
+                }
+                pending.iter().any(|&i| !found[i])
+            },
+        );
         // A target found at this bound has exactly `bound` preemptions (no smaller bound,
         // each explored to its end, found it): it is settled. A bound stopped early (every
         // pending target found, or the budget spent) ends the phase.
