@@ -679,8 +679,12 @@ const BOUNDS: [u32; 2] = [0, 1];
 struct Fewest {
     whole: bool,
     schedules: u64,
+    /// Runs: schedules, runs stopped asleep and repeats.
+    runs: u64,
     asleep: u64,
     fewest: std::collections::BTreeMap<String, u32>,
+    /// The first schedule explored of each outcome (its schedule string).
+    first: std::collections::BTreeMap<String, String>,
     /// The most preemptions of a schedule explored.
     most: u32,
 }
@@ -694,6 +698,8 @@ enum Search {
     Sleeping,
     /// Bounded partial-order reduction.
     Reduced,
+    /// With sleep sets, keeping the states explored (a shrink's phase 1).
+    States,
 }
 
 fn bounded(
@@ -710,6 +716,7 @@ fn bounded(
         reduction: false,
     };
     let mut fewest = std::collections::BTreeMap::new();
+    let mut first = std::collections::BTreeMap::new();
     let mut most = 0;
     let body = |script: &std::sync::Arc<pipefence::explore::Script>| {
         run(sc, &RunOptions::scripted(strict, script.clone()))
@@ -718,6 +725,9 @@ fn bounded(
         let n = ChoicePoint::preemptions(&script.points());
         most = most.max(n);
         let sig = pipefence_scenario::check::signature(&mut o);
+        first
+            .entry(sig.clone())
+            .or_insert_with(|| script.schedule_string());
         let e = fewest.entry(sig).or_insert(n);
         *e = (*e).min(n);
         true
@@ -726,12 +736,15 @@ fn bounded(
         Search::Sleeping => pipefence::explore::enumerate_bounded_sleeping(&opts, body, visit),
         Search::Reduced => pipefence::explore::enumerate_bounded_reduced(&opts, body, visit),
         Search::Plain => pipefence::explore::enumerate(&opts, body, visit),
+        Search::States => pipefence::explore::enumerate_bounded_states(&opts, body, visit),
     };
     Fewest {
         whole: e.complete || e.bound == Some(Bound::PreemptionBound(k)),
         schedules: e.schedules,
+        runs: e.schedules + e.sleep_blocked + e.repeated_runs,
         asleep: e.sleep_blocked,
         fewest,
+        first,
         most,
     }
 }
@@ -794,6 +807,55 @@ fn check_bounded(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String>
         let s = sums.get_or_insert((0, 0));
         s.0 += plain.schedules;
         s.1 += sleeping.schedules;
+    }
+    Ok(sums)
+}
+
+/// The property of a shrink's bounded search that keeps the states it explored
+/// (`pipefence::explore::enumerate_bounded_states`, phase 1 of a shrink) for one scenario and
+/// each bound of [`BOUNDS`] whose plain search explores every schedule within the bound in
+/// [`plain_cap`] schedules: it explores every schedule within the bound too, reaches the same
+/// outcomes with the same fewest preemptions, and finds each outcome first in the same
+/// schedule as the search with sleep sets alone, in no more schedules. Returns the runs of the
+/// search with sleep sets alone and its own (schedules, stopped asleep and repeats), summed
+/// over the bounds compared.
+fn check_bounded_states(text: &str, strict: bool) -> Result<Option<(u64, u64)>, String> {
+    let sc = pipefence_scenario::parse("generated.kdl", text)
+        .map_err(|e| format!("the generated scenario does not parse: {e:?}\n{text}"))?;
+    let mut sums = None;
+    for (k, plain, states) in bounded_beside_plain(text, strict, Search::States)? {
+        let sleeping = bounded(&sc, strict, k, Search::Sleeping);
+        let context = || {
+            format!(
+                "strict {strict}, bound {k}; plain: {} schedules; with sleep sets: {} schedules; \
+                 keeping states: whole {}, {} schedules\n--- plain ---\n{:?}\n--- keeping \
+                 states ---\n{:?}\n--- first with sleep sets ---\n{:?}\n--- first keeping \
+                 states ---\n{:?}\n--- scenario ---\n{text}",
+                plain.schedules,
+                sleeping.schedules,
+                states.whole,
+                states.schedules,
+                plain.fewest,
+                states.fewest,
+                sleeping.first,
+                states.first
+            )
+        };
+        if !states.whole || states.fewest != plain.fewest {
+            return Err(format!(
+                "the bounded searches differ (outcome: fewest preemptions); {}",
+                context()
+            ));
+        }
+        if states.first != sleeping.first || states.schedules > sleeping.schedules {
+            return Err(format!(
+                "keeping states changed the first schedule of an outcome, or explored more; {}",
+                context()
+            ));
+        }
+        let s = sums.get_or_insert((0, 0));
+        s.0 += sleeping.runs;
+        s.1 += states.runs;
     }
     Ok(sums)
 }
@@ -889,6 +951,25 @@ fn bounded_property(seed: u64, check: BoundedCheck) -> (u32, u32, u64, u64) {
         "only {compared} of {cases} cases were small enough to compare"
     );
     (compared, cases, a, b)
+}
+
+/// A shrink's bounded search goes no further from a state it explored before
+/// (`pipefence::explore::enumerate_bounded_states`): on generated scenarios, at bounds 0 and
+/// 1, it reaches every outcome of the plain bounded search, each with the same fewest
+/// preemptions, and first in the same schedule as without the states, in fewer runs.
+#[test]
+fn d4_bounded_search_keeping_states_keeps_each_outcomes_fewest_preemptions_and_first_schedule() {
+    let (compared, cases, sleeping, states) = bounded_property(0x5eed_00d7, check_bounded_states);
+    eprintln!(
+        "{compared} of {cases} cases compared at bound 0 or more ({sleeping} runs with sleep \
+         sets, {states} keeping states)"
+    );
+    // It saves runs (a search that kept no state would pass the rest), where enough cases
+    // were compared for some to have states reached twice.
+    assert!(
+        compared < 10 || states < sleeping,
+        "{states} runs keeping states, {sleeping} without"
+    );
 }
 
 /// A shrink's bounded search with partial-order reduction
