@@ -19,15 +19,6 @@ fn device() -> Device {
     .unwrap()
 }
 
-fn device_fifo(fifo_depth: usize) -> Device {
-    Device::new(DeviceDesc {
-        workers: 2,
-        fifo_depth,
-        ..DeviceDesc::default()
-    })
-    .unwrap()
-}
-
 fn wait_u32(b: &Buffer, off: u64, v: u32) {
     b.wait_u32(off, Comparison::Equal, v, u32::MAX, T).unwrap();
 }
