@@ -183,57 +183,35 @@ fn c7_dispatch_indirect_behind_me_wait_reads_arguments_early_never_behind_pfp_wa
     // behind an ME wait the PFP may read the arguments before the host changes them, behind
     // a PFP wait it never does.
     for engine in [WaitEngine::Me, WaitEngine::Pfp] {
-        let mut counts = std::collections::BTreeSet::new();
-        let base = DeviceDesc {
-            workers: 1,
-            ..DeviceDesc::default()
-        };
-        let opts = pipefence::explore::ExhaustiveOptions {
-            reduction: true,
-            ..Default::default()
-        };
-        let e = pipefence::explore::explore_exhaustive(
-            &base,
-            &opts,
-            |d| {
-                let q = queue(d, QueueKind::Compute, "q");
-                let gate = shared(d, "gate", 64);
-                let args = shared(d, "args", 64);
-                let out = d
-                    .create_buffer(&BufferDesc::new(8 * 256, Heap::Readback))
-                    .unwrap();
-                args.write_u32(0, 2).unwrap();
-                let l = list(d, QueueKind::Compute, "l", |l| {
-                    l.wait_value32(
-                        gate.address(0),
-                        Comparison::GreaterEqual,
-                        1,
-                        u32::MAX,
-                        engine,
-                    )
-                    .dispatch_indirect(&Kernel::fill(out.gpu_address(), 1), args.address(0));
-                });
-                // A run the search stops early (its device removed as requested) ends here
-                // with `None`; it is not handed to the visitor.
-                q.execute_command_lists(&[&l]).ok()?;
-                // Change the arguments before releasing the wait.
-                args.write_u32(0, 5).ok()?;
-                gate.write_u32(0, 1).ok()?;
-                q.wait_idle(T).ok()?;
-                let mut groups = 0;
-                for i in 0..8 * 64 {
-                    groups += usize::from(out.read_u32(i * 4).ok()? == 1);
-                }
-                Some(groups / 64)
-            },
-            |s| {
-                assert!(s.removal.is_none(), "{engine:?}: removed in {}", s.replay);
-                counts.insert(s.value.expect("a schedule explored runs to its end"));
-                true
-            },
-        )
-        .unwrap();
-        assert!(e.complete, "{engine:?}: {e:?}");
+        let counts = every_schedule(DeviceDesc::default().fifo_depth, |d| {
+            let q = queue(d, QueueKind::Compute, "q");
+            let gate = shared(d, "gate", 64);
+            let args = shared(d, "args", 64);
+            let out = d
+                .create_buffer(&BufferDesc::new(8 * 256, Heap::Readback))
+                .unwrap();
+            args.write_u32(0, 2).unwrap();
+            let l = list(d, QueueKind::Compute, "l", |l| {
+                l.wait_value32(
+                    gate.address(0),
+                    Comparison::GreaterEqual,
+                    1,
+                    u32::MAX,
+                    engine,
+                )
+                .dispatch_indirect(&Kernel::fill(out.gpu_address(), 1), args.address(0));
+            });
+            q.execute_command_lists(&[&l]).ok()?;
+            // Change the arguments before releasing the wait.
+            args.write_u32(0, 5).ok()?;
+            gate.write_u32(0, 1).ok()?;
+            q.wait_idle(T).ok()?;
+            let mut groups = 0;
+            for i in 0..8 * 64 {
+                groups += usize::from(out.read_u32(i * 4).ok()? == 1);
+            }
+            Some(groups / 64)
+        });
         let counts: Vec<usize> = counts.into_iter().collect();
         match engine {
             WaitEngine::Me => assert_eq!(

@@ -19,6 +19,37 @@ fn device() -> Device {
     .unwrap()
 }
 
+/// The values `body` gives over every schedule of the deterministic driver (the reduced
+/// exhaustive search, one schedule per class of equivalent ones) on a device with a FIFO of
+/// `fifo_depth` packets: where a test's interleaving of the host and an engine is the
+/// schedule's, not a matter of how long the host sleeps. `body` returns `None` where a call
+/// fails: the search stops some runs early by removing their device, and those are not
+/// schedules; every schedule explored runs to its end without removal, and the search is
+/// complete.
+fn every_schedule<T: Ord>(
+    fifo_depth: usize,
+    mut body: impl FnMut(&Device) -> Option<T>,
+) -> std::collections::BTreeSet<T> {
+    let base = DeviceDesc {
+        workers: 1,
+        fifo_depth,
+        ..DeviceDesc::default()
+    };
+    let opts = pipefence::explore::ExhaustiveOptions {
+        reduction: true,
+        ..Default::default()
+    };
+    let mut values = std::collections::BTreeSet::new();
+    let e = pipefence::explore::explore_exhaustive(&base, &opts, &mut body, |s| {
+        assert!(s.removal.is_none(), "removed in {}", s.replay);
+        values.insert(s.value.expect("a schedule explored runs to its end"));
+        true
+    })
+    .unwrap();
+    assert!(e.complete, "{e:?}");
+    values
+}
+
 fn wait_u32(b: &Buffer, off: u64, v: u32) {
     b.wait_u32(off, Comparison::Equal, v, u32::MAX, T).unwrap();
 }
