@@ -369,9 +369,10 @@ pub fn enumerate_bounded_sleeping<T>(
 /// [`enumerate_bounded_sleeping`] keeping the states it explored (a shrink's phase 1,
 /// `explore/shrink.rs`): a run that reaches a state it explored before, with the same actor
 /// able to go on, where that visit had spent no more preemptions and had no actor asleep
-/// that is not asleep now, explores nothing new from there (every schedule from there is one from the first visit, or one a
-/// sleeping actor's exploration covers), so it is not handed to `visit` but counted in
-/// [`Enumeration::repeated_runs`], and no branch starts past that state. A state is known by
+/// that is not asleep now, explores nothing new from there (every schedule from there is
+/// one from the first visit, or one a sleeping actor's exploration covers), so it is not
+/// handed to `visit` but counted in [`Enumeration::repeated_runs`], and no branch starts
+/// past that state. A state is known by
 /// its trace (`explore/visited.rs`): the steps taken and the order of each conflicting pair.
 /// It visits the schedules of [`enumerate_bounded_sleeping`] in the same order but for those
 /// it skips, each of which repeats an outcome visited before with as many preemptions: the

@@ -39,6 +39,8 @@ pub(super) struct Visited {
     /// branch.
     steps: Vec<Step>,
     keyed_to: usize,
+    /// How many of `steps` each actor took.
+    counts: rustc_hash::FxHashMap<ActorKey, u32>,
 }
 
 struct Step {
@@ -51,12 +53,11 @@ struct Step {
     trace: u128,
 }
 
-/// What a state's key is made of: its trace, the actor that ran last where it could go on
-/// (the one the point continues: taking another is a preemption), and its listing.
+/// What a state's key is made of: its trace and its listing, with the alternative that
+/// continues the actor that ran last where it could go on (taking another is a preemption).
 #[derive(Hash)]
 struct Key<'a> {
     trace: u128,
-    continues: Option<ActorKey>,
     actors: &'a crate::choice::Actors,
     continuing: Option<u32>,
 }
@@ -85,16 +86,17 @@ impl Visited {
             .iter()
             .rposition(|p| p.scheduling)
             .unwrap_or(0);
-        if branch > self.keyed_to {
-            self.steps.clear();
+        let keep = if branch > self.keyed_to {
+            0
+        } else {
+            self.steps.partition_point(|s| s.point < branch)
+        };
+        for s in self.steps.drain(keep..) {
+            if let Some(k) = self.counts.get_mut(&s.actor) {
+                *k -= 1;
+            }
         }
-        let keep = self.steps.partition_point(|s| s.point < branch);
-        self.steps.truncate(keep);
         let mut trace = self.steps.last().map_or(0, |s| s.trace);
-        let mut counts: rustc_hash::FxHashMap<ActorKey, u32> = Default::default();
-        for s in &self.steps {
-            *counts.entry(s.actor).or_default() += 1;
-        }
         let start = self.steps.last().map_or(0, |s| s.point + 1);
         self.keyed_to = start;
         for (d, p) in points.iter().enumerate().skip(start) {
@@ -105,7 +107,6 @@ impl Visited {
             if d >= from {
                 let key = hash128(&Key {
                     trace,
-                    continues: p.continuing.and_then(|c| p.actors.get(c as usize)),
                     actors: &p.actors,
                     continuing: p.continuing,
                 });
@@ -136,7 +137,7 @@ impl Visited {
                 .map(|q| q.taken)
                 .collect();
             let footprint = super::dpor::step_footprint(events, d);
-            let k = counts.entry(actor).or_default();
+            let k = self.counts.entry(actor).or_default();
             let id = hash128(&(actor, *k));
             *k += 1;
             let mut conflicts = 0u128;
