@@ -144,7 +144,7 @@ pub(crate) fn command(
     {
         let search = if report.reduced {
             "reduces only the orders of one actor's independent actions (a dispatch's \
-             groups, a queue's early write-backs)"
+             groups, a queue's early write-backs) and keeps the states it explored"
         } else {
             // In shards, or where most runs of that search stopped asleep.
             "explores every interleaving without partial-order reduction"
@@ -451,7 +451,8 @@ pub(crate) fn summary_header(r: &ExhaustiveView) -> String {
     let stopped = if r.stopped_runs > 0 {
         let runs = if r.stopped_runs == 1 { "run" } else { "runs" };
         format!(
-            " ({} more {runs} stopped as equivalent to one explored: asleep or repeated)",
+            " ({} more {runs} stopped as equivalent to one explored: asleep, or repeating \
+             a schedule or state explored before)",
             r.stopped_runs
         )
     } else {

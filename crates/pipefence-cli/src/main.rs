@@ -198,7 +198,7 @@ enum Command {
         /// With --exhaustive: stop after this many schedules (default 10000).
         #[arg(long, value_name = "N")]
         max_schedules: Option<u64>,
-        /// With --exhaustive: only schedules with at most K preemptions (each outcome they reach, with its fewest preemptions; one actor's independent actions, a dispatch's groups or a queue's early write-backs, are explored in one order; with --no-reduction or --shard every interleaving within the bound)
+        /// With --exhaustive: only schedules with at most K preemptions (each outcome they reach, with its fewest preemptions; one actor's independent actions, a dispatch's groups or a queue's early write-backs, are explored in one order, and a run at a state explored before goes no further; with --no-reduction or --shard every interleaving within the bound)
         #[arg(long, value_name = "K")]
         preemption_bound: Option<u32>,
         /// With --exhaustive: do not shrink failures (by default each distinct failing

@@ -617,6 +617,73 @@ fn d4_a_shrink_proves_the_fewest_where_the_queues_turns_reach_the_same_states() 
     assert_eq!(found, vec![(0, true), (1, true)], "{claims:?}");
 }
 
+/// `check --exhaustive --preemption-bound K` runs the shrink's bounded search, states kept
+/// (in units, each unit its own: the report is the same whatever the threads): on the
+/// four-queue diamond at bound 0 it ends at its bound within 3,000 schedules (the runs at a
+/// state explored before counted with them), where the search with sleep sets alone does
+/// not, and it finds the outcomes of the sequential search keeping states, which ends there
+/// too.
+#[test]
+fn d4_a_bounded_check_keeps_its_states_and_ends_where_sleep_sets_alone_do_not() {
+    let sc =
+        pipefence_scenario::parse("diamond.kdl", DIAMOND_WITHOUT_A_WAIT).expect("a valid scenario");
+    let bounds = ExhaustiveOptions {
+        max_schedules: 3_000,
+        preemption_bound: Some(0),
+        reduction: true,
+    };
+    let check = |jobs: usize| {
+        let o = ExhaustiveCheckOptions {
+            strict: false,
+            bounds,
+            shrink: None,
+            parallel: pipefence::explore::Parallel { jobs, shard: None },
+            fail_fast: false,
+        };
+        let mut seen = BTreeSet::new();
+        let r = check_exhaustive_each(
+            &sc,
+            &o,
+            |_| {},
+            |_, o| {
+                seen.insert(signature(&mut o.clone()));
+            },
+        );
+        let mut json = serde_json::to_value(&r).expect("a report");
+        json["elapsed_ns"] = 0.into();
+        (r, json, seen)
+    };
+    let (r, one, outcomes) = check(1);
+    assert_eq!(r.bound.as_deref(), Some("--preemption-bound 0"), "{r:?}");
+    assert!(r.reduced && r.repeated_runs > 0, "{r:?}");
+    assert!(r.schedules + r.repeated_runs < 3_000, "{r:?}");
+    let (_, two, same) = check(2);
+    assert_eq!(two, one, "the same report on two threads");
+    assert_eq!(same, outcomes);
+    let body = |script: &Arc<pipefence::explore::Script>| {
+        run(&sc, &RunOptions::scripted(false, script.clone()))
+    };
+    let plain = ExhaustiveOptions {
+        reduction: false,
+        ..bounds
+    };
+    let bound_0 = Some(pipefence::explore::Bound::PreemptionBound(0));
+    let mut want = BTreeSet::new();
+    let states = pipefence::explore::enumerate_bounded_states(&plain, body, |mut o, _| {
+        want.insert(signature(&mut o));
+        true
+    });
+    assert_eq!(states.bound, bound_0, "{states:?}");
+    assert_eq!(outcomes, want, "the outcomes of the sequential search");
+    assert_eq!(
+        (r.outcomes, r.failures.len()),
+        (2, 1),
+        "a passing outcome and a failing one"
+    );
+    let sleeping = pipefence::explore::enumerate_bounded_sleeping(&plain, body, |_, _| true);
+    assert_ne!(sleeping.bound, bound_0, "{sleeping:?}");
+}
+
 /// The scenario of [`d4_a_shrink_reorders_a_failures_steps_where_removing_a_preemption_changes_it`].
 const DIAMOND_WITHOUT_A_WAIT: &str = r#"buffer a size=512
 buffer b size=512

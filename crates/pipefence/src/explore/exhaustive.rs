@@ -579,10 +579,13 @@ pub(super) fn search_plain_in<T>(
             }
             run_points = points;
             // A state explored before: nothing past it is new.
-            let seen = visited
-                .as_deref_mut()
-                .filter(|_| sleepy)
-                .and_then(|v| v.first_seen(&run_points, &run_events, from, |d| path[d].before));
+            let seen = visited.as_deref_mut().filter(|_| sleepy).and_then(|v| {
+                // A unit's points before `frozen` are not branched here: only the
+                // states from there on are explored to their end.
+                v.first_seen(&run_points, &run_events, from.max(frozen), |d| {
+                    path[d].before
+                })
+            });
             if let Some(h) = seen {
                 for n in &mut path[h..] {
                     n.tried.extend(0..n.point.alternatives);

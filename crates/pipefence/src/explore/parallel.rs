@@ -22,9 +22,10 @@ use super::dpor::{
     branch_spec, first_run, note_slept, run_record, search_reduced, ClockMatters, Direct,
 };
 use super::exhaustive::{
-    assert_replayed, branch_prefix_replaying, refresh_point, search_plain, Bound, Enumeration,
-    ExhaustiveOptions, Root, Run, Sleep,
+    assert_replayed, branch_prefix_replaying, refresh_point, search_plain, search_plain_in, Bound,
+    Enumeration, ExhaustiveOptions, Root, Run, Sleep,
 };
+use super::visited::Visited;
 use crate::choice::{ActorKey, ChoicePoint, Event, Script};
 use crate::footprint::Footprint;
 use std::collections::VecDeque;
@@ -117,7 +118,8 @@ enum Attempt {
 /// The reduced search and the plain one count schedules as [`super::enumerate`] does, but
 /// may explore a few more runs: the top of the tree is not reduced. A preemption bound with
 /// `opts.reduction` (and no shard) runs the bounded search with sleep sets across one actor's
-/// independent actions (`Mode::Sleepy`; `reduced` in the result), or, where its runs mostly
+/// independent actions, each unit keeping its states (`Mode::Sleepy`; `reduced` in the
+/// result; runs at a state explored before in `repeated_runs`), or, where its runs mostly
 /// stop asleep, the plain bounded search after a [`Seen::Restart`].
 pub fn enumerate_parallel<T: Send>(
     opts: &ExhaustiveOptions,
@@ -173,11 +175,14 @@ enum Mode {
     /// A preemption-bounded search with sleep sets across one actor's independent actions
     /// (a shrink's, [`search_plain`] with [`Sleep::Plain`]: every outcome of a schedule within
     /// the bound, each with its fewest preemptions, in no more schedules than the plain
-    /// bounded search), without shards. Runs stopped asleep are not schedules, and where
-    /// most runs stop so (in strict mode, the orders of many lines' early write-backs) the
-    /// search explores little: once they number [`ASLEEP_BEFORE_GIVING_UP`] and four times
-    /// the schedules handed on, the exploration starts again with the plain search (a rule
-    /// of the counts in the units' order: the same whatever the threads).
+    /// bounded search), without shards, each unit keeping the states it explored
+    /// ([`super::enumerate_bounded_states`]; a run at a state explored before is a repeat,
+    /// counted as a schedule against `max_schedules` since it ran to its end). Runs stopped
+    /// asleep are not schedules, and where most runs stop so (in strict mode, the orders of
+    /// many lines' early write-backs) the search explores little: once they number
+    /// [`ASLEEP_BEFORE_GIVING_UP`] and four times the schedules and repeats handed on, the
+    /// exploration starts again with the plain search (a rule of the counts in the units'
+    /// order: the same whatever the threads).
     Sleepy,
     /// Source-DPOR (shards of the reduced search).
     Reduced,
@@ -562,9 +567,20 @@ fn attempt<T: Send>(
             Mode::Reduced => {
                 search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
             }
-            Mode::Sleepy | Mode::Plain => {
-                Ok(search_plain(opts, Some(root), mode.sleep(), body, send))
+            Mode::Sleepy => {
+                // Each unit keeps the states it explored (as a shrink's bounded search does):
+                // its own, so its result is the same whatever the threads.
+                let mut visited = Visited::default();
+                Ok(search_plain_in(
+                    opts,
+                    Some(root),
+                    Sleep::Plain,
+                    Some(&mut visited),
+                    body,
+                    send,
+                ))
             }
+            Mode::Plain => Ok(search_plain(opts, Some(root), Sleep::None, body, send)),
         };
         batch.push(Rec::End(end));
         if tx.send((i, batch)).is_err() {
@@ -613,9 +629,13 @@ fn attempt<T: Send>(
                     // The units' runs: those of the top's expansion are few, and counting
                     // them could stop the search before its first schedule.
                     let runs = total.schedules + unit_repeated + total.sleep_blocked;
-                    if total.schedules >= opts.max_schedules
-                        || runs >= opts.max_schedules.saturating_mul(4)
-                    {
+                    // A run that reached a state explored before ran to its end (the states
+                    // are keyed after the run): it counts as a schedule.
+                    let full = match mode {
+                        Mode::Sleepy => total.schedules + unit_repeated,
+                        Mode::Plain | Mode::Reduced => total.schedules,
+                    };
+                    if full >= opts.max_schedules || runs >= opts.max_schedules.saturating_mul(4) {
                         total.bound = Some(Bound::MaxSchedules(opts.max_schedules));
                         stop.store(true, Ordering::Relaxed);
                         outcome = Some(Attempt::Done(total.clone()));
@@ -639,7 +659,7 @@ fn attempt<T: Send>(
                         total.sleep_blocked += 1;
                         if mode == Mode::Sleepy
                             && total.sleep_blocked >= ASLEEP_BEFORE_GIVING_UP
-                            && total.sleep_blocked > 4 * total.schedules
+                            && total.sleep_blocked > 4 * (total.schedules + unit_repeated)
                         {
                             stop.store(true, Ordering::Relaxed);
                             outcome = Some(Attempt::GiveUp);
