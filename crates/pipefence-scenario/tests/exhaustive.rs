@@ -316,6 +316,58 @@ fn failing_within_sleeping(sc: &Scenario, strict: bool, k: u32) -> (BTreeSet<Str
     (seen, whole)
 }
 
+/// A copy's early write-backs of three lines and a one-group fill on another queue, `--strict`:
+/// where a queue blocks or ends, the choice of who runs next lists the copy queue's
+/// write-backs and the fill's group mixed. At bound 0 the first write-back explored there
+/// runs the queue's write-backs to the last (none left to preempt them), so every other
+/// write-back listed there is that run in another order: the bounded search with sleep sets
+/// explores none of them, whichever alternative it explored between them (it explored 41
+/// runs that stopped asleep there when only the alternative explored just before counted).
+#[test]
+fn d4_bounded_search_explores_an_actors_alternatives_once_where_a_free_choice_lists_them_mixed() {
+    let sc = pipefence_scenario::parse("mixed.kdl", WRITEBACKS_BESIDE_A_GROUP)
+        .expect("a valid scenario");
+    let opts = ExhaustiveOptions {
+        max_schedules: 10_000,
+        preemption_bound: Some(0),
+        reduction: false,
+    };
+    let body = |script: &Arc<pipefence::explore::Script>| {
+        run(&sc, &RunOptions::scripted(true, script.clone()))
+    };
+    let e = pipefence::explore::enumerate_bounded_sleeping(&opts, body, |_, _| true);
+    assert_eq!(
+        e.bound,
+        Some(pipefence::explore::Bound::PreemptionBound(0)),
+        "{e:?}"
+    );
+    assert_eq!(e.sleep_blocked, 0, "{e:?}");
+    let s = pipefence::explore::enumerate_bounded_states(&opts, body, |_, _| true);
+    assert_eq!(s.sleep_blocked, 0, "{s:?}");
+}
+
+/// The scenario of
+/// [`d4_bounded_search_explores_an_actors_alternatives_once_where_a_free_choice_lists_them_mixed`].
+const WRITEBACKS_BESIDE_A_GROUP: &str = r#"device tdr-ms=2000
+buffer z size=192
+buffer a size=192 heap=shared
+buffer b size=256
+fence f
+queue q1 kind=copy
+queue q2 kind=compute
+list l1 kind=copy {
+    copy dst=a src=z bytes=192
+}
+list l2 kind=compute {
+    dispatch fill dst=b groups=1 value=1
+}
+execute q1 l1
+execute q2 l2
+signal q2 f 1
+cpu-wait f 1 timeout-ms=5000
+expect b count=64 equals=1
+"#;
+
 /// The bounded search with sleep sets (`pipefence::explore::enumerate_bounded_sleeping`) of
 /// `examples/async-compute.kdl --strict` at bound 1 makes mostly runs stopped asleep (the
 /// orders of its early write-backs): runs stopped asleep or as repeats count against

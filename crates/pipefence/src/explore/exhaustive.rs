@@ -114,6 +114,10 @@ struct Node {
     /// opened, and the actors explored here so far, each with its action's footprint.
     opening: Arc<Vec<(ActorKey, Footprint)>>,
     slept: Vec<(ActorKey, Footprint)>,
+    /// With sleep sets and no preemption left here: the actors of the plain listing whose
+    /// alternative explored here ran a free block ([`Block`]), so that every other
+    /// alternative of theirs here is the same schedule up to the order of independent actions.
+    covered: Vec<ActorKey>,
 }
 
 impl Node {
@@ -126,6 +130,7 @@ impl Node {
             tried,
             before,
             slept: Vec::new(),
+            covered: Vec::new(),
         }
     }
 
@@ -610,15 +615,24 @@ pub(super) fn search_plain_in<T>(
         next = None;
         let mut block = Block::default();
         'search: for d in (frozen..path.len()).rev() {
-            let n = &path[d];
             // With sleep sets and no preemption left below this point: the actor that ran
             // here runs on until it has nothing left, and when those steps were independent
             // of each other, every other order of them is the same schedule.
             // (Preemptions only add up along the path: the points with none left are its
             // last ones, each scanned in turn from the deepest.)
-            let spent = sleepy && opts.preemption_bound == Some(n.before);
-            let covered = spent && block.scan(&path, d, &run_events, path_blocked);
+            let spent = sleepy && opts.preemption_bound == Some(path[d].before);
+            let free = spent && block.scan(&path, d, &run_events, path_blocked);
+            let n = &mut path[d];
             let taken = n.point.taken.and_then(|t| n.point.actors.get(t as usize));
+            if let Some(t) = taken.filter(|_| free) {
+                // Kept for the alternatives of that actor listed here after another actor's
+                // (a free choice lists them mixed: a queue's write-backs among a dispatch's
+                // groups): each of them is that block in another order too.
+                if !n.covered.iter().any(|c| c.same_plain_actor(t)) {
+                    n.covered.push(t);
+                }
+            }
+            let n = &path[d];
             for alt in 0..n.point.alternatives {
                 if n.tried.contains(&alt) || sleepy && n.asleep(alt) || n.point.beside_step(alt) {
                     continue;
@@ -629,11 +643,10 @@ pub(super) fn search_plain_in<T>(
                         continue;
                     }
                 }
-                if covered
-                    && n.point
-                        .actors
-                        .get(alt as usize)
-                        .is_some_and(|a| taken.is_some_and(|t| t.same_plain_actor(a)))
+                if n.point
+                    .actors
+                    .get(alt as usize)
+                    .is_some_and(|a| n.covered.iter().any(|c| c.same_plain_actor(a)))
                 {
                     continue;
                 }
