@@ -206,7 +206,7 @@ enum Command {
         /// decisive steps are printed).
         #[arg(long)]
         no_shrink: bool,
-        /// With --exhaustive: shrinking runs at most N schedules in all (default 20000); a
+        /// With --exhaustive: shrinking runs at most N schedules in all (default 30000); a
         /// shrink the budget cut says so (`fewest: false`).
         #[arg(long, value_name = "N")]
         shrink_runs: Option<u64>,

@@ -43,7 +43,7 @@ use crate::choice::{ChoicePoint, Guide, GuideStep, Narrated, Script};
 use std::sync::Arc;
 
 /// Runs a shrink takes at most by default ([`shrink`]'s `max_runs`).
-pub const DEFAULT_SHRINK_RUNS: u64 = 20_000;
+pub const DEFAULT_SHRINK_RUNS: u64 = 30_000;
 
 /// A failing schedule shrunk ([`shrink`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
