@@ -22,8 +22,8 @@ use super::dpor::{
     branch_spec, first_run, note_slept, run_record, search_reduced, ClockMatters, Direct,
 };
 use super::exhaustive::{
-    assert_replayed, branch_prefix_replaying, refresh_point, search_plain, search_plain_in, Bound,
-    Enumeration, ExhaustiveOptions, Root, Run, Sleep,
+    assert_replayed, branch_prefix_replaying, refresh_point, search_plain_in, Bound, Enumeration,
+    ExhaustiveOptions, Root, Run, Sleep,
 };
 use super::visited::Visited;
 use crate::choice::{ActorKey, ChoicePoint, Event, Script};
@@ -173,7 +173,7 @@ enum Mode {
     /// The plain search (every interleaving, within the preemption bound).
     Plain,
     /// A preemption-bounded search with sleep sets across one actor's independent actions
-    /// (a shrink's, [`search_plain`] with [`Sleep::Plain`]: every outcome of a schedule within
+    /// (a shrink's, [`search_plain_in`] with [`Sleep::Plain`]: every outcome of a schedule within
     /// the bound, each with its fewest preemptions, in no more schedules than the plain
     /// bounded search), without shards, each unit keeping the states it explored
     /// ([`super::enumerate_bounded_states`]; a run at a state explored before is a repeat,
@@ -567,20 +567,17 @@ fn attempt<T: Send>(
             Mode::Reduced => {
                 search_reduced(opts, Some(root), clock_matters, &mut Direct(body), send)
             }
-            Mode::Sleepy => {
-                // Each unit keeps the states it explored (as a shrink's bounded search does):
-                // its own, so its result is the same whatever the threads.
-                let mut visited = Visited::default();
-                Ok(search_plain_in(
-                    opts,
-                    Some(root),
-                    Sleep::Plain,
-                    Some(&mut visited),
-                    body,
-                    send,
-                ))
-            }
-            Mode::Plain => Ok(search_plain(opts, Some(root), Sleep::None, body, send)),
+            // With sleep sets, each unit keeps the states it explored (as a shrink's bounded
+            // search does): its own, so its result is the same whatever the threads. (The
+            // plain search keeps none.)
+            Mode::Sleepy | Mode::Plain => Ok(search_plain_in(
+                opts,
+                Some(root),
+                mode.sleep(),
+                Some(&mut Visited::default()),
+                body,
+                send,
+            )),
         };
         batch.push(Rec::End(end));
         if tx.send((i, batch)).is_err() {
