@@ -60,9 +60,24 @@ pub(crate) fn resolve(
                  its own total (give one of the two)"
             ));
         }
-        return Shard::parse(text)
-            .map(|s| Some((s, ShardSource::Flag)))
-            .map_err(|e| format!("--{e}"));
+        let shard = Shard::parse(text).map_err(|e| format!("--{e}"))?;
+        // The flag wins; a shard the environment also asks for is said to be left unused
+        // (whatever its values: the flag's user chose), as Bazel's status file is not touched.
+        let set: Vec<String> = [
+            "TEST_SHARD_INDEX",
+            "TEST_TOTAL_SHARDS",
+            "JOB_COMPLETION_INDEX",
+        ]
+        .into_iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| format!("{k}={}", v.to_string_lossy())))
+        .collect();
+        if !set.is_empty() {
+            eprintln!(
+                "pipefence: --shard {text} chooses the shard: {} not used",
+                set.join(" ")
+            );
+        }
+        return Ok(Some((shard, ShardSource::Flag)));
     }
     match (env("TEST_SHARD_INDEX")?, env("TEST_TOTAL_SHARDS")?) {
         (Some(i), Some(n)) => {

@@ -398,6 +398,24 @@ fn bazel_shard_variables_choose_the_shard_and_touch_the_status_file() {
     );
     assert_eq!(timeless(&stdout(&flag_wins)), timeless(&stdout(&by_flag)));
     assert!(!status.exists());
+    assert!(
+        stderr(&flag_wins).contains(
+            "--shard 1/3 chooses the shard: TEST_SHARD_INDEX=0 TEST_TOTAL_SHARDS=2 not used"
+        ),
+        "{}",
+        stderr(&flag_wins)
+    );
+    // Whatever the variables hold: the flag's user chose.
+    let invalid = pipefence_env(
+        &[&args[..], &["--shard", "1/3"]].concat(),
+        &[("TEST_SHARD_INDEX", "x"), ("TEST_TOTAL_SHARDS", "3")],
+    );
+    assert_eq!(timeless(&stdout(&invalid)), timeless(&stdout(&by_flag)));
+    assert!(
+        stderr(&invalid).contains("TEST_SHARD_INDEX=x TEST_TOTAL_SHARDS=3 not used"),
+        "{}",
+        stderr(&invalid)
+    );
     // Set but empty: as unset (nothing to touch), not an error.
     let empty = pipefence_env(
         &args,
