@@ -3,14 +3,61 @@
 use kdl::KdlNode;
 use pipefence::{Flush, ImmediateMode, WaitEngine, Width, WriteSource};
 
-use crate::plan::{KernelDecl, ListCommand};
+use crate::plan::{Addr, KernelDecl, ListCommand};
 
 use super::values::shown;
 use super::{Parser, Shape, ACTIONS, COMMANDS, KERNELS};
 
+/// A command node read: the command, or where a value of it was wrong (already reported),
+/// what stands in for it so that the library's rules still check the others.
+pub(super) struct Parsed {
+    /// The command, each wrong value replaced by one that no rule rejects.
+    pub(super) cmd: ListCommand,
+    /// Whether every value was right (the command is the scenario's).
+    pub(super) whole: bool,
+}
+
+/// Reads the values of one command: each wrong one (`None`, already reported) is replaced by
+/// a value that no rule of the library rejects (an offset of 0, no flush flags, `0`), so that
+/// the rules on the others still run, and the command is then marked not whole.
+struct Fields {
+    whole: bool,
+}
+
+impl Fields {
+    fn new() -> Self {
+        Fields { whole: true }
+    }
+
+    fn or<T>(&mut self, v: Option<T>, stand_in: T) -> T {
+        v.unwrap_or_else(|| {
+            self.whole = false;
+            stand_in
+        })
+    }
+
+    fn addr(&mut self, v: Option<Addr>) -> Addr {
+        self.or(
+            v,
+            Addr {
+                buffer: 0,
+                offset: 0,
+            },
+        )
+    }
+
+    fn done(self, cmd: ListCommand) -> Option<Parsed> {
+        Some(Parsed {
+            cmd,
+            whole: self.whole,
+        })
+    }
+}
+
 impl Parser<'_> {
-    /// A command of a list; `None` when the node itself is wrong (already reported).
-    pub(super) fn command(&mut self, node: &KdlNode) -> Option<ListCommand> {
+    /// A command of a list; `None` when the node itself is wrong (already reported), and not
+    /// whole when one of its values is.
+    pub(super) fn command(&mut self, node: &KdlNode) -> Option<Parsed> {
         let name = node.name().value();
         match name {
             "wait-value32" => self.wait_value(node, Width::W32),
@@ -36,16 +83,22 @@ impl Parser<'_> {
                         ],
                     )
                 });
-                Some(ListCommand::WriteImmediate {
-                    addr: addr?,
-                    value: value?,
-                    mode: mode?,
-                })
+                let mut f = Fields::new();
+                let cmd = ListCommand::WriteImmediate {
+                    addr: f.addr(addr),
+                    value: f.or(value, 0),
+                    mode: f.or(mode, ImmediateMode::Default),
+                };
+                f.done(cmd)
             }
             "flush-pipeline" => {
                 let r = self.read(node, Shape::new(&[], &["flush"]));
                 let flush = r.prop("flush").map_or(Some(Flush::NONE), |e| self.flush(e));
-                Some(ListCommand::FlushPipeline { flush: flush? })
+                let mut f = Fields::new();
+                let cmd = ListCommand::FlushPipeline {
+                    flush: f.or(flush, Flush::NONE),
+                };
+                f.done(cmd)
             }
             "dispatch" | "dispatch-indirect" => self.dispatch(node),
             "copy" => {
@@ -59,16 +112,18 @@ impl Parser<'_> {
                 let src = self
                     .required(&r, "src")
                     .and_then(|e| self.address(e, "`src`", bytes));
-                Some(ListCommand::Copy {
-                    dst: dst?,
-                    src: src?,
-                    bytes: bytes?,
-                })
+                let mut f = Fields::new();
+                let cmd = ListCommand::Copy {
+                    dst: f.addr(dst),
+                    src: f.addr(src),
+                    bytes: f.or(bytes, 0),
+                };
+                f.done(cmd)
             }
             "marker" | "begin-event" => {
                 let r = self.read(node, Shape::new(&["TEXT"], &[]));
                 let text = r.arg(0).and_then(|e| self.string(e, "TEXT"))?.to_string();
-                Some(if name == "marker" {
+                Fields::new().done(if name == "marker" {
                     ListCommand::Marker(text)
                 } else {
                     ListCommand::BeginEvent(text)
@@ -76,7 +131,7 @@ impl Parser<'_> {
             }
             "end-event" => {
                 self.read(node, Shape::new(&[], &[]));
-                Some(ListCommand::EndEvent)
+                Fields::new().done(ListCommand::EndEvent)
             }
             _ => {
                 let pos = self.node_pos(node);
@@ -101,7 +156,7 @@ impl Parser<'_> {
     }
 
     /// `wait-value32/64 ADDRESS cmp= reference= mask= engine=`.
-    pub(super) fn wait_value(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+    pub(super) fn wait_value(&mut self, node: &KdlNode, width: Width) -> Option<Parsed> {
         let r = self.read(
             node,
             Shape::new(&["ADDRESS"], &["cmp", "reference", "mask", "engine"]),
@@ -123,20 +178,22 @@ impl Parser<'_> {
                 &[("me", WaitEngine::Me), ("pfp", WaitEngine::Pfp)],
             )
         });
-        Some(ListCommand::WaitValue {
-            addr: addr?,
+        let mut f = Fields::new();
+        let cmd = ListCommand::WaitValue {
+            addr: f.addr(addr),
             cond: pipefence::ValueCondition {
                 width,
-                cmp: cmp?,
-                reference: reference?,
-                mask: mask?,
+                cmp: f.or(cmp, pipefence::Comparison::GreaterEqual),
+                reference: f.or(reference, 0),
+                mask: f.or(mask, 0),
             },
-            engine: engine?,
-        })
+            engine: f.or(engine, WaitEngine::Me),
+        };
+        f.done(cmd)
     }
 
     /// `write-value32/64-bop ADDRESS value= flush= source=`.
-    pub(super) fn write_bop(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+    pub(super) fn write_bop(&mut self, node: &KdlNode, width: Width) -> Option<Parsed> {
         let r = self.read(
             node,
             Shape::new(&["ADDRESS"], &["value", "flush", "source"]),
@@ -149,17 +206,21 @@ impl Parser<'_> {
         let source = r
             .prop("source")
             .map_or(Some(WriteSource::Value), |e| self.source(e));
-        Some(ListCommand::WriteBottomOfPipe {
-            addr: addr?,
+        let mut f = Fields::new();
+        // A wrong source leaves the value's rule unknown (0 with a timestamp): not checked.
+        let value = value.filter(|_| source.is_some());
+        let cmd = ListCommand::WriteBottomOfPipe {
+            addr: f.addr(addr),
             width,
-            value: value?,
-            flush: flush?,
-            source: source?,
-        })
+            value: f.or(value, 0),
+            flush: f.or(flush, Flush::NONE),
+            source: f.or(source, WriteSource::Value),
+        };
+        f.done(cmd)
     }
 
     /// `write-value32/64-top ADDRESS value= source=`.
-    pub(super) fn write_top(&mut self, node: &KdlNode, width: Width) -> Option<ListCommand> {
+    pub(super) fn write_top(&mut self, node: &KdlNode, width: Width) -> Option<Parsed> {
         let r = self.read(node, Shape::new(&["ADDRESS"], &["value", "source"]));
         let addr = r
             .arg(0)
@@ -168,16 +229,19 @@ impl Parser<'_> {
         let source = r
             .prop("source")
             .map_or(Some(WriteSource::Value), |e| self.source(e));
-        Some(ListCommand::WriteTopOfPipe {
-            addr: addr?,
+        let mut f = Fields::new();
+        let value = value.filter(|_| source.is_some());
+        let cmd = ListCommand::WriteTopOfPipe {
+            addr: f.addr(addr),
             width,
-            value: value?,
-            source: source?,
-        })
+            value: f.or(value, 0),
+            source: f.or(source, WriteSource::Value),
+        };
+        f.done(cmd)
     }
 
     /// `dispatch KERNEL groups= ...` / `dispatch-indirect KERNEL args= ...`.
-    pub(super) fn dispatch(&mut self, node: &KdlNode) -> Option<ListCommand> {
+    pub(super) fn dispatch(&mut self, node: &KdlNode) -> Option<Parsed> {
         let indirect = node.name().value() == "dispatch-indirect";
         let first = if indirect { "args" } else { "groups" };
         // The kernel decides which properties are allowed; an unknown kernel allows them all
@@ -229,7 +293,9 @@ impl Parser<'_> {
         } else {
             None
         };
-        let kernel = match kernel? {
+        let mut f = Fields::new();
+        // An unknown kernel (reported) stands as a spin of 0 ns, which no rule rejects.
+        let kernel = match f.or(kernel, "") {
             "fill" => {
                 let dst = self
                     .required(&r, "dst")
@@ -238,8 +304,8 @@ impl Parser<'_> {
                     .required(&r, "value")
                     .and_then(|e| self.num32(e, "`value`"));
                 KernelDecl::Fill {
-                    dst: dst?,
-                    value: value?,
+                    dst: f.addr(dst),
+                    value: f.or(value, 0),
                 }
             }
             "add" => {
@@ -253,9 +319,9 @@ impl Parser<'_> {
                     .required(&r, "value")
                     .and_then(|e| self.num32(e, "`value`"));
                 KernelDecl::Add {
-                    dst: dst?,
-                    src: src?,
-                    value: value?,
+                    dst: f.addr(dst),
+                    src: f.addr(src),
+                    value: f.or(value, 0),
                 }
             }
             "sum" => {
@@ -266,25 +332,27 @@ impl Parser<'_> {
                     .required(&r, "src")
                     .and_then(|e| self.address(e, "`src`", Some(4)));
                 KernelDecl::Sum {
-                    dst: dst?,
-                    src: src?,
+                    dst: f.addr(dst),
+                    src: f.addr(src),
                 }
             }
-            _ => {
+            "spin" => {
                 let ns = self.required(&r, "ns").and_then(|e| self.num(e, "`ns`"));
-                KernelDecl::Spin { ns: ns? }
+                KernelDecl::Spin { ns: f.or(ns, 0) }
+            }
+            _ => KernelDecl::Spin { ns: 0 },
+        };
+        let cmd = if indirect {
+            ListCommand::DispatchIndirect {
+                kernel,
+                args: f.addr(args),
+            }
+        } else {
+            ListCommand::Dispatch {
+                kernel,
+                groups: f.or(groups, 1),
             }
         };
-        if indirect {
-            Some(ListCommand::DispatchIndirect {
-                kernel,
-                args: args?,
-            })
-        } else {
-            Some(ListCommand::Dispatch {
-                kernel,
-                groups: groups?,
-            })
-        }
+        f.done(cmd)
     }
 }

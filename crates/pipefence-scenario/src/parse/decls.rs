@@ -211,14 +211,19 @@ impl Parser<'_> {
         for child in node.children().map_or(&[][..], KdlDocument::nodes) {
             let pos = self.node_pos(child);
             self.addrs.clear();
-            let cmd = self.command(child);
-            let lower = match &cmd {
-                Some(cmd) => lower(cmd),
+            let lower = match self.command(child) {
+                Some(parsed) => {
+                    let lower = lower(&parsed.cmd);
+                    if parsed.whole {
+                        commands.push(CommandDecl {
+                            cmd: parsed.cmd,
+                            pos,
+                        });
+                    }
+                    lower
+                }
                 None => placeholder(child.name().value()),
             };
-            if let Some(cmd) = cmd {
-                commands.push(CommandDecl { cmd, pos });
-            }
             lowered.push(lower);
             positions.push(pos);
             addr_texts.push(std::mem::take(&mut self.addrs));

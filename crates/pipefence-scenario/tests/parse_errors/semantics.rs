@@ -531,6 +531,73 @@ t.kdl:12:1: duplicate `expect-removed` (first given at 11:1)
     );
 }
 
+/// A command with one wrong value still has the others checked by the library's rules (the
+/// alignment of its address, a value too wide for its write, a comparison the engine does not
+/// have), each mistake once: the wrong value stands in as one that no rule rejects. A wrong
+/// `source` leaves the value's rule unknown (it must be 0 with a timestamp), so it is not
+/// checked; a wrong kernel leaves its operands unread, but not the dispatch's own rules.
+#[test]
+fn a_command_with_a_wrong_value_has_its_other_values_checked() {
+    check(
+        r#"
+buffer data size=64
+queue dma kind=copy
+list l kind=direct {
+    write-value32-bop "data+2" value=1 flush="l2-writeback bogus"
+    write-value32-top data value=0x100000000 source=clock
+    write-value32-bop data value=0x100000000 flush=bogus
+    wait-value32 "data+4" cmp=equal reference=0x100000000 engine=xyz
+    dispatch blur groups=0
+    copy dst="data+2" src=nowhere bytes=4
+}
+list c kind=copy {
+    flush-pipeline flush=bogus
+}
+"#,
+        r#"
+t.kdl:4:5: address `data+2` is not 4-byte aligned (32-bit write)
+ 4 |     write-value32-bop "data+2" value=1 flush="l2-writeback bogus"
+   |     ^
+t.kdl:4:40: unknown flush flag `bogus` (expected some of: l1-invalidate l1-volatile l2-invalidate l2-volatile l2-writeback)
+ 4 |     write-value32-bop "data+2" value=1 flush="l2-writeback bogus"
+   |                                        ^
+t.kdl:5:46: unknown source `clock` (expected one of: value, gpu-timestamp, system-timestamp)
+ 5 |     write-value32-top data value=0x100000000 source=clock
+   |                                              ^
+t.kdl:6:5: value 0x100000000 does not fit a 32-bit write (above 0xffffffff)
+ 6 |     write-value32-bop data value=0x100000000 flush=bogus
+   |     ^
+t.kdl:6:46: unknown flush flag `bogus` (expected some of: l1-invalidate l1-volatile l2-invalidate l2-volatile l2-writeback)
+ 6 |     write-value32-bop data value=0x100000000 flush=bogus
+   |                                              ^
+t.kdl:7:5: reference 0x100000000 does not fit a 32-bit wait (above 0xffffffff)
+ 7 |     wait-value32 "data+4" cmp=equal reference=0x100000000 engine=xyz
+   |     ^
+t.kdl:7:59: unknown engine `xyz` (expected one of: me, pfp)
+ 7 |     wait-value32 "data+4" cmp=equal reference=0x100000000 engine=xyz
+   |                                                           ^
+t.kdl:8:5: group count 0: a dispatch needs at least 1 group
+ 8 |     dispatch blur groups=0
+   |     ^
+t.kdl:8:14: unknown kernel `blur` (expected one of: fill, add, sum, spin)
+ 8 |     dispatch blur groups=0
+   |              ^
+t.kdl:9:5: destination `data+2` is not 4-byte aligned
+ 9 |     copy dst="data+2" src=nowhere bytes=4
+   |     ^
+t.kdl:9:23: unknown buffer `nowhere`
+ 9 |     copy dst="data+2" src=nowhere bytes=4
+   |                       ^
+t.kdl:12:5: flush-pipeline is not allowed in a copy list (the DMA engine has no pipeline to flush)
+12 |     flush-pipeline flush=bogus
+   |     ^
+t.kdl:12:20: unknown flush flag `bogus` (expected some of: l1-invalidate l1-volatile l2-invalidate l2-volatile l2-writeback)
+12 |     flush-pipeline flush=bogus
+   |                    ^
+"#,
+    );
+}
+
 /// A declaration without its name is one mistake: the uses of that kind of name (the buffer
 /// and fence the file meant) are not reported as unknown too. Other kinds still are.
 #[test]
