@@ -621,16 +621,15 @@ impl Bits {
         self.0.iter().zip(&o.0).any(|(a, b)| a & b != 0)
     }
 
-    /// The set of the indices `first..=last`.
-    fn span(first: usize, last: usize) -> Bits {
-        let mut b = Bits::default();
-        b.0.resize(last / 64 + 1, 0);
-        for w in first / 64..=last / 64 {
+    /// Whether the set has an index in `first..=last` (only those words read: a step's set
+    /// met with a late event's happens-before was a pass over all of it).
+    fn any_in(&self, first: usize, last: usize) -> bool {
+        let end = self.0.len().min(last / 64 + 1);
+        (first / 64..end).any(|w| {
             let lo = if w == first / 64 { first % 64 } else { 0 };
             let hi = if w == last / 64 { last % 64 } else { 63 };
-            b.0[w] = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
-        }
-        b
+            self.0[w] & (u64::MAX >> (63 - hi)) & (u64::MAX << lo) != 0
+        })
     }
 
     /// The indices in the set from `lo` up to (not including) `hi`, in order.
@@ -2150,6 +2149,7 @@ fn add_backtracks(
         // actor, in order, that another actor made and that j depends on.
         let prev = h.prev_same(j);
         racing.clear();
+        let mut pins = StepPins::default();
         for (w, &word) in h.preds[j].0.iter().enumerate() {
             let mut m = word;
             if let Some(p) = prev {
@@ -2166,7 +2166,10 @@ fn add_backtracks(
             while m != 0 {
                 let i = w * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                if reversible(h, i, j) && !unobserved_writeback(h, i, j) && !unread_load(h, i, j) {
+                if reversible_in(h, i, j, &mut pins)
+                    && !unobserved_writeback(h, i, j)
+                    && !unread_load(h, i, j)
+                {
                     racing.push(i);
                 }
             }
@@ -2288,11 +2291,58 @@ fn shared_line_writebacks(
 /// conflict that does not order them in every schedule (`Footprint::races`), and no other
 /// part of `i`'s step ordering `j` in every schedule.
 fn reversible(h: &History, i: usize, j: usize) -> bool {
+    reversible_in(h, i, j, &mut StepPins::default())
+}
+
+/// [`reversible`], with what [`StepPins::pinned`] found of `i`'s step kept in `pins` for the
+/// next `i` of the same step and the same `j` (the end of a run writes back thousands of
+/// lines in one step: looking at all of them for each race was the square).
+fn reversible_in(h: &History, i: usize, j: usize, pins: &mut StepPins) -> bool {
     h.events[i].actor != h.events[j].actor
         && h.events[i].point != h.events[j].point
         && h.races(i, j)
-        && !pinned_after_step(h, i, j)
+        && !pins.pinned(h, i, j)
         && !after_quiescence(h, i, j)
+}
+
+/// The events of one step that order a later `j` in every schedule, for one `j`: at most two
+/// (one other than any `i` is all a race asks for). [`StepPins::pinned`] is whether another
+/// part of `i`'s step (the events recorded at its point: an action with the PFP steps and
+/// write-backs it brought about) orders `j` in every schedule (a conflict that no schedule
+/// reverses, as a host's read after waiting for the step's signal): `j` cannot come before
+/// the step, so its race with `i` reverses in no schedule.
+#[derive(Default)]
+struct StepPins {
+    /// The step's first event, `j`, and its pinning events.
+    step: Option<(usize, usize, smallvec::SmallVec<[usize; 2]>)>,
+}
+
+impl StepPins {
+    /// Whether another part of `i`'s step orders `j` in every schedule.
+    fn pinned(&mut self, h: &History, i: usize, j: usize) -> bool {
+        let (first, last) = step_of(h, i, j);
+        let pins =
+            |s: usize| h.dependent(s, j) && !h.events[s].footprint.races(&h.events[j].footprint);
+        if last - first < SMALL_STEP {
+            return (first..=last).any(|s| s != i && pins(s));
+        }
+        let known = matches!(&self.step, Some((f, jj, _)) if *f == first && *jj == j);
+        if !known {
+            let mut found = smallvec::SmallVec::new();
+            for s in first..=last {
+                if pins(s) {
+                    found.push(s);
+                    if found.len() == 2 {
+                        break;
+                    }
+                }
+            }
+            self.step = Some((first, j, found));
+        }
+        self.step
+            .as_ref()
+            .is_some_and(|(_, _, found)| found.iter().any(|&s| s != i))
+    }
 }
 
 /// Whether `j` is the wake of a host wait that timed out at a quiescence of the run (nothing
@@ -3113,35 +3163,36 @@ fn writes_back_first(f: &Footprint) -> bool {
         && (f.has((Obj::Settled, Kind::Read)) || f.has((Obj::All, Kind::Write)) && awaits_idle(f))
 }
 
-/// Whether another part of `i`'s step (the events recorded at its point: an action with the
-/// PFP steps and write-backs it brought about) orders `j` in every schedule (a conflict that
-/// no schedule reverses, as a host's read after waiting for the step's signal): `j` cannot
-/// come before the step, so its race with `i` reverses in no schedule.
-fn pinned_after_step(h: &History, i: usize, j: usize) -> bool {
-    let (first, last) = step_of(h, i, j);
-    (first..=last).any(|s| {
-        s != i && h.dependent(s, j) && !h.events[s].footprint.races(&h.events[j].footprint)
-    })
-}
-
 /// The first and last events of `i`'s step (the events recorded at its point, which are
 /// consecutive), before `j`.
 fn step_of(h: &History, i: usize, j: usize) -> (usize, usize) {
+    // The events are in the order of their points: a few looked at, then a binary search
+    // (the end of a run writes back thousands of lines in one step, and each of their races
+    // asks for it).
     let p = h.events[i].point;
-    let first = (0..i)
-        .rev()
-        .take_while(|&x| h.events[x].point == p)
-        .last()
-        .unwrap_or(i);
-    let last = (i..j)
-        .take_while(|&x| h.events[x].point == p)
-        .last()
-        .unwrap_or(i);
-    (first, last)
+    let near = i.saturating_sub(SMALL_STEP);
+    let first = match (near..i).rev().find(|&x| h.events[x].point != p) {
+        Some(x) => x + 1,
+        None => h.events[..=near].partition_point(|e| e.point < p),
+    };
+    let hi = j.max(i + 1);
+    let near = (i + SMALL_STEP).min(hi);
+    let end = match (i..near).find(|&x| h.events[x].point != p) {
+        Some(x) => x,
+        None => near + h.events[near..hi].partition_point(|e| e.point <= p),
+    };
+    debug_assert!((first..end).all(|x| h.events[x].point == p));
+    debug_assert!(first == 0 || h.events[first - 1].point != p);
+    debug_assert!(end == hi || h.events[end].point != p);
+    (first, end - 1)
 }
 
+/// The events of a step looked at one by one before a binary search ([`step_of`]), or each
+/// time instead of keeping what was found ([`StepPins`]).
+const SMALL_STEP: usize = 8;
+
 /// The actors that can start the reversal of the race of `i` with the later `j` (one that no
-/// other part of `i`'s step pins, [`pinned_after_step`]) from the state before `i`'s step
+/// other part of `i`'s step pins, [`StepPins::pinned`]) from the state before `i`'s step
 /// (with the actors that could run there, when `path` has its point), or `None` when no
 /// schedule reverses it. `i`'s step is the events recorded at its point (an action with the
 /// PFP steps and write-backs it brought about); it runs whole, so reversing the race puts `j`
@@ -3224,16 +3275,15 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
     let j_waits_idle = awaits_idle(&h.events[j].footprint);
     // The step's events as a set: an event after a part of the step has one of them in its
     // relaxed happens-before.
-    let step = Bits::span(first, last);
-    let after_step = |k: usize| h.rel(k).meets(&step);
+    let after_step = |k: usize| h.rel(k).any_in(first, last);
     if !j_waits_idle
         && needs.ones(last + 1, j).any(|k| {
             chosen(k)
                 && (h.events[k].actor == step_actor
                     || (after_step(k)
-                        && (first..=last).any(|s| {
-                            h.rel(k).contains(s) && h.may_conflict(s, k) && h.dependent(s, k)
-                        })))
+                        && h.rel(k)
+                            .ones(first, last + 1)
+                            .any(|s| h.may_conflict(s, k) && h.dependent(s, k))))
                 && !unobserved_writeback(h, k, j)
         })
     {
@@ -3534,17 +3584,26 @@ mod tests {
             (10, 200),
             (129, 129),
         ] {
-            let span = Bits::span(first, last);
             for i in 0..260 {
+                let mut one = Bits::default();
+                one.insert(i);
                 assert_eq!(
-                    span.contains(i),
+                    one.any_in(first, last),
                     first <= i && i <= last,
                     "{first}..={last}: {i}"
                 );
+                // And with indices on both sides of the span.
+                one.insert(300);
+                if first > 0 {
+                    one.insert(first - 1);
+                }
+                assert_eq!(
+                    one.any_in(first, last),
+                    first <= i && i <= last,
+                    "{first}..={last}: {i} among others"
+                );
             }
-            let mut one = Bits::default();
-            one.insert(last);
-            assert!(span.meets(&one));
+            assert!(!Bits::default().any_in(first, last));
         }
     }
 
