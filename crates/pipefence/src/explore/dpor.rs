@@ -3280,10 +3280,11 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
         && needs.ones(last + 1, j).any(|k| {
             chosen(k)
                 && (h.events[k].actor == step_actor
-                    || (after_step(k)
-                        && h.rel(k)
-                            .ones(first, last + 1)
-                            .any(|s| h.may_conflict(s, k) && h.dependent(s, k))))
+                    // (an event with none of the step's in its happens-before has none
+                    // to look at: the test of `after_step`, not made twice)
+                    || h.rel(k)
+                        .ones(first, last + 1)
+                        .any(|s| h.may_conflict(s, k) && h.dependent(s, k)))
                 && !unobserved_writeback(h, k, j)
         })
     {
