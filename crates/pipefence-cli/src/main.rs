@@ -15,7 +15,7 @@ use pipefence_scenario::{parse, render_diagnostics_styled};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The allocator: the exploration's runs allocate and free many small objects on every
@@ -274,9 +274,51 @@ fn plural(n: u64, what: &str) -> String {
     }
 }
 
+/// Whether the command asked for `--json`: a usage error then prints the `usage` object on
+/// stdout too (`docs/run.schema.json`), so that a reader of stdout learns why there is no report.
+static JSON_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// Prints a usage error (on stderr, and as the `usage` JSON object on stdout when the command
+/// asked for `--json`); exit status 2.
 fn usage_error(msg: &str) -> ExitCode {
+    if JSON_ASKED.load(Ordering::Relaxed) {
+        print_usage_json(msg);
+    }
+    error_on_stderr(msg)
+}
+
+/// Prints an error on stderr only (its JSON, if any, printed by the caller); exit status 2.
+fn error_on_stderr(msg: &str) -> ExitCode {
     eprintln!("pipefence: {msg}");
     ExitCode::from(2)
+}
+
+/// The `usage` object: the command line (or what it names: a shard report to merge, an output
+/// directory) is wrong, and no scenario was run.
+fn print_usage_json(msg: &str) {
+    let v = serde_json::json!({
+        "version": 1,
+        "status": "usage",
+        "errors": [{"message": msg}],
+    });
+    println!("{v}");
+}
+
+/// Whether `--json` is among the arguments (before a `--`): the command line could not be
+/// parsed, so only the words are known.
+fn json_in_args() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// What a command-line error of clap's says, without its `error: ` and its usage lines: the
+/// error and its tips.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let text = text.split("\n\nUsage:").next().unwrap_or(&text).trim();
+    text.strip_prefix("error: ").unwrap_or(text).to_string()
 }
 
 fn main() -> ExitCode {
@@ -288,7 +330,16 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout; an error, with --json, prints its JSON there too.
+            if e.use_stderr() && json_in_args() {
+                print_usage_json(&clap_message(&e));
+            }
+            e.exit()
+        }
+    };
     // Ctrl-C: the first stops the run or check (its summary is printed, exit 130); a second
     // exits at once.
     let _ = ctrlc::set_handler(|| {
@@ -306,6 +357,13 @@ fn main() -> ExitCode {
 }
 
 fn command(cli: Cli) -> ExitCode {
+    let json = match &cli.command {
+        Command::Run { json, .. } | Command::Check { json, .. } | Command::Merge { json, .. } => {
+            *json
+        }
+        _ => false,
+    };
+    JSON_ASKED.store(json, Ordering::Relaxed);
     match cli.command {
         Command::Run {
             file,
@@ -630,7 +688,7 @@ fn load(file: &std::path::Path, json: bool, color: ColorChoice) -> Result<Loaded
             });
             println!("{v}");
         }
-        usage_error(&message)
+        error_on_stderr(&message)
     };
     let bytes = match std::fs::read(file) {
         Ok(b) => b,

@@ -209,6 +209,77 @@ fn command_line_errors_exit_2() {
     assert_eq!(pipefence(&["frobnicate"]).status.code(), Some(2));
 }
 
+/// With `--json`, a wrong command line prints the `usage` object on stdout (one object, exit 2,
+/// the message naming the flag or value; docs/run.schema.json), for clap's own errors and the
+/// command's checks alike; without `--json` stdout stays empty, and `--help` is still help.
+#[test]
+fn a_usage_error_with_json_prints_the_usage_object() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["check", "examples/deadlock.kdl", "--json", "--jbos", "2"],
+            "--jbos",
+        ),
+        (&["check", "--json"], "<FILE>"),
+        (
+            &["check", "examples/deadlock.kdl", "--json", "--jobs", "0"],
+            "--jobs 0",
+        ),
+        (
+            &[
+                "check",
+                "examples/deadlock.kdl",
+                "--exhaustive",
+                "--seed",
+                "3",
+                "--json",
+            ],
+            "--seed",
+        ),
+        (
+            &[
+                "run",
+                "examples/deadlock.kdl",
+                "--json",
+                "--seed",
+                "1",
+                "--schedule",
+                "v1:AA",
+            ],
+            "--seed 1",
+        ),
+        (
+            &["merge", "no/such/shard.json", "--json"],
+            "no/such/shard.json",
+        ),
+    ];
+    for (args, named) in cases {
+        let out = pipefence(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let v = json(&out);
+        assert_eq!(v["status"], "usage", "{args:?}: {v}");
+        assert_eq!(v["version"], 1, "{args:?}: {v}");
+        let message = v["errors"][0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(named),
+            "{args:?}: {message:?} names no {named}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named), "{args:?}: stderr {stderr:?}");
+        // The same without --json: the message on stderr, nothing on stdout.
+        let plain: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+        let out = pipefence(&plain);
+        assert_eq!(out.status.code(), Some(2), "{plain:?}");
+        assert!(out.stdout.is_empty(), "{plain:?}: {:?}", out.stdout);
+    }
+    // After `--`, `--json` is a value, not the flag: no JSON.
+    let out = pipefence(&["run", "--bogus", "--", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let out = pipefence(&["check", "--help", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: pipefence check"));
+}
+
 /// A seed range past `u64::MAX` is a usage error naming the values (it used to wrap to seed
 /// 0), and so is a `--seed` the threaded driver would ignore; the largest range that fits runs.
 #[test]

@@ -1,9 +1,9 @@
 //! The `--json` outputs of `run` and `check` against their published schemas
 //! (`docs/run.schema.json`, `docs/check.schema.json`): the real output of every example and
 //! every race scenario on the threaded driver, the deterministic driver and in strict mode, of
-//! `check` (plain and strict), of invalid and unreadable files, and of small scenarios that
-//! produce the rarer shapes (a page fault, a requested removal, a timed-out host wait) must
-//! validate; real outputs with a field misspelled, missing, added or of the wrong type must not.
+//! `check` (plain and strict), of invalid and unreadable files, of wrong command lines, and of
+//! small scenarios that produce the rarer shapes (a page fault, a requested removal, a
+//! timed-out host wait) must validate; real outputs with a field misspelled, missing, added or of the wrong type must not.
 
 use jsonschema::{Registry, Validator};
 use serde_json::Value;
@@ -171,6 +171,16 @@ fn every_real_output_validates_against_its_schema() {
     ]));
     runs.push(args(&["run", &invalid, "--json"]));
     runs.push(args(&["run", &missing, "--json"]));
+    runs.push(args(&["run", &missing, "--json", "--sede", "3"]));
+    runs.push(args(&[
+        "run",
+        "examples/deadlock.kdl",
+        "--json",
+        "--seed",
+        "1",
+        "--schedule",
+        "v1:AA",
+    ]));
     let mut checks = Vec::new();
     for f in &files {
         checks.push(args(&["check", f, "--json", "--schedules", "8"]));
@@ -195,6 +205,8 @@ fn every_real_output_validates_against_its_schema() {
         ]));
     }
     checks.push(args(&["check", &invalid, "--json"]));
+    checks.push(args(&["check", &invalid, "--json", "--jobs", "0"]));
+    checks.push(args(&["merge", &missing, "--json"]));
     // Exhaustive reports: proved, failing with shrunk counterexamples, bounded by schedules
     // and by preemptions, strict with hazards, a removal, a shard's.
     let exhaustive: [&[&str]; 7] = [
@@ -272,7 +284,7 @@ fn every_real_output_validates_against_its_schema() {
         }))
         .collect();
     let any = |f: &dyn Fn(&Value) -> bool| outcomes.iter().any(|v| f(v));
-    for status in ["passed", "failed", "removed", "invalid"] {
+    for status in ["passed", "failed", "removed", "invalid", "usage"] {
         assert!(
             any(&|v| v["status"] == status),
             "no output with status {status}"
@@ -306,6 +318,10 @@ fn every_real_output_validates_against_its_schema() {
         "no unreached expectation"
     );
     assert!(any(&|v| v["errors"][0]["line"] == 0), "no unreadable file");
+    assert!(
+        check_outputs.iter().any(|(v, _)| v["status"] == "usage"),
+        "no usage error of check or merge"
+    );
     assert!(
         check_outputs
             .iter()

@@ -705,10 +705,19 @@ fn merge_refuses_missing_duplicate_and_mixed_shards_naming_the_files() {
     let refused = |files: &[PathBuf], says: &[&str]| {
         let out = merge(files, &["--json"]);
         assert_eq!(out.status.code(), Some(2), "{files:?}");
-        assert!(out.stdout.is_empty(), "{}", stdout(&out));
+        // With --json, the usage object on stdout says the same as stderr.
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+        assert_eq!(v["status"], "usage", "{v}");
         let e = stderr(&out);
         for s in says {
             assert!(e.contains(s), "`{s}` not in: {e}");
+            assert!(
+                v["errors"][0]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(s)),
+                "`{s}` not in: {v}"
+            );
         }
     };
     let name = |f: &PathBuf| f.display().to_string();
