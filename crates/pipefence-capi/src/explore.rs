@@ -339,7 +339,7 @@ pub unsafe extern "C" fn pipefence_explore_replay(
         let seed = parse_replay(text).ok_or_else(|| {
             Fail::arg(format!(
                 "{what}: `{text}` is not a replay string (`--driver deterministic --seed N`, \
-                 or a schedule string `v5:...`)"
+                 or a schedule string `v7:...`)"
             ))
         })?;
         let obj = run(&d, std::iter::once(seed), body, context)?;

@@ -207,7 +207,7 @@ fn x1_exhaustive_failures_print_each_problem_once() {
     assert!(text.contains("in 40 of 40 failing schedules"), "{text}");
     assert!(text.contains("failing outcomes:\n"), "{text}");
     assert!(
-        text.contains("problem 1") && text.contains("--schedule v3:"),
+        text.contains("problem 1") && text.contains("--schedule v6:"),
         "{text}"
     );
 }
@@ -377,12 +377,12 @@ fn x2_a_schedule_string_that_does_not_fit_the_run_is_refused() {
     // Tries past the run's end: `AGQ` is a run of 100 tries of the first alternative, which
     // every point has; the deadlock's run ends after a few.
     refused(
-        &["run", "examples/deadlock.kdl", "--schedule", "v5:AGQ"],
+        &["run", "examples/deadlock.kdl", "--schedule", "v7:AGQ"],
         "it has 100 choices, and this run ended after the first",
     );
     // 2^32 tries, in 8 characters.
     refused(
-        &["run", f, "--schedule", "v5:AICAgIAQ"],
+        &["run", f, "--schedule", "v7:AICAgIAQ"],
         "longer than any run",
     );
     refused(

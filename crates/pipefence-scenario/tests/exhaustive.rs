@@ -192,10 +192,10 @@ fn x2_a_racy_scenario_fails_and_its_replay_string_reproduces_the_failure() {
         assert!(r.failing > 0, "strict {strict}");
         assert_eq!(r.exit_code(), 1);
         let f = &r.failures[0];
-        // A reduced search's schedule (`v5:`), or the plain listing's (`v3:`) when the
+        // A reduced search's schedule (`v7:`), or the plain listing's (`v6:`) when the
         // failure's schedule is one its shrink found: either replays.
         assert!(
-            f.replay.starts_with("v5:") || f.replay.starts_with("v3:"),
+            f.replay.starts_with("v7:") || f.replay.starts_with("v6:"),
             "{}",
             f.replay
         );
@@ -1041,9 +1041,11 @@ expect b count=64 equals=5
 
 /// The shrink's random schedules with fewer preemptions stop once their draws only repeat
 /// schedules drawn before: a host raising and lowering a fence that the main thread waits on
-/// with another, three schedules in all, one failing with a preemption that none with fewer
-/// can give. Drawing on to a tenth of the budget (2,000 runs of host threads) took a quarter
-/// of a second for a failure the bounded search at 0 settles in a few runs.
+/// with another, four schedules in all (three until the wait's registration became an action
+/// of its own, D4: registered after the raise and the lowering, the wait never ends, a
+/// failure without preemption), the expectation's failure with a preemption that none with
+/// fewer can give. Drawing on to a tenth of the budget (2,000 runs of host threads) took a
+/// quarter of a second for a failure the bounded search at 0 settles in a few runs.
 #[test]
 fn d4_a_shrink_stops_drawing_random_schedules_once_they_only_repeat() {
     let sc = scenario(
@@ -1058,8 +1060,13 @@ expect-fence a equals=0
     o.bounds.reduction = true;
     let r = check_exhaustive_each(&sc, &o, |_| {}, |_, _| {});
     assert!(r.complete);
-    assert_eq!(r.failures.len(), 1);
-    let replay = r.failures[0].replay.clone();
+    assert_eq!(r.failures.len(), 2);
+    let failure = r
+        .failures
+        .iter()
+        .find(|f| f.what.iter().any(|w| w.contains("fence a == 0")))
+        .expect("the expectation's failure");
+    let replay = failure.replay.clone();
     let target = (replay_signature(&sc, false, &replay), replay);
     let mut runs = 0u64;
     let shrunk = pipefence::explore::shrink(
@@ -1242,7 +1249,8 @@ fn x1_no_run_reverses_a_group_or_a_retirement_with_a_wait_for_idle() {
 /// consumer's wait: each reversal tried ended asleep, 5 runs beside the one schedule. Strict:
 /// stale-cache 2 runs asleep beside its 96 schedules, stale-cache-fixed 2 beside 6,
 /// pfp-indirect-race 1 beside 2, all now none with the same schedules and outcomes;
-/// page-fault's schedules 3,864 -> 3,388, the same 7 outcomes.
+/// page-fault's schedules 3,864 -> 3,388, the same 7 outcomes (6,419 since its `cpu-wait`'s
+/// registration is an action of its own: before or after the fault's removal).
 #[test]
 fn x1_no_run_reverses_a_race_that_a_later_action_of_the_first_actor_orders() {
     let cases = [
@@ -1250,7 +1258,7 @@ fn x1_no_run_reverses_a_race_that_a_later_action_of_the_first_actor_orders() {
         ("tests/scenarios/stale-cache.kdl", true, (96, 11, 0)),
         ("tests/scenarios/stale-cache-fixed.kdl", true, (6, 1, 0)),
         ("tests/scenarios/pfp-indirect-race.kdl", true, (2, 1, 0)),
-        ("tests/scenarios/page-fault.kdl", true, (3388, 7, 0)),
+        ("tests/scenarios/page-fault.kdl", true, (6419, 7, 0)),
     ];
     assert_reduced_counts(&cases);
 }
@@ -2513,5 +2521,67 @@ fn x2_patterns_apart_from_the_examples_are_proved_fixed_and_fail_broken_with_rep
         }
         let failures = check_shrunk_of(&broken, name, false);
         assert!(!failures.is_empty(), "{name} broken");
+    }
+}
+
+/// A host thread that raises fence `f` and lowers it again once the main thread's signal of
+/// `a` releases it; the main thread waits for `f` right after that signal (WAIT: `cpu-wait f
+/// 1`, or `cpu-wait-multiple` on `f` and a fence nobody signals). LOWER is the lowering.
+const PULSE: &str = r#"
+fence a
+fence f
+fence never
+host h1 {
+    cpu-wait a 1
+    cpu-signal f 1
+    LOWER
+}
+cpu-signal a 1
+WAIT
+"#;
+
+/// D4 and F5: a CPU wait on fences is a call, and so a scheduling point, before its
+/// registration takes effect; the registration sees only the crossings after it. Between the
+/// main thread's signal and its wait's registration the other thread may raise `f` and lower
+/// it again, and the wait then never ends (a real thread can be preempted there). Until
+/// 2026-12-07 the registration was part of the host's previous action, so no schedule put the
+/// other thread there: every search, reduced or not, plain or strict, proved the scenario, and
+/// 2,000 sampled seeds passed. Without the lowering, every schedule passes.
+#[test]
+fn d4_f5_a_cpu_wait_registers_after_its_own_scheduling_point() {
+    let waits = [
+        "cpu-wait f 1",
+        "cpu-wait-multiple mode=any {\n    f 1\n    never 1\n}",
+    ];
+    for wait in waits {
+        let text = PULSE.replace("WAIT", wait);
+        let racy = scenario(&text.replace("LOWER", "cpu-signal f 0"));
+        let fixed = scenario(&text.replace("LOWER", ""));
+        for strict in [false, true] {
+            for reduction in [true, false] {
+                let mut o = opts(strict, 10_000);
+                o.bounds.reduction = reduction;
+                let what = format!("{wait:?}, strict {strict}, reduction {reduction}");
+                let (found, r) = outcomes_of(&racy, &o);
+                assert!(r.complete, "{what}");
+                assert_eq!(r.outcomes, 2, "{what}: passing, and the wait never ending");
+                assert!(
+                    found.iter().any(|s| s.contains("nothing can run")),
+                    "{what}: {found:?}"
+                );
+                assert_eq!(found, sampled(&racy, strict), "{what}: sampled seeds");
+                let failure = &r.failures[0];
+                assert_eq!(
+                    replay_signature(&racy, strict, &failure.replay),
+                    *found
+                        .iter()
+                        .find(|s| s.contains("nothing can run"))
+                        .unwrap(),
+                    "{what}: the replay"
+                );
+                let (_, r) = outcomes_of(&fixed, &o);
+                assert!(r.complete && r.failing == 0, "{what}: the fixed one");
+            }
+        }
     }
 }

@@ -521,13 +521,17 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search() {
 /// (one timing out), a copy queue, upload memory written by a host during a copy, a page fault
 /// that removes the device while another queue waits, a removal while a host polls, a masked
 /// 64-bit poll, a host's write racing a top-of-pipe write. In each mode listed, the plain
-/// search completes within 5,000 schedules, and the reduced search finds exactly its
+/// search completes within 13,000 schedules, and the reduced search finds exactly its
 /// outcomes (`check::signature`: status, expectations, final fences, hazards, removal, host
 /// errors) in no more schedules; and where the plain search bounded to 0 (then 1) preemptions
 /// completes within its cap, the shrink's bounded search with sleep sets reaches the same
 /// outcomes with the same fewest preemptions ([`check_bounded`]). The plain searches listed
-/// here take about 12,000 schedules in all; the modes left out do not complete within 5,000
-/// (2026-12-06).
+/// here take about 35,000 schedules in all; the modes left out do not complete within 13,000
+/// (2026-12-07: the cap was 5,000 and the plain searches about 12,000 in all until a CPU
+/// wait's registration became an action of its own, after the wait's scheduling point, which
+/// multiplies the interleavings of every scenario with a `cpu-wait`; upload-copy-race's
+/// strict search went past 20,000 then, and lowered-fence's, with a `cpu-wait` at its end,
+/// too: it ends with `wait-idle` since).
 #[test]
 fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scenarios() {
     // (file, plain mode, strict mode)
@@ -539,7 +543,7 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scen
         ("page-fault-while-waiting.kdl", true, true),
         ("poll64-mask.kdl", true, true),
         ("remove-while-poll.kdl", true, true),
-        ("upload-copy-race.kdl", true, true),
+        ("upload-copy-race.kdl", true, false),
         ("wait-all-timeout.kdl", true, true),
         ("wait-any-expect-fences.kdl", true, true),
     ];
@@ -568,10 +572,10 @@ fn d4_reduced_exhaustive_finds_every_outcome_of_the_plain_search_on_written_scen
             if !(if mode { strict } else { plain }) {
                 continue;
             }
-            match check_scenario_within(&text, mode, 5_000) {
+            match check_scenario_within(&text, mode, 13_000) {
                 Ok(Checked::Compared { outcomes: n, .. }) => outcomes += n,
                 Ok(Checked::Skipped) => panic!(
-                    "{file} (strict {mode}): the plain search did not complete within 5,000 \
+                    "{file} (strict {mode}): the plain search did not complete within 13,000 \
                      schedules"
                 ),
                 Err(e) => panic!("{file}: {e}"),

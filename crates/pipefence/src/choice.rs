@@ -1008,7 +1008,7 @@ impl Script {
         if let Some(rest) = s.strip_prefix(PLAIN_VERSION) {
             return decode(rest).map(Script::new);
         }
-        for old in ["v1:", "v2:", "v4:"] {
+        for old in ["v1:", "v2:", "v3:", "v4:", "v5:"] {
             if s.starts_with(old) {
                 return Err(format!(
                     "schedule string `{s}` is of an earlier pipefence (`{old}`): its choice points \
@@ -1605,14 +1605,16 @@ fn reading_also(fp: &Footprint, queues: Vec<u32>, obj: fn(u32) -> Obj) -> Footpr
 }
 
 /// The prefix of a schedule string of the plain listing. It changes when the choice points do
-/// (`v1:` listed engine stages that turned out blocked as alternatives).
-pub const PLAIN_VERSION: &str = "v3:";
+/// (`v1:` listed engine stages that turned out blocked as alternatives; `v3:` had no
+/// scheduling point between a host's call and its wait's registration on fences).
+pub const PLAIN_VERSION: &str = "v6:";
 
 /// The prefix of a schedule string of a reducing exploration's listing (each dispatch group and
 /// each dirty line its own alternative, but the groups of a dispatch that runs alone in one;
 /// `v2:` listed blocked engine stages, `v4:` listed the groups of a dispatch that runs alone one
-/// by one).
-pub const REDUCED_VERSION: &str = "v5:";
+/// by one; `v5:` had no scheduling point between a host's call and its wait's registration on
+/// fences).
+pub const REDUCED_VERSION: &str = "v7:";
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -1753,7 +1755,7 @@ mod tests {
             );
         }
         assert!(decode("!").is_err());
-        for old in ["v1:AA", "v2:AA", "v4:AA"] {
+        for old in ["v1:AA", "v2:AA", "v3:AA", "v4:AA", "v5:AA"] {
             let e = Script::from_schedule_string(old).unwrap_err();
             assert!(e.contains("earlier pipefence"), "{e}");
         }

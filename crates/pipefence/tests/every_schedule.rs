@@ -174,3 +174,64 @@ fn deterministic_devices_on_concurrent_threads_give_the_schedules_of_one_thread(
         assert_eq!(got, &want, "thread {t}");
     }
 }
+
+/// The main thread signals `a`, which releases a thread that raises `f` and lowers it again;
+/// right after its signal the main thread registers an event on `f` reaching 1 (`event`) or
+/// waits for it with a timeout (no event). Err when the event was not set (the registration
+/// came after the raise and the lowering) or the wait timed out.
+fn register_after_signal(desc: DeviceDesc, event: bool) -> Result<(), String> {
+    let device = Device::new(desc).map_err(|e| e.to_string())?;
+    let new_fence = || {
+        device
+            .create_fence(&pipefence::FenceDesc::new(0))
+            .map_err(|e| e.to_string())
+    };
+    let (a, f) = (new_fence()?, new_fence()?);
+    let (a2, f2) = (a.clone(), f.clone());
+    let h = pipefence::host::spawn(&device, "h", move || {
+        a2.wait_forever(1)
+            .and_then(|()| f2.signal(1))
+            .and_then(|()| f2.signal(0))
+    })
+    .map_err(|e| e.to_string())?;
+    a.signal(1).map_err(|e| e.to_string())?;
+    let result = if event {
+        let ev = pipefence::Event::new();
+        f.set_event_on_completion(1, Some(&ev))
+            .map_err(|e| e.to_string())?;
+        h.join()
+            .map_err(|e| format!("{e:?}"))?
+            .map_err(|e| e.to_string())?;
+        if ev.is_set() {
+            Ok(())
+        } else {
+            Err("the event registered after the pulse was never set".to_string())
+        }
+    } else {
+        let r = f.wait(1, Duration::from_secs(1)).map_err(|e| e.to_string());
+        h.join()
+            .map_err(|e| format!("{e:?}"))?
+            .map_err(|e| e.to_string())?;
+        r
+    };
+    result
+}
+
+/// D4 and F5/F6: a registration on a fence, of an event or of a blocking wait, is a call and so
+/// comes after a scheduling point: another thread may raise the fence and lower it again
+/// between the host's previous call and the registration, which then never sees the crossing.
+/// Until 2026-12-07 the registration was part of the host's previous action (the signal), and
+/// every schedule passed.
+#[test]
+fn d4_a_registration_on_a_fence_follows_its_own_scheduling_point() {
+    for event in [true, false] {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_every_schedule(&EveryScheduleOptions::default(), |d| {
+                register_after_signal(d, event)
+            })
+        }));
+        let message = panic_message(caught.expect_err("a schedule misses the pulse"));
+        let missed = if event { "never set" } else { "wait for 1" };
+        assert!(message.contains(missed), "event {event}: {message}");
+    }
+}

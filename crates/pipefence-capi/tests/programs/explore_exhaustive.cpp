@@ -34,7 +34,7 @@ int main() {
     CHECK(!all.Failures.empty() && all.Failures.size() < all.Schedules);
     const ScheduleFailure& first = all.Failures[0];
     CHECK(first.Result == E_FAIL);
-    CHECK(first.Replay.rfind("v5:", 0) == 0);
+    CHECK(first.Replay.rfind("v7:", 0) == 0);
     CHECK(first.Seed < all.Schedules);
     printf("  first: schedule %llu, %s\n", (unsigned long long)first.Seed, first.Replay.c_str());
 
@@ -79,7 +79,7 @@ int main() {
     printf("racy submission without reduction: %zu of %llu schedules fail, complete %d\n",
            every.Failures.size(), (unsigned long long)every.Schedules, (int)every.Complete);
     CHECK(every.Schedules > all.Schedules && !every.Failures.empty());
-    CHECK(every.Failures[0].Replay.rfind("v3:", 0) == 0);
+    CHECK(every.Failures[0].Replay.rfind("v6:", 0) == 0);
     ExploreResult provedPlain;
     CHECK_HR(Explore(&plain, fixed, &provedPlain), S_OK);
     printf("fixed submission without reduction: %llu schedules, complete %d, %zu failing\n",
@@ -106,7 +106,7 @@ int main() {
 
     // Bad input: a string that does not decode, and one whose choices this program does not
     // make (it makes none).
-    CHECK_HR(ReplaySchedule(&desc, "v5:!!", racy, &other), E_INVALIDARG);
+    CHECK_HR(ReplaySchedule(&desc, "v7:!!", racy, &other), E_INVALIDARG);
     CHECK_HR(ReplaySchedule(&desc, first.Replay.c_str(), [](ID3D12Device*) { return S_OK; },
                             &other),
              E_INVALIDARG);

@@ -569,6 +569,8 @@ impl Device {
         )?;
         match event {
             Some(e) => {
+                // A call, so a scheduling point before its registration takes effect (D4).
+                self.shared.yield_point();
                 let _ = register_multiple(&pairs, any, e.notifier());
                 Ok(())
             }

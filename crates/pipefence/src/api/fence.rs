@@ -173,6 +173,8 @@ impl Fence {
     pub fn set_event_on_completion(&self, value: u64, event: Option<&Event>) -> Result<()> {
         match event {
             Some(e) => {
+                // A call, so a scheduling point before its registration takes effect (D4).
+                self.inner.device.yield_point();
                 // F6: the same event registered twice for one value is set once.
                 let _ = self.inner.core.register_once(value, e.notifier());
             }

@@ -358,7 +358,8 @@ impl Scheduler {
         let reducing = st.script.as_ref().is_some_and(|s| s.is_reducing());
         let done = matches!(y, HostStep::Done);
         // A blocking wait latches its tickets here, in the host's action that ends here (a
-        // crossing from now on satisfies them, F5).
+        // crossing from now on satisfies them, F5): the action that began at the wait's own
+        // scheduling point (`block`).
         let state = match y {
             HostStep::Yield => HostState::Ready,
             HostStep::Block(c) => {
@@ -503,10 +504,20 @@ impl Backend for Scheduler {
     }
 
     /// Host threads of the schedule block as a scheduling point (no timeout: D6 decides when
-    /// nothing can run); other threads are outside the model and block in real time.
+    /// nothing can run); other threads are outside the model and block in real time. A wait
+    /// for fences is a call like any other (D4): its scheduling point comes first, and its
+    /// registration (the tickets it latches, F5) is an action of its own, so another thread
+    /// or an engine may run between the host's previous call and the registration, as a real
+    /// thread may be preempted there (a fence raised and lowered again in between is a
+    /// crossing the wait never sees).
     fn block(&self, dev: &DeviceShared, cond: Cond, timeout: Option<Duration>) -> WaitOutcome {
         match self.current_host(dev) {
-            Some(h) => self.schedule(dev, h, HostStep::Block(cond)).outcome(),
+            Some(h) => {
+                if matches!(cond, Cond::Fence(..) | Cond::Multi(..)) {
+                    self.schedule(dev, h, HostStep::Yield);
+                }
+                self.schedule(dev, h, HostStep::Block(cond)).outcome()
+            }
             None => super::threaded::block_real(
                 dev,
                 cond,
