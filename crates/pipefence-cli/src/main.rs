@@ -114,7 +114,7 @@ enum Command {
         driver: Driver,
         /// The deterministic driver's schedule seed (default 0); only with `--driver
         /// deterministic` or `--strict`.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seed: Option<u64>,
         /// Strict mode (docs/memory-model.md): the weakest legal GPU (per-engine write-back
         /// buffers, stale read caches, maximal PFP run-ahead) plus hazard reports; implies the
@@ -152,10 +152,10 @@ enum Command {
         /// The scenario file (KDL).
         file: PathBuf,
         /// Number of schedules.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
         schedules: u64,
         /// First seed.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
         seed: u64,
         /// Strict mode for every schedule (see `run --strict`); a hazard fails the schedule.
         #[arg(long)]
@@ -196,10 +196,10 @@ enum Command {
         #[arg(long)]
         no_reduction: bool,
         /// With --exhaustive: stop after this many schedules (default 10000).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         max_schedules: Option<u64>,
         /// With --exhaustive: only schedules with at most K preemptions (each outcome they reach, with its fewest preemptions; one actor's independent actions, a dispatch's groups or a queue's early write-backs, are explored in one order, and a run at a state explored before goes no further; with --no-reduction or --shard every interleaving within the bound)
-        #[arg(long, value_name = "K")]
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
         preemption_bound: Option<u32>,
         /// With --exhaustive: do not shrink failures (by default each distinct failing
         /// outcome is shrunk to the fewest preemptions that still fail the same way, and its
@@ -208,7 +208,7 @@ enum Command {
         no_shrink: bool,
         /// With --exhaustive: shrinking runs at most N schedules in all (default 30000); a
         /// shrink the budget cut says so (`fewest: false`).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         shrink_runs: Option<u64>,
         /// Run only shard INDEX of TOTAL (0/4 to 3/4): the contiguous block of seeds from
         /// SEED + floor(INDEX * SCHEDULES / TOTAL) to SEED + floor((INDEX + 1) * SCHEDULES /
@@ -218,18 +218,18 @@ enum Command {
         /// JOB_COMPLETION_INDEX (with --total-shards) give the shard. With --exhaustive: the
         /// INDEX-th of TOTAL contiguous blocks of the search's units (the subtrees its top is
         /// cut into, the same whatever the shards), each bound applying per shard.
-        #[arg(long, value_name = "INDEX/TOTAL")]
+        #[arg(long, value_name = "INDEX/TOTAL", allow_hyphen_values = true)]
         shard: Option<String>,
         /// The number of shards when the index is JOB_COMPLETION_INDEX (a Kubernetes indexed
         /// job's completions); default PIPEFENCE_TOTAL_SHARDS.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
         total_shards: Option<String>,
         /// Threads that run schedules at once (default: the number of CPUs; at most 1024). The
         /// report, human and --json (but elapsed times), is the same whatever N; --fail-fast
         /// still stops at the lowest failing seed. With --exhaustive the report is the same
         /// whatever N too: threads explore ahead the subtrees the reduced search will take, or
         /// the units of the plain search and of shards (docs/exploration.md).
-        #[arg(short = 'j', long, value_name = "N")]
+        #[arg(short = 'j', long, value_name = "N", allow_negative_numbers = true)]
         jobs: Option<String>,
         /// Colour in diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never.
         #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
@@ -472,7 +472,7 @@ fn command(cli: Cli) -> ExitCode {
                         ))
                     }
                     Ok(n) => usize::try_from(n).unwrap_or(MAX_JOBS),
-                    Err(e) => return usage_error(&format!("--jobs {e}")),
+                    Err(e) => return usage_error(&format!("--jobs {e} (1 to {MAX_JOBS} threads)")),
                 },
             };
             let parallel = Parallel { shard, jobs };

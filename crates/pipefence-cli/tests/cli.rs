@@ -280,6 +280,50 @@ fn a_usage_error_with_json_prints_the_usage_object() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: pipefence check"));
 }
 
+/// A negative or malformed count is a usage error that names its option and the value (a
+/// negative number used to be taken for an unknown flag: "unexpected argument '-1'"), and a
+/// count's error does not offer a range its option refuses (`--jobs` counts from 1).
+#[test]
+fn negative_and_malformed_counts_name_their_option() {
+    let f = "examples/deadlock.kdl";
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["check", f, "--exhaustive", "--preemption-bound", "-1"],
+            &["--preemption-bound", "-1"],
+        ),
+        (
+            &["check", f, "--exhaustive", "--shrink-runs", "-3"],
+            &["--shrink-runs", "-3"],
+        ),
+        (
+            &["check", f, "--exhaustive", "--max-schedules", "-2"],
+            &["--max-schedules", "-2"],
+        ),
+        (&["check", f, "--schedules", "-5"], &["--schedules", "-5"]),
+        (&["check", f, "--seed", "-5"], &["--seed", "-5"]),
+        (
+            &["run", f, "--driver", "deterministic", "--seed", "-5"],
+            &["--seed", "-5"],
+        ),
+        (&["check", f, "-j", "-1"], &["--jobs `-1`", "1 to 1024"]),
+        (&["check", f, "-j", "abc"], &["--jobs `abc`", "1 to 1024"]),
+        (
+            &["check", f, "--shard", "-1/3"],
+            &["--shard `-1/3`", "the index `-1`"],
+        ),
+    ];
+    for (args, says) in cases {
+        let out = pipefence(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for s in says {
+            assert!(err.contains(s), "{args:?}: `{s}` not in {err}");
+        }
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+        assert!(!err.contains("from 0 to"), "{args:?}: {err}");
+    }
+}
+
 /// A seed range past `u64::MAX` is a usage error naming the values (it used to wrap to seed
 /// 0), and so is a `--seed` the threaded driver would ignore; the largest range that fits runs.
 #[test]

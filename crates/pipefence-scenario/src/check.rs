@@ -493,9 +493,10 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     if text.is_empty() {
         return Err("is missing".to_string());
     }
-    text.trim()
-        .parse::<u64>()
-        .map_err(|_| format!("`{text}` is not a whole number from 0 to {}", u64::MAX))
+    text.trim().parse::<u64>().map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => format!("`{text}` is larger than {}", u64::MAX),
+        _ => format!("`{text}` is not a whole number"),
+    })
 }
 
 /// The schedules of `opts` that fit before the last seed (`u64::MAX`).
