@@ -46,7 +46,10 @@ fn shard_text_is_index_slash_total_and_errors_name_it() {
         ("/3", "the index is missing"),
         ("3", "no `/`"),
         ("1/2/3", "`2/3` is not a whole number"),
-        ("99999999999999999999/1", "is larger than 18446744073709551615"),
+        (
+            "99999999999999999999/1",
+            "is larger than 18446744073709551615",
+        ),
     ] {
         let e = Shard::parse(text).unwrap_err();
         assert!(e.contains(says), "{text}: {e}");

@@ -289,7 +289,15 @@ fn f8_all_fires_when_every_fence_reached() {
     .unwrap();
     a.signal(1).unwrap();
     assert!(!e.is_set());
-    assert!(multi(&d, &[&a, &b], &[1, 2], 0).unwrap_err().is_timeout());
+    let err = multi(&d, &[&a, &b], &[1, 2], 0).unwrap_err();
+    assert!(err.is_timeout());
+    // The message says where each fence is: the wait still waits for `b` (a single fence's
+    // timeout says its completed value too).
+    let text = err.to_string();
+    assert!(
+        text.contains(">= 1 (completed value 1)") && text.contains(">= 2 (completed value 0)"),
+        "{text}"
+    );
     b.signal(2).unwrap();
     assert!(e.try_wait());
     multi(&d, &[&a, &b], &[1, 2], 0).unwrap();

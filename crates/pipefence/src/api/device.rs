@@ -696,7 +696,8 @@ impl Device {
                 .shared
                 .removed_error(multi_desc(what, fences, values, any))),
             WaitOutcome::TimedOut => {
-                let desc = multi_desc(what, fences, values, any);
+                // Each fence with the value it holds: which of them the wait still waits for.
+                let desc = multi_desc_with_values(what, fences, values, any);
                 let virtual_time = self.shared.virtual_time();
                 let message = if virtual_time {
                     format!("{desc}: nothing can run and nothing else will signal them")
@@ -728,6 +729,27 @@ fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> Strin
         .iter()
         .zip(values)
         .map(|(f, v)| format!("fence `{}` >= {v}", f.name()))
+        .collect();
+    format!(
+        "{what} ({}): {}",
+        if any { "any" } else { "all" },
+        parts.join(", ")
+    )
+}
+
+/// [`multi_desc`] with each fence's completed value, as a timed-out single wait says it (a
+/// wait for all that timed out names the fence it still waits for by its value).
+fn multi_desc_with_values(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
+    let parts: Vec<String> = fences
+        .iter()
+        .zip(values)
+        .map(|(f, v)| {
+            format!(
+                "fence `{}` >= {v} (completed value {})",
+                f.name(),
+                f.completed_value()
+            )
+        })
         .collect();
     format!(
         "{what} ({}): {}",
