@@ -8,6 +8,10 @@
 #
 #   scripts/compare-bounded.sh OLD_BINARY NEW_BINARY [MAX_SCHEDULES] [JOBS]
 #
+# IGNORE_REPLAY=1 leaves the schedule strings and the runs' number of choice points out (as
+# compare-check.sh does): for a change to the choice points that keeps every search's
+# schedules, outcomes and failures.
+#
 # Exits 0 when everything is identical, 1 when anything differs, 2 on usage errors.
 set -uo pipefail
 if [[ $# -lt 2 ]]; then
@@ -16,6 +20,9 @@ if [[ $# -lt 2 ]]; then
 fi
 old=$1 new=$2 max=${3:-10000} jobs=${4:-2}
 cd "$(dirname "$0")/.."
+STRIP_KEYS=
+[[ -n ${IGNORE_REPLAY:-} ]] && STRIP_KEYS=replay,max_choice_points
+export STRIP_KEYS
 same=0 different=0
 report() {
     "$1" check "${@:2}" --json 2>/dev/null | python3 scripts/strip-elapsed.py | md5sum
