@@ -723,8 +723,10 @@ fn f8_timed_null_event_multi_wait_reaches_and_times_out() {
         .unwrap_err();
     assert!(e.is_timeout(), "{e}");
     assert!(
-        e.to_string()
-            .contains("block_on_multiple_fence_completion (any): fence `a` >= 1, fence `b` >= 1"),
+        e.to_string().contains(
+            "block_on_multiple_fence_completion (any): fence `a` >= 1 (completed value 0), \
+             fence `b` >= 1 (completed value 0)"
+        ),
         "{e}"
     );
     a.signal(1).unwrap();

@@ -697,7 +697,7 @@ impl Device {
                 .removed_error(multi_desc(what, fences, values, any))),
             WaitOutcome::TimedOut => {
                 // Each fence with the value it holds: which of them the wait still waits for.
-                let desc = multi_desc_with_values(what, fences, values, any);
+                let desc = multi_desc_of(what, fences, values, any, true);
                 let virtual_time = self.shared.virtual_time();
                 let message = if virtual_time {
                     format!("{desc}: nothing can run and nothing else will signal them")
@@ -725,30 +725,22 @@ impl Device {
 type FencePairs = Vec<(Arc<FenceCore>, u64)>;
 
 fn multi_desc(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
-    let parts: Vec<String> = fences
-        .iter()
-        .zip(values)
-        .map(|(f, v)| format!("fence `{}` >= {v}", f.name()))
-        .collect();
-    format!(
-        "{what} ({}): {}",
-        if any { "any" } else { "all" },
-        parts.join(", ")
-    )
+    multi_desc_of(what, fences, values, any, false)
 }
 
-/// [`multi_desc`] with each fence's completed value, as a timed-out single wait says it (a
-/// wait for all that timed out names the fence it still waits for by its value).
-fn multi_desc_with_values(what: &str, fences: &[&Fence], values: &[u64], any: bool) -> String {
+/// What a wait on several fences waits for; with `now`, each fence's completed value too, as
+/// a timed-out single wait says it (a wait for all that timed out names the fence it still
+/// waits for by its value).
+fn multi_desc_of(what: &str, fences: &[&Fence], values: &[u64], any: bool, now: bool) -> String {
     let parts: Vec<String> = fences
         .iter()
         .zip(values)
         .map(|(f, v)| {
-            format!(
-                "fence `{}` >= {v} (completed value {})",
-                f.name(),
-                f.completed_value()
-            )
+            let mut part = format!("fence `{}` >= {v}", f.name());
+            if now {
+                part += &format!(" (completed value {})", f.completed_value());
+            }
+            part
         })
         .collect();
     format!(
