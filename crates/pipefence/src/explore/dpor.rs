@@ -3284,7 +3284,7 @@ fn reversal_starts(h: &History, i: usize, needs: &NeedsOf, path: &[Node]) -> Opt
                     // to look at: the test of `after_step`, not made twice)
                     || h.rel(k)
                         .ones(first, last + 1)
-                        .any(|s| h.may_conflict(s, k) && h.dependent(s, k)))
+                        .any(|s| h.dependent(s, k)))
                 && !unobserved_writeback(h, k, j)
         })
     {
