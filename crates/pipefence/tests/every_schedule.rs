@@ -195,26 +195,21 @@ fn register_after_signal(desc: DeviceDesc, event: bool) -> Result<(), String> {
     })
     .map_err(|e| e.to_string())?;
     a.signal(1).map_err(|e| e.to_string())?;
-    let result = if event {
-        let ev = pipefence::Event::new();
+    let ev = pipefence::Event::new();
+    let waited = if event {
         f.set_event_on_completion(1, Some(&ev))
-            .map_err(|e| e.to_string())?;
-        h.join()
-            .map_err(|e| format!("{e:?}"))?
-            .map_err(|e| e.to_string())?;
-        if ev.is_set() {
-            Ok(())
-        } else {
-            Err("the event registered after the pulse was never set".to_string())
-        }
     } else {
-        let r = f.wait(1, Duration::from_secs(1)).map_err(|e| e.to_string());
-        h.join()
-            .map_err(|e| format!("{e:?}"))?
-            .map_err(|e| e.to_string())?;
-        r
-    };
-    result
+        f.wait(1, Duration::from_secs(1))
+    }
+    .map_err(|e| e.to_string());
+    h.join()
+        .map_err(|e| format!("{e:?}"))?
+        .map_err(|e| e.to_string())?;
+    waited?;
+    if event && !ev.is_set() {
+        return Err("the event registered after the pulse was never set".to_string());
+    }
+    Ok(())
 }
 
 /// D4 and F5/F6: a registration on a fence, of an event or of a blocking wait, is a call and so
